@@ -1,0 +1,1 @@
+//! Nothing here: the programs are the `[[example]]`s beside this file.

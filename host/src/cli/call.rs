@@ -1,0 +1,124 @@
+//! `toolhost call`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind};
+
+use super::{ChainDisplay, EXIT_FAILED, EXIT_USAGE, PluginArgs, UsageError};
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool to call.
+    tool: String,
+    /// Input JSON. Without --input or --input-file, it is read from stdin.
+    #[arg(long, short, conflicts_with = "input_file")]
+    input: Option<String>,
+    /// Read the input JSON from a file ("-" for stdin).
+    #[arg(long)]
+    input_file: Option<PathBuf>,
+    /// Session id for stateful tools (state lasts as long as this process).
+    #[arg(long)]
+    session: Option<String>,
+    #[command(flatten)]
+    plugins: PluginArgs,
+    /// Print exactly one JSON object on stdout:
+    /// {"ok":true,"output":...} or {"ok":false,"error":{"kind":...,"message":...}}.
+    #[arg(long)]
+    json: bool,
+}
+
+impl CallArgs {
+    fn read_input(&self) -> anyhow::Result<String> {
+        use anyhow::Context;
+        if let Some(input) = &self.input {
+            return Ok(input.clone());
+        }
+        let mut text = String::new();
+        match &self.input_file {
+            Some(path) if path.as_os_str() != "-" => {
+                text = std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read input file {}", path.display()))?;
+            }
+            _ => {
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .context("cannot read the input from stdin")?;
+            }
+        }
+        Ok(text)
+    }
+}
+
+pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
+    let outcome = call(&args).await;
+    match outcome {
+        Ok(Ok(output)) => {
+            if args.json {
+                println!("{}", json!({"ok": true, "output": output}));
+            } else {
+                println!("{}", serde_json::to_string_pretty(&output)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(Err(e)) => {
+            if args.json {
+                println!(
+                    "{}",
+                    json!({"ok": false, "error": {"kind": e.kind, "message": e.message}})
+                );
+            } else {
+                eprintln!("error: {e}");
+            }
+            Ok(ExitCode::from(EXIT_FAILED))
+        }
+        Err(e) if args.json => {
+            let usage = e.downcast_ref::<UsageError>().is_some();
+            let kind = if usage { "usage" } else { "host" };
+            println!(
+                "{}",
+                json!({"ok": false, "error": {"kind": kind, "message": format!("{e:#}")}})
+            );
+            Ok(ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILED }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Outer error: the host could not be set up. Inner: the call failed.
+async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolError>> {
+    let input = args.read_input().map_err(UsageError)?;
+    let (_host, report) = args.plugins.load().await?;
+    let registry = report.registry();
+    if !registry.contains(&args.tool) {
+        let mut message = format!("no tool named `{}`", args.tool);
+        if !report.errors.is_empty() {
+            // The tool may live in a plugin that failed to load: say which.
+            let failed: Vec<String> = report
+                .errors
+                .iter()
+                .map(|e| ChainDisplay(e).to_string())
+                .collect();
+            message.push_str(&format!(
+                "; these plugins failed to load: {}",
+                failed.join("; ")
+            ));
+            let kind = if report.plugins.is_empty() {
+                ToolErrorKind::PluginLoad
+            } else {
+                ToolErrorKind::UnknownTool
+            };
+            return Ok(Err(ToolError::new(kind, message)));
+        }
+        let names: Vec<&str> = registry.specs().map(|s| s.name.as_str()).collect();
+        message.push_str(&format!("; available: {}", names.join(", ")));
+        return Ok(Err(ToolError::new(ToolErrorKind::UnknownTool, message)));
+    }
+    let cx = CallContext {
+        session: args.session.clone().map(SessionId::new),
+    };
+    Ok(registry.call(&args.tool, &input, &cx).await)
+}

@@ -1,0 +1,130 @@
+//! `toolhost inspect`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::json;
+use toolhost::sandbox::Sandbox;
+
+use super::{ChainDisplay, PluginArgs, UsageError};
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// The component to inspect.
+    file: PathBuf,
+    #[command(flatten)]
+    plugins: PluginArgs,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
+    args.plugins.plugins = args.file.clone();
+    let config = args.plugins.host_config().map_err(UsageError)?;
+    let host = toolhost::plugin::PluginHost::new(config).map_err(|e| UsageError(e.into()))?;
+    let wasm = std::fs::read(&args.file)
+        .with_context(|| format!("cannot read {}", args.file.display()))
+        .map_err(UsageError)?;
+    let digest = Sandbox::digest(&wasm);
+    let entry = host.sandbox().cache_entry(&digest);
+    let cached_before = entry.as_ref().is_some_and(|p| p.exists());
+
+    // Imports and exports come from the component itself, so they show even
+    // when it does not fit the plugin world.
+    let sandbox = host.sandbox().clone();
+    let compiled = tokio::task::spawn_blocking(move || sandbox.compile(&wasm, &digest)).await?;
+    let (imports, exports) = match &compiled {
+        Ok((component, _)) => {
+            let ty = component.component_type();
+            let engine = host.sandbox().engine();
+            (
+                ty.imports(engine).map(|(n, _)| n.to_owned()).collect::<Vec<_>>(),
+                ty.exports(engine).map(|(n, _)| n.to_owned()).collect::<Vec<_>>(),
+            )
+        }
+        Err(_) => (Vec::new(), Vec::new()),
+    };
+    let loaded = match compiled {
+        Ok(_) => host.load_file(&args.file).await.map_err(|e| ChainDisplay(&e).to_string()),
+        Err(e) => Err(ChainDisplay(&e).to_string()),
+    };
+
+    if args.json {
+        let mut out = json!({
+            "file": args.file,
+            "digest": digest.to_hex().to_string(),
+            "imports": imports,
+            "exports": exports,
+            "cache": {"entry": entry, "cached_before": cached_before},
+        });
+        match &loaded {
+            Ok(plugin) => {
+                out["plugin"] = super::list::plugin_json(plugin);
+                out["tools"] = json!(plugin.tool_specs());
+            }
+            Err(message) => out["error"] = json!(message),
+        }
+        println!("{out}");
+    } else {
+        println!("file: {}", args.file.display());
+        println!("digest: blake3:{}", digest.to_hex());
+        println!("imports:");
+        for i in &imports {
+            println!("  {i}");
+        }
+        println!("exports:");
+        for e in &exports {
+            println!("  {e}");
+        }
+        match &entry {
+            Some(path) => println!(
+                "compiled cache: {} ({})",
+                if cached_before { "cached" } else { "not cached before this run" },
+                path.display()
+            ),
+            None => println!("compiled cache: disabled"),
+        }
+        match &loaded {
+            Ok(plugin) => {
+                match plugin.manifest_path() {
+                    Some(m) => println!("manifest: {}", m.display()),
+                    None => println!("manifest: none (defaults, no grants)"),
+                }
+                println!("stateful: {}", plugin.is_stateful());
+                let l = plugin.limits();
+                println!(
+                    "limits: fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
+                    l.fuel,
+                    l.timeout.as_millis(),
+                    l.memory_bytes >> 20,
+                    l.output_bytes >> 10
+                );
+                let p = plugin.permissions();
+                println!("grants:");
+                if p.dirs.is_empty() && p.env.is_empty() {
+                    println!("  none");
+                }
+                for d in &p.dirs {
+                    let mode = if d.writable { "rw" } else { "ro" };
+                    println!("  dir {} -> {} ({mode})", d.host.display(), d.guest);
+                }
+                for (k, _) in &p.env {
+                    println!("  env {k}");
+                }
+                println!("tools:");
+                for t in plugin.tool_specs() {
+                    println!("  {}: {}", t.name, t.description);
+                }
+            }
+            Err(message) => println!("not loadable as a plugin: {message}"),
+        }
+    }
+    Ok(if loaded.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(super::EXIT_FAILED)
+    })
+}

@@ -1,0 +1,98 @@
+//! `toolhost list`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+use toolhost::plugin::Plugin;
+
+use super::{ChainDisplay, PluginArgs};
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    plugins: PluginArgs,
+    /// Print one JSON object: {"tools": [...], "errors": [...]}.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn plugin_json(plugin: &Plugin) -> serde_json::Value {
+    json!({
+        "plugin": plugin.name(),
+        "path": plugin.path(),
+        "manifest": plugin.manifest_path(),
+        "stateful": plugin.is_stateful(),
+        "limits": plugin.limits(),
+        "permissions": plugin.permissions(),
+    })
+}
+
+pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
+    let (_host, report) = args.plugins.load().await?;
+    if args.json {
+        let tools: Vec<_> = report
+            .plugins
+            .iter()
+            .flat_map(|p| {
+                p.tool_specs().iter().map(move |t| {
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                        "source": plugin_json(p),
+                    })
+                })
+            })
+            .collect();
+        let errors: Vec<_> = report
+            .errors
+            .iter()
+            .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
+            .collect();
+        println!("{}", json!({"tools": tools, "errors": errors}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for plugin in &report.plugins {
+        let l = plugin.limits();
+        println!(
+            "{} ({}){}",
+            plugin.name(),
+            plugin.path().display(),
+            if plugin.is_stateful() { " [stateful]" } else { "" }
+        );
+        println!(
+            "  limits: fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
+            l.fuel,
+            l.timeout.as_millis(),
+            l.memory_bytes >> 20,
+            l.output_bytes >> 10
+        );
+        let perms = plugin.permissions();
+        if perms.dirs.is_empty() && perms.env.is_empty() {
+            println!("  grants: none");
+        } else {
+            for d in &perms.dirs {
+                let mode = if d.writable { "rw" } else { "ro" };
+                println!("  grants: dir {} -> {} ({mode})", d.host.display(), d.guest);
+            }
+            for (k, _) in &perms.env {
+                println!("  grants: env {k}");
+            }
+        }
+        for tool in plugin.tool_specs() {
+            println!("  - {}: {}", tool.name, tool.description);
+            println!("      input: {}", tool.input_schema);
+        }
+    }
+    if report.plugins.is_empty() && report.errors.is_empty() {
+        println!(
+            "no plugins in {} (build the bundled ones with plugins/build.sh)",
+            args.plugins.plugins.display()
+        );
+    }
+    for e in &report.errors {
+        println!("failed: {}", ChainDisplay(e));
+    }
+    Ok(ExitCode::SUCCESS)
+}

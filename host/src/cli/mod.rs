@@ -1,0 +1,227 @@
+//! clap commands. Exit codes: 0 success, 1 a tool call (or run) failed,
+//! 2 usage or configuration error.
+
+mod call;
+mod inspect;
+mod list;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
+use toolhost::tools::ToolRegistry;
+
+/// Exit code for a failed tool call or run.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code for bad flags, config or plugin directory.
+pub const EXIT_USAGE: u8 = 2;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "toolhost",
+    version,
+    about = "Run LLM tools as sandboxed WebAssembly components"
+)]
+struct Cli {
+    /// More log output (-v: debug, -vv: trace). TOOLHOST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only errors on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List every tool in a plugin directory.
+    List(list::ListArgs),
+    /// Call one tool in the sandbox and print its output.
+    Call(call::CallArgs),
+    /// Show a component's imports, exports, manifest, limits, grants and cache state.
+    Inspect(inspect::InspectArgs),
+}
+
+/// Where plugins come from and what the operator allows them.
+#[derive(Debug, Clone, Args)]
+pub struct PluginArgs {
+    /// Plugin directory (every NAME.wasm with its NAME.toml), or one .wasm file.
+    #[arg(long, short = 'p', env = "TOOLHOST_PLUGINS", default_value = "plugins")]
+    pub plugins: PathBuf,
+    /// Host config (toolhost.toml): default and maximum limits, allowed grants.
+    /// Default: ./toolhost.toml if it exists.
+    #[arg(long, env = "TOOLHOST_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Cache compiled components here. Default: $XDG_CACHE_HOME/toolhost or ~/.cache/toolhost.
+    #[arg(long, env = "TOOLHOST_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every time; do not read or write the cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Allow read-only directory grants inside DIR (repeatable).
+    #[arg(long = "allow-dir", value_name = "DIR")]
+    pub allow_dirs: Vec<PathBuf>,
+    /// Allow read-write directory grants inside DIR (repeatable).
+    #[arg(long = "allow-rw-dir", value_name = "DIR")]
+    pub allow_rw_dirs: Vec<PathBuf>,
+    /// Allow manifests to pass environment variable KEY through (repeatable).
+    #[arg(long = "allow-env", value_name = "KEY")]
+    pub allow_env: Vec<String>,
+    /// Do not trust the plugin directory itself for read-only grants.
+    #[arg(long)]
+    pub untrusted_plugin_dir: bool,
+}
+
+/// A usage or configuration problem: exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:#}")]
+pub struct UsageError(pub anyhow::Error);
+
+impl PluginArgs {
+    /// The host config: the file, then the flags on top.
+    pub fn host_config(&self) -> anyhow::Result<HostConfig> {
+        let path = match &self.config {
+            Some(p) => Some(p.clone()),
+            None => Some(PathBuf::from("toolhost.toml")).filter(|p| p.is_file()),
+        };
+        let mut config = match path {
+            Some(path) => {
+                let text = std::fs::read_to_string(&path)
+                    .with_context(|| format!("cannot read host config {}", path.display()))?;
+                toml::from_str(&text)
+                    .with_context(|| format!("invalid host config {}", path.display()))?
+            }
+            None => HostConfig::default(),
+        };
+        if self.no_cache {
+            config.cache_dir = None;
+        } else if let Some(dir) = self.cache_dir.clone().or_else(default_cache_dir) {
+            if config.cache_dir.is_none() || self.cache_dir.is_some() {
+                config.cache_dir = Some(dir);
+            }
+        }
+        config.allow.dirs.extend(self.allow_dirs.iter().cloned());
+        config.allow.rw_dirs.extend(self.allow_rw_dirs.iter().cloned());
+        config.allow.env.extend(self.allow_env.iter().cloned());
+        if !self.untrusted_plugin_dir {
+            // Whoever put a plugin and its manifest in this directory also
+            // controls the data beside it; read-only grants there are theirs.
+            config.allow.dirs.push(self.plugin_dir().to_owned());
+        }
+        Ok(config)
+    }
+
+    fn plugin_dir(&self) -> &Path {
+        if self.plugins.is_file() {
+            self.plugins.parent().unwrap_or(Path::new("."))
+        } else {
+            &self.plugins
+        }
+    }
+
+    /// Load the plugins; a broken plugin is reported on stderr and skipped.
+    pub async fn load(&self) -> anyhow::Result<(PluginHost, LoadReport)> {
+        let config = self.host_config().map_err(UsageError)?;
+        let host = PluginHost::new(config)
+            .context("cannot set up the sandbox")
+            .map_err(UsageError)?;
+        let report = if self.plugins.is_file() {
+            let mut report = LoadReport::default();
+            match host.load_file(&self.plugins).await {
+                Ok(p) => report.plugins.push(p),
+                Err(e) => report.errors.push(e),
+            }
+            report
+        } else {
+            host.load_dir(&self.plugins)
+                .await
+                .map_err(|e| UsageError(anyhow::Error::new(e).context("use --plugins DIR with a directory of .wasm plugins (build them with plugins/build.sh)")))?
+        };
+        for error in &report.errors {
+            tracing::warn!("skipped plugin: {}", ChainDisplay(error));
+        }
+        Ok((host, report))
+    }
+
+    /// A registry of every tool in the plugins.
+    pub async fn load_registry(&self) -> anyhow::Result<ToolRegistry> {
+        let (_host, report) = self.load().await?;
+        Ok(report.registry())
+    }
+}
+
+/// An error and its sources as one line, for logs and JSON.
+#[derive(Debug)]
+pub struct ChainDisplay<'a>(pub &'a (dyn std::error::Error + 'static));
+
+impl std::fmt::Display for ChainDisplay<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(s) = source {
+            write!(f, ": {s}")?;
+            source = s.source();
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ChainDisplay<'_> {}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("toolhost"))
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let default = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn,toolhost=info",
+        (false, 1) => "info,toolhost=debug",
+        (false, _) => "debug,toolhost=trace",
+    };
+    let filter = EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::List(args) => list::run(args).await,
+            Command::Call(args) => call::run(args).await,
+            Command::Inspect(args) => inspect::run(args).await,
+        }
+    });
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            if e.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::from(EXIT_FAILED)
+            }
+        }
+    }
+}

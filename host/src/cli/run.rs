@@ -1,0 +1,288 @@
+//! `toolhost run`: the capped tool loop from the command line.
+//!
+//! The final answer goes to stdout; progress (iterations, tool calls with
+//! timings) to stderr. `--transcript FILE` writes the whole conversation as
+//! provider-neutral JSON, also when the run fails; `--json` prints a summary
+//! object instead of the bare answer.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use toolhost::llm::{Message, ProviderKind, ProviderOptions};
+use toolhost::runner::{
+    CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
+};
+
+use super::{ChainDisplay, EXIT_FAILED, PluginArgs, UsageError};
+
+/// Which provider to talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProviderArg {
+    /// OpenAI Chat Completions, or any compatible server with --base-url
+    /// (DeepSeek, vLLM, Ollama, llama.cpp, LiteLLM).
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Google Gemini generateContent.
+    Gemini,
+    /// Play a recorded conversation (--replay FILE); no key, no network.
+    Replay,
+}
+
+impl From<ProviderArg> for ProviderKind {
+    fn from(arg: ProviderArg) -> Self {
+        match arg {
+            ProviderArg::Openai => Self::OpenAi,
+            ProviderArg::Anthropic => Self::Anthropic,
+            ProviderArg::Gemini => Self::Gemini,
+            ProviderArg::Replay => Self::Replay,
+        }
+    }
+}
+
+/// `--over-limit`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OverLimitArg {
+    /// Run the first K calls, answer the others "not executed: limit K".
+    Decline,
+    /// Run the first K calls, remove the others from the conversation.
+    Drop,
+    /// Stop with an error.
+    Fail,
+}
+
+/// `--on-max-iterations`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnMaxIterationsArg {
+    /// Stop.
+    Stop,
+    /// Ask once more with tools disabled, for a final answer.
+    FinalAnswer,
+}
+
+/// `toolhost run PROMPT ...`
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// What to ask the model.
+    pub prompt: String,
+    /// The wire format to speak.
+    #[arg(long, value_enum)]
+    pub provider: ProviderArg,
+    /// API root (default: the provider's own; for OpenAI-compatible servers
+    /// e.g. http://127.0.0.1:8080/v1 or https://api.deepseek.com).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// The model (default: an inexpensive one of the provider).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// The API key. Default: OPENAI_API_KEY (DEEPSEEK_API_KEY for a DeepSeek
+    /// base URL), ANTHROPIC_API_KEY, GEMINI_API_KEY.
+    #[arg(long, hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// The recording to play with --provider replay.
+    #[arg(long, value_name = "FILE")]
+    pub replay: Option<PathBuf>,
+    /// A system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+    /// Model/tool rounds at most.
+    #[arg(long, default_value_t = RunnerConfig::default().max_iterations)]
+    pub max_iterations: u32,
+    /// Tool calls executed from one response at most (default: unlimited).
+    #[arg(long, value_name = "K")]
+    pub max_calls_per_response: Option<usize>,
+    /// What to do with the calls past --max-calls-per-response.
+    #[arg(long, value_enum, default_value_t = OverLimitArg::Decline)]
+    pub over_limit: OverLimitArg,
+    /// Tool calls executed across the run at most (default: unlimited).
+    #[arg(long, value_name = "N")]
+    pub max_total_calls: Option<u64>,
+    /// What to do when the rounds are used up.
+    #[arg(long, value_enum, default_value_t = OnMaxIterationsArg::Stop)]
+    pub on_max_iterations: OnMaxIterationsArg,
+    /// Run the calls of one response one after the other.
+    #[arg(long)]
+    pub sequential: bool,
+    /// Stream the answer (SSE); its text is shown on stderr as it arrives.
+    #[arg(long)]
+    pub stream: bool,
+    /// Write the whole conversation as neutral JSON to FILE (also on error).
+    #[arg(long, value_name = "FILE")]
+    pub transcript: Option<PathBuf>,
+    /// Print a JSON summary on stdout:
+    /// {"final", "stop_reason", "iterations", "tool_calls", "usage"}.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub plugins: PluginArgs,
+}
+
+impl RunArgs {
+    /// The runner config the flags describe.
+    fn config(&self) -> RunnerConfig {
+        RunnerConfig {
+            max_iterations: self.max_iterations,
+            max_calls_per_response: self.max_calls_per_response,
+            over_limit: match self.over_limit {
+                OverLimitArg::Decline => OverLimitPolicy::Decline,
+                OverLimitArg::Drop => OverLimitPolicy::Drop,
+                OverLimitArg::Fail => OverLimitPolicy::Fail,
+            },
+            max_total_calls: self.max_total_calls,
+            parallel: !self.sequential,
+            on_max_iterations: match self.on_max_iterations {
+                OnMaxIterationsArg::Stop => OnMaxIterations::Stop,
+                OnMaxIterationsArg::FinalAnswer => OnMaxIterations::FinalAnswer,
+            },
+            stream: self.stream,
+            ..RunnerConfig::default()
+        }
+    }
+
+    /// The API key: the flag, else the first set variable the provider names.
+    fn api_key(&self, kind: ProviderKind) -> Option<String> {
+        self.api_key.clone().or_else(|| {
+            kind.api_key_env(self.base_url.as_deref())
+                .iter()
+                .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        })
+    }
+}
+
+/// Run `toolhost run`.
+///
+/// # Errors
+///
+/// Configuration problems ([`UsageError`], exit 2). A failed run is not an
+/// `Err`: it is reported on stderr (and in `--json`) with exit code 1.
+pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let kind = ProviderKind::from(args.provider);
+    if args.replay.is_some() && kind != ProviderKind::Replay {
+        return Err(UsageError(anyhow::anyhow!("--replay needs --provider replay")).into());
+    }
+    let provider = kind
+        .build(ProviderOptions {
+            base_url: args.base_url.clone(),
+            model: args.model.clone(),
+            api_key: args.api_key(kind),
+            replay_file: args.replay.clone(),
+        })
+        .context("cannot set up the provider")
+        .map_err(UsageError)?;
+    let registry = Arc::new(args.plugins.load_registry().await?);
+    eprintln!(
+        "toolhost: {} with {} tool(s): {}",
+        provider.name(),
+        registry.len(),
+        registry.specs().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+    );
+    let mut messages = Vec::new();
+    if let Some(system) = &args.system {
+        messages.push(Message::system(system.clone()));
+    }
+    messages.push(Message::user(args.prompt.clone()));
+    let config = args.config();
+    let mut runner = ToolRunner::new(provider, registry, config, messages)
+        .on_tool_result(|record| {
+            let what = match record.status {
+                CallStatus::Succeeded => "ok".to_owned(),
+                CallStatus::Failed => format!(
+                    "failed ({})",
+                    record.error_kind.map_or("error", |k| k.as_str())
+                ),
+                CallStatus::Declined => "declined".to_owned(),
+                CallStatus::Unavailable => "unavailable".to_owned(),
+                CallStatus::Refused => "refused".to_owned(),
+                _ => "?".to_owned(),
+            };
+            eprintln!(
+                "  tool {} [{}] {} in {:.1?}",
+                record.call.name, record.call.id, what, record.duration
+            );
+        })
+        .on_iteration(|it| {
+            let label = if it.final_answer { "final answer" } else { "iteration" };
+            eprintln!(
+                "{label} {}: {} tool call(s){}, {} in / {} out tokens",
+                it.number,
+                it.calls.len(),
+                if it.dropped.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} dropped", it.dropped.len())
+                },
+                it.usage.input_tokens,
+                it.usage.output_tokens
+            );
+        });
+    if args.stream {
+        runner = runner.on_text(|text| {
+            let mut err = std::io::stderr();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        });
+    }
+    let result = runner.await;
+    let (outcome, error) = match result {
+        Ok(outcome) => (outcome, None),
+        Err(e) => {
+            let message = ChainDisplay(&e).to_string();
+            (*e.outcome, Some(message))
+        }
+    };
+    if args.stream && !outcome.final_text.is_empty() {
+        eprintln!();
+    }
+    if let Some(path) = &args.transcript {
+        write_transcript(path, &outcome, error.as_deref())?;
+    }
+    eprintln!(
+        "stopped: {} after {} iteration(s), {} tool call(s)",
+        outcome.stop_reason, outcome.iterations, outcome.tool_calls
+    );
+    if args.json {
+        let mut summary = summary(&outcome);
+        if let Some(error) = &error {
+            summary["error"] = json!(error);
+        }
+        println!("{summary}");
+    } else if !outcome.final_text.is_empty() {
+        println!("{}", outcome.final_text);
+    }
+    match error {
+        Some(error) => {
+            eprintln!("error: {error}");
+            Ok(ExitCode::from(EXIT_FAILED))
+        }
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The `--json` object.
+fn summary(outcome: &RunOutcome) -> serde_json::Value {
+    json!({
+        "final": outcome.final_text,
+        "stop_reason": outcome.stop_reason.as_str(),
+        "iterations": outcome.iterations,
+        "tool_calls": outcome.tool_calls,
+        "usage": outcome.usage,
+    })
+}
+
+/// `{"messages": [...], "stop_reason", "iterations", "tool_calls", "usage",
+/// "final", "error"?}`.
+fn write_transcript(path: &PathBuf, outcome: &RunOutcome, error: Option<&str>) -> anyhow::Result<()> {
+    let mut transcript = summary(outcome);
+    transcript["messages"] = serde_json::to_value(&outcome.messages)?;
+    if let Some(error) = error {
+        transcript["error"] = json!(error);
+    }
+    let text = serde_json::to_string_pretty(&transcript)?;
+    std::fs::write(path, text + "\n")
+        .with_context(|| format!("cannot write the transcript to {}", path.display()))
+}

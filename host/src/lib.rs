@@ -1,0 +1,17 @@
+//! toolhost runs LLM tools as sandboxed WebAssembly components and drives the
+//! capped, provider-correct LLM tool loop.
+//!
+//! The crate is split by concern:
+//! - [`sandbox`]: the wasmtime engine, per-call [`Limits`](sandbox::Limits),
+//!   [`Permissions`](sandbox::Permissions) and the compile cache.
+//! - [`plugin`]: plugin directories, manifests, components as tools.
+//! - [`tools`]: the [`Tool`](tools::Tool) trait and the
+//!   [`ToolRegistry`](tools::ToolRegistry) every caller goes through.
+//! - [`llm`]: provider-neutral messages and one module per wire format.
+//! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
+
+pub mod llm;
+pub mod tools;
+pub mod sandbox;
+pub mod plugin;
+pub mod runner;

@@ -1,0 +1,150 @@
+//! Assembling a streamed Anthropic message from its events.
+
+use std::collections::BTreeMap;
+
+use futures::StreamExt;
+
+use super::wire::{self, BlockDelta, ResponseBlock, StreamEvent};
+use crate::llm::http::{HttpClient, parse_event};
+use crate::llm::{AssistantMessage, ChatResponse, LlmError, TextSink, ToolCall, Usage};
+
+#[derive(Debug)]
+enum Block {
+    Text(String),
+    ToolUse {
+        id: String,
+        name: String,
+        /// The `input` of `content_block_start`, used when no
+        /// `input_json_delta` follows.
+        start_input: serde_json::Value,
+        json: String,
+    },
+    Other,
+}
+
+/// Read the whole stream into one answer, passing text to `on_text`.
+pub(super) async fn read(
+    http: &HttpClient,
+    response: reqwest::Response,
+    on_text: Option<TextSink<'_>>,
+) -> Result<ChatResponse, LlmError> {
+    let mut events = std::pin::pin!(http.events(response));
+    let mut blocks: BTreeMap<usize, Block> = BTreeMap::new();
+    let mut usage = Usage::default();
+    let mut stop_reason: Option<String> = None;
+    let mut stopped = false;
+    while let Some(event) = events.next().await {
+        let event = event?;
+        match parse_event::<StreamEvent>(http, &event)? {
+            StreamEvent::MessageStart { message } => usage = message.usage.to_usage(),
+            StreamEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => {
+                let block = match content_block {
+                    ResponseBlock::Text { text } => {
+                        emit(on_text, &text);
+                        Block::Text(text)
+                    }
+                    ResponseBlock::ToolUse { id, name, input } => Block::ToolUse {
+                        id,
+                        name,
+                        start_input: input,
+                        json: String::new(),
+                    },
+                    ResponseBlock::Other => Block::Other,
+                };
+                blocks.insert(index, block);
+            }
+            StreamEvent::ContentBlockDelta { index, delta } => {
+                match (blocks.get_mut(&index), delta) {
+                    (Some(Block::Text(text)), BlockDelta::TextDelta { text: piece }) => {
+                        emit(on_text, &piece);
+                        text.push_str(&piece);
+                    }
+                    (
+                        Some(Block::ToolUse { json, .. }),
+                        BlockDelta::InputJsonDelta { partial_json },
+                    ) => {
+                        json.push_str(&partial_json);
+                    }
+                    (None, _) => {
+                        return Err(http.invalid(format!(
+                            "content_block_delta for block {index}, which never started"
+                        )));
+                    }
+                    _ => {}
+                }
+            }
+            StreamEvent::ContentBlockStop {} | StreamEvent::Ping | StreamEvent::Other => {}
+            StreamEvent::MessageDelta {
+                delta,
+                usage: delta_usage,
+            } => {
+                if delta.stop_reason.is_some() {
+                    stop_reason = delta.stop_reason;
+                }
+                if let Some(input) = delta_usage.input() {
+                    usage.input_tokens = input;
+                }
+                if let Some(output) = delta_usage.output_tokens {
+                    usage.output_tokens = output;
+                }
+            }
+            StreamEvent::MessageStop => {
+                stopped = true;
+                break;
+            }
+            StreamEvent::Error { error } => {
+                return Err(http.interrupted(format!(
+                    "the provider sent an error event: {}: {}",
+                    error.kind, error.message
+                )));
+            }
+        }
+    }
+    if !stopped {
+        let open_calls = blocks
+            .values()
+            .filter(|b| matches!(b, Block::ToolUse { .. }))
+            .count();
+        return Err(http.interrupted(format!(
+            "no message_stop arrived ({open_calls} tool call(s) may be incomplete)"
+        )));
+    }
+    let mut message = AssistantMessage::default();
+    for block in blocks.into_values() {
+        match block {
+            Block::Text(text) => message.content.push_str(&text),
+            Block::ToolUse {
+                id,
+                name,
+                start_input,
+                json,
+            } => message.tool_calls.push(ToolCall {
+                id,
+                name,
+                arguments: match (json.is_empty(), start_input.is_null()) {
+                    (false, _) => json,
+                    (true, true) => "{}".to_owned(),
+                    (true, false) => start_input.to_string(),
+                },
+                signature: None,
+            }),
+            Block::Other => {}
+        }
+    }
+    Ok(ChatResponse {
+        message,
+        finish_reason: wire::finish_reason(stop_reason.as_deref()),
+        usage,
+    })
+}
+
+fn emit(on_text: Option<TextSink<'_>>, text: &str) {
+    if let Some(sink) = on_text
+        && !text.is_empty()
+    {
+        sink(text);
+    }
+}

@@ -1,0 +1,295 @@
+//! Anthropic Messages JSON. Private to `anthropic`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::llm::convert::arguments_object;
+use crate::llm::{FinishReason, Message, ToolChoice, Usage};
+use crate::tools::ToolSpec;
+
+#[derive(Debug, Serialize)]
+pub(super) struct MessagesRequest<'a> {
+    pub model: &'a str,
+    pub max_tokens: u32,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub system: String,
+    pub messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct WireMessage<'a> {
+    pub role: &'static str,
+    pub content: Vec<Block<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum Block<'a> {
+    Text {
+        text: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct Tool<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub input_schema: &'a Value,
+}
+
+impl<'a> MessagesRequest<'a> {
+    /// The request body. System messages, wherever they are, join the
+    /// top-level `system` (separated by a blank line). Consecutive messages
+    /// of one role merge into one wire message, and within a user message
+    /// every `tool_result` block comes before any text, so that the results
+    /// of a turn are "first in the very next user message" even when the
+    /// loop appended a user message after them. Empty messages are skipped:
+    /// the API rejects empty text blocks.
+    pub(super) fn new(
+        model: &'a str,
+        max_tokens: u32,
+        messages: &'a [Message],
+        tools: &'a [ToolSpec],
+        tool_choice: ToolChoice,
+        stream: bool,
+    ) -> Self {
+        let mut system: Vec<&str> = Vec::new();
+        let mut out: Vec<WireMessage<'a>> = Vec::new();
+        for message in messages {
+            match message {
+                Message::System { content } => system.push(content),
+                Message::User { content } => {
+                    let text = (!content.is_empty()).then_some(Block::Text { text: content });
+                    push(&mut out, "user", None, text);
+                }
+                Message::Tool(result) => {
+                    let block = Block::ToolResult {
+                        tool_use_id: &result.tool_call_id,
+                        content: &result.content,
+                        is_error: result.is_error,
+                    };
+                    push(&mut out, "user", Some(block), None);
+                }
+                Message::Assistant(a) => {
+                    if !a.content.is_empty() {
+                        push(
+                            &mut out,
+                            "assistant",
+                            None,
+                            Some(Block::Text { text: &a.content }),
+                        );
+                    }
+                    for call in &a.tool_calls {
+                        let block = Block::ToolUse {
+                            id: &call.id,
+                            name: &call.name,
+                            input: arguments_object(&call.arguments),
+                        };
+                        push(&mut out, "assistant", None, Some(block));
+                    }
+                }
+            }
+        }
+        let tools: Vec<Tool<'a>> = tools
+            .iter()
+            .map(|spec| Tool {
+                name: &spec.name,
+                description: &spec.description,
+                input_schema: &spec.input_schema,
+            })
+            .collect();
+        let tool_choice = match tool_choice {
+            ToolChoice::None if !tools.is_empty() => Some(json!({"type": "none"})),
+            _ => None,
+        };
+        Self {
+            model,
+            max_tokens,
+            system: system.join("\n\n"),
+            messages: out,
+            tools,
+            tool_choice,
+            stream,
+        }
+    }
+}
+
+/// Add a result block (kept ahead of other blocks) or another block to the
+/// last message when it has `role`, else start a new message.
+fn push<'a>(
+    out: &mut Vec<WireMessage<'a>>,
+    role: &'static str,
+    result: Option<Block<'a>>,
+    other: Option<Block<'a>>,
+) {
+    if result.is_none() && other.is_none() {
+        return;
+    }
+    if out.last().is_none_or(|last| last.role != role) {
+        out.push(WireMessage {
+            role,
+            content: Vec::new(),
+        });
+    }
+    let Some(last) = out.last_mut() else { return };
+    if let Some(result) = result {
+        let first_other = last
+            .content
+            .iter()
+            .position(|b| !matches!(b, Block::ToolResult { .. }))
+            .unwrap_or(last.content.len());
+        last.content.insert(first_other, result);
+    }
+    if let Some(other) = other {
+        last.content.push(other);
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct MessagesResponse {
+    #[serde(default)]
+    pub content: Vec<ResponseBlock>,
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+    #[serde(default)]
+    pub usage: WireUsage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum ResponseBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    /// Thinking, redacted thinking, server tools: not part of the neutral
+    /// model.
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+pub(super) struct WireUsage {
+    #[serde(default)]
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// All prompt tokens, cached or not.
+    pub(super) fn input(&self) -> Option<u64> {
+        self.input_tokens.map(|n| {
+            n + self.cache_creation_input_tokens.unwrap_or(0)
+                + self.cache_read_input_tokens.unwrap_or(0)
+        })
+    }
+
+    pub(super) fn to_usage(self) -> Usage {
+        Usage {
+            input_tokens: self.input().unwrap_or(0),
+            output_tokens: self.output_tokens.unwrap_or(0),
+        }
+    }
+}
+
+/// One streamed event's data (its `type` repeats the `event:` name).
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum StreamEvent {
+    MessageStart {
+        message: StartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: ResponseBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: BlockDelta,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        delta: MessageDeltaBody,
+        #[serde(default)]
+        usage: WireUsage,
+    },
+    MessageStop,
+    Ping,
+    Error {
+        error: ErrorBody,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct StartMessage {
+    #[serde(default)]
+    pub usage: WireUsage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct MessageDeltaBody {
+    #[serde(default)]
+    pub stop_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct ErrorBody {
+    #[serde(default, rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub message: String,
+}
+
+/// The neutral finish reason for Anthropic's `stop_reason`.
+pub(super) fn finish_reason(reason: Option<&str>) -> FinishReason {
+    match reason {
+        Some("end_turn" | "stop_sequence") => FinishReason::Stop,
+        Some("tool_use") => FinishReason::ToolCalls,
+        Some("max_tokens") => FinishReason::Length,
+        Some("refusal") => FinishReason::ContentFilter,
+        _ => FinishReason::Other,
+    }
+}

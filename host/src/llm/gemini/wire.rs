@@ -1,0 +1,247 @@
+//! Gemini `generateContent` JSON. Private to `gemini`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::schema::sanitize;
+use crate::llm::convert::arguments_object;
+use crate::llm::{FinishReason, Message, ToolChoice, ToolResult, Usage};
+use crate::tools::ToolSpec;
+
+/// The prefix of the ids this module makes up for calls without one. Such
+/// ids are never sent to Gemini, which did not issue them.
+pub(super) const SYNTHETIC_ID_PREFIX: &str = "gemini_call";
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct GenerateRequest {
+    pub contents: Vec<Content>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub system_instruction: Option<Content>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generation_config: Option<Value>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(super) struct Content {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub role: String,
+    #[serde(default)]
+    pub parts: Vec<Part>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Part {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// A thought summary, not answer text.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub thought: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_call: Option<FunctionCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function_response: Option<FunctionResponse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct FunctionCall {
+    pub name: String,
+    #[serde(default)]
+    pub args: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct FunctionResponse {
+    pub name: String,
+    pub response: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+/// The id to send back: Gemini's own, never one we made up.
+fn wire_id(id: &str) -> Option<String> {
+    (!id.starts_with(SYNTHETIC_ID_PREFIX) && !id.is_empty()).then(|| id.to_owned())
+}
+
+impl GenerateRequest {
+    /// The request body. System messages join `systemInstruction`; the
+    /// model's turns have role `model`; consecutive messages of one role
+    /// merge, and in a user turn every `functionResponse` part comes first,
+    /// so all results of a turn travel together in the next user turn.
+    pub(super) fn new(
+        messages: &[Message],
+        tools: &[ToolSpec],
+        tool_choice: ToolChoice,
+        max_tokens: Option<u32>,
+    ) -> Self {
+        let mut system = Vec::new();
+        let mut contents: Vec<Content> = Vec::new();
+        for message in messages {
+            match message {
+                Message::System { content } => system.push(content.as_str()),
+                Message::User { content } if content.is_empty() => {}
+                Message::User { content } => push(&mut contents, "user", text_part(content), false),
+                Message::Tool(result) => {
+                    let part = Part {
+                        function_response: Some(FunctionResponse {
+                            name: result.name.clone(),
+                            response: response_object(result),
+                            id: wire_id(&result.tool_call_id),
+                        }),
+                        ..Part::default()
+                    };
+                    push(&mut contents, "user", part, true);
+                }
+                Message::Assistant(a) => {
+                    if !a.content.is_empty() {
+                        push(&mut contents, "model", text_part(&a.content), false);
+                    }
+                    for call in &a.tool_calls {
+                        let part = Part {
+                            function_call: Some(FunctionCall {
+                                name: call.name.clone(),
+                                args: arguments_object(&call.arguments),
+                                id: wire_id(&call.id),
+                            }),
+                            thought_signature: call.signature.clone(),
+                            ..Part::default()
+                        };
+                        push(&mut contents, "model", part, false);
+                    }
+                }
+            }
+        }
+        let declarations: Vec<Value> = tools
+            .iter()
+            .map(|spec| {
+                json!({
+                    "name": spec.name,
+                    "description": spec.description,
+                    "parameters": sanitize(&spec.input_schema),
+                })
+            })
+            .collect();
+        let has_tools = !declarations.is_empty();
+        Self {
+            contents,
+            system_instruction: (!system.is_empty()).then(|| Content {
+                role: String::new(),
+                parts: vec![text_part(&system.join("\n\n"))],
+            }),
+            tools: if has_tools {
+                vec![json!({"functionDeclarations": declarations})]
+            } else {
+                Vec::new()
+            },
+            tool_config: (has_tools && tool_choice == ToolChoice::None)
+                .then(|| json!({"functionCallingConfig": {"mode": "NONE"}})),
+            generation_config: max_tokens.map(|n| json!({"maxOutputTokens": n})),
+        }
+    }
+}
+
+fn text_part(text: &str) -> Part {
+    Part {
+        text: Some(text.to_owned()),
+        ..Part::default()
+    }
+}
+
+fn push(contents: &mut Vec<Content>, role: &str, part: Part, first: bool) {
+    if contents.last().is_none_or(|last| last.role != role) {
+        contents.push(Content {
+            role: role.to_owned(),
+            parts: Vec::new(),
+        });
+    }
+    let Some(last) = contents.last_mut() else {
+        return;
+    };
+    if first {
+        let at = last
+            .parts
+            .iter()
+            .position(|p| p.function_response.is_none())
+            .unwrap_or(last.parts.len());
+        last.parts.insert(at, part);
+    } else {
+        last.parts.push(part);
+    }
+}
+
+/// `functionResponse.response` must be an object: an output object goes as
+/// it is, any other output as `{"result": output}`, an error as
+/// `{"error": message}`. Text that is not JSON goes as a string.
+pub(super) fn response_object(result: &ToolResult) -> Value {
+    let parsed = serde_json::from_str::<Value>(&result.content)
+        .unwrap_or_else(|_| Value::String(result.content.clone()));
+    let key = match (result.is_error, parsed) {
+        (false, object @ Value::Object(_)) => return object,
+        (false, other) => ("result", other),
+        (true, other) => ("error", other),
+    };
+    let mut map = Map::new();
+    map.insert(key.0.to_owned(), key.1);
+    Value::Object(map)
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct GenerateResponse {
+    #[serde(default)]
+    pub candidates: Vec<Candidate>,
+    #[serde(default)]
+    pub usage_metadata: Option<UsageMetadata>,
+    #[serde(default)]
+    pub prompt_feedback: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Candidate {
+    #[serde(default)]
+    pub content: Content,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct UsageMetadata {
+    #[serde(default)]
+    pub prompt_token_count: u64,
+    #[serde(default)]
+    pub candidates_token_count: u64,
+    #[serde(default)]
+    pub thoughts_token_count: u64,
+}
+
+impl From<UsageMetadata> for Usage {
+    fn from(usage: UsageMetadata) -> Self {
+        Self {
+            input_tokens: usage.prompt_token_count,
+            output_tokens: usage.candidates_token_count + usage.thoughts_token_count,
+        }
+    }
+}
+
+/// The neutral finish reason for Gemini's `finishReason`.
+pub(super) fn finish_reason(reason: &str) -> FinishReason {
+    match reason {
+        "STOP" => FinishReason::Stop,
+        "MAX_TOKENS" => FinishReason::Length,
+        "SAFETY" | "RECITATION" | "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" | "IMAGE_SAFETY" => {
+            FinishReason::ContentFilter
+        }
+        _ => FinishReason::Other,
+    }
+}

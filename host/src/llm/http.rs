@@ -1,0 +1,520 @@
+//! HTTP plumbing shared by every wire format: one client per provider,
+//! retries with backoff, `Retry-After`, timeouts and readable errors.
+//!
+//! What is retried: HTTP 429, every 5xx, connection errors and timeouts
+//! while waiting for the response head. Nothing is retried once the body of
+//! a successful response has started (a cut stream is
+//! [`LlmError::StreamInterrupted`], and replaying half an answer would
+//! duplicate text the user already saw).
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use futures::{Stream, StreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, RETRY_AFTER};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::LlmError;
+use super::retry_after::parse_retry_after;
+use super::sse::{SseEvent, SseParser};
+
+/// How to reach a provider's HTTP API.
+///
+/// Every field is public; [`HttpConfig::new`] fills in the defaults listed
+/// on each field.
+#[derive(Clone)]
+pub struct HttpConfig {
+    /// The API root, e.g. `https://api.openai.com/v1`. Each wire format
+    /// documents which part of the path it expects here.
+    pub base_url: String,
+    /// The API key. `None` sends no credentials (local servers). Never
+    /// printed: `Debug` shows `<redacted>`.
+    pub api_key: Option<String>,
+    /// How long to wait for the response head, for a whole non-streaming
+    /// body, and between two chunks of a stream. Default 600 s (what the
+    /// official SDKs use: long answers are slow).
+    pub timeout: Duration,
+    /// Retries after the first attempt, on 429, 5xx, connection errors and
+    /// timeouts. Default 2.
+    pub max_retries: u32,
+    /// The first backoff; it doubles on each retry, with jitter.
+    /// Default 500 ms.
+    pub initial_backoff: Duration,
+    /// The longest computed backoff. Default 8 s.
+    pub max_backoff: Duration,
+    /// The longest `Retry-After` honoured. A provider asking for a longer
+    /// wait gets no retry: the error is returned at once, with the wait in
+    /// its message. Default 60 s.
+    pub max_retry_after: Duration,
+    /// Extra headers sent with every request (name, value), e.g. an
+    /// organisation id or a proxy's routing header. Values are redacted in
+    /// `Debug` output, since they may hold credentials.
+    pub extra_headers: Vec<(String, String)>,
+}
+
+impl HttpConfig {
+    /// A config for `base_url` with the documented defaults and no key.
+    pub fn new(base_url: impl Into<String>) -> Self {
+        Self {
+            base_url: base_url.into(),
+            api_key: None,
+            timeout: Duration::from_secs(600),
+            max_retries: 2,
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+            extra_headers: Vec::new(),
+        }
+    }
+
+    /// The same config with `api_key` set.
+    #[must_use]
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// The host part of [`base_url`](Self::base_url), lowercased, or `""`.
+    pub(crate) fn host(&self) -> String {
+        let rest = self
+            .base_url
+            .split_once("://")
+            .map_or(self.base_url.as_str(), |(_, r)| r);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        let host_port = authority.rsplit('@').next().unwrap_or("");
+        host_port
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    }
+}
+
+impl fmt::Debug for HttpConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let headers: Vec<String> = self
+            .extra_headers
+            .iter()
+            .map(|(name, _)| format!("{name}: <redacted>"))
+            .collect();
+        f.debug_struct("HttpConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .field("max_retry_after", &self.max_retry_after)
+            .field("extra_headers", &headers)
+            .finish()
+    }
+}
+
+/// One provider's HTTP client.
+pub(crate) struct HttpClient {
+    provider: String,
+    config: HttpConfig,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for HttpClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpClient")
+            .field("provider", &self.provider)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one attempt ended with, for the retry decision.
+enum Attempt {
+    Done(reqwest::Response),
+    Retry {
+        error: LlmError,
+        wait: Option<Duration>,
+    },
+    Fail(LlmError),
+}
+
+impl HttpClient {
+    /// A client for `provider` that sends the key as `auth_header`
+    /// (with `auth_prefix` before it, e.g. `"Bearer "`), plus
+    /// `fixed_headers` and the config's extra headers on every request.
+    pub(crate) fn new(
+        provider: impl Into<String>,
+        config: HttpConfig,
+        auth_header: &'static str,
+        auth_prefix: &str,
+        fixed_headers: &[(&'static str, &str)],
+    ) -> Result<Self, LlmError> {
+        let provider = provider.into();
+        let config_error = |message: String| LlmError::Config {
+            provider: provider.clone(),
+            message,
+        };
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            let mut value = HeaderValue::from_str(&format!("{auth_prefix}{key}")).map_err(|_| {
+                config_error("the API key contains characters not allowed in an HTTP header; check it for stray newlines".into())
+            })?;
+            value.set_sensitive(true);
+            headers.insert(HeaderName::from_static(auth_header), value);
+        }
+        for (name, value) in fixed_headers {
+            let value = HeaderValue::from_str(value)
+                .map_err(|_| config_error(format!("header {name} has an invalid value")))?;
+            headers.insert(HeaderName::from_static(name), value);
+        }
+        for (name, value) in &config.extra_headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                config_error(format!(
+                    "extra header name {name:?} is not a valid HTTP header name"
+                ))
+            })?;
+            let mut value = HeaderValue::from_str(value).map_err(|_| {
+                config_error(format!(
+                    "extra header {name} has a value that is not valid in HTTP"
+                ))
+            })?;
+            value.set_sensitive(true);
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .connect_timeout(config.timeout)
+            .build()
+            .map_err(|e| config_error(format!("could not build the HTTP client: {e}")))?;
+        Ok(Self {
+            provider,
+            config,
+            client,
+        })
+    }
+
+    /// The provider's name.
+    pub(crate) fn provider(&self) -> &str {
+        &self.provider
+    }
+
+    /// `path` appended to the base URL (one `/` between them).
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!(
+            "{}/{}",
+            self.config.base_url.trim_end_matches('/'),
+            path.trim_start_matches('/')
+        )
+    }
+
+    /// POST `body` as JSON to `url`, retrying as documented on
+    /// [`HttpConfig`], and return the first successful response.
+    pub(crate) async fn post_json<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        body: &B,
+    ) -> Result<reqwest::Response, LlmError> {
+        let body = serde_json::to_vec(body).map_err(|e| LlmError::InvalidResponse {
+            provider: self.provider.clone(),
+            message: format!("could not encode the request: {e}"),
+        })?;
+        let mut retry = 0;
+        loop {
+            let error = match self.attempt(url, &body).await {
+                Attempt::Done(response) => return Ok(response),
+                Attempt::Fail(error) => return Err(error),
+                Attempt::Retry { error, wait } => {
+                    if retry >= self.config.max_retries {
+                        return Err(error);
+                    }
+                    match wait {
+                        Some(wait) if wait > self.config.max_retry_after => {
+                            return Err(with_note(
+                                error,
+                                &format!(
+                                    "the provider asked to retry after {wait:?}, longer than max_retry_after"
+                                ),
+                            ));
+                        }
+                        Some(wait) => tokio::time::sleep(wait).await,
+                        None => tokio::time::sleep(self.backoff(retry)).await,
+                    }
+                    error
+                }
+            };
+            retry += 1;
+            tracing::debug!(provider = %self.provider, retry, error = %error, "retrying request");
+        }
+    }
+
+    async fn attempt(&self, url: &str, body: &[u8]) -> Attempt {
+        let request = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec())
+            .send();
+        let response = match tokio::time::timeout(self.config.timeout, request).await {
+            Err(_) => {
+                return Attempt::Retry {
+                    error: self.timeout_error(),
+                    wait: None,
+                };
+            }
+            Ok(Err(e)) if e.is_timeout() => {
+                return Attempt::Retry {
+                    error: self.timeout_error(),
+                    wait: None,
+                };
+            }
+            Ok(Err(e)) => {
+                let retryable = e.is_connect() || e.is_request();
+                let error = LlmError::Connect {
+                    provider: self.provider.clone(),
+                    url: url.to_owned(),
+                    source: e,
+                };
+                return if retryable {
+                    Attempt::Retry { error, wait: None }
+                } else {
+                    Attempt::Fail(error)
+                };
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Attempt::Done(response);
+        }
+        let wait = response
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let text = tokio::time::timeout(self.config.timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        let error = LlmError::Status {
+            provider: self.provider.clone(),
+            status: status.as_u16(),
+            message: error_message(&text),
+        };
+        if status.as_u16() == 429 || status.is_server_error() {
+            Attempt::Retry { error, wait }
+        } else {
+            Attempt::Fail(error)
+        }
+    }
+
+    /// The backoff before retry number `retry` (0-based): the initial
+    /// backoff doubled `retry` times, capped, then between half and all of
+    /// it at random so that many clients do not retry in step.
+    fn backoff(&self, retry: u32) -> Duration {
+        let base = self
+            .config
+            .initial_backoff
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.config.max_backoff);
+        let half = base / 2;
+        half + half.mul_f64(rand::random::<f64>())
+    }
+
+    fn timeout_error(&self) -> LlmError {
+        LlmError::Timeout {
+            provider: self.provider.clone(),
+            timeout: self.config.timeout,
+        }
+    }
+
+    /// Read a whole JSON body, within the timeout.
+    pub(crate) async fn read_json<T: DeserializeOwned>(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<T, LlmError> {
+        let bytes = match tokio::time::timeout(self.config.timeout, response.bytes()).await {
+            Err(_) => return Err(self.timeout_error()),
+            Ok(Err(e)) => {
+                return Err(LlmError::StreamInterrupted {
+                    provider: self.provider.clone(),
+                    message: format!("the response body could not be read: {e}"),
+                });
+            }
+            Ok(Ok(bytes)) => bytes,
+        };
+        serde_json::from_slice(&bytes)
+            .map_err(|e| self.invalid(format!("{e} in {}", snippet(&bytes))))
+    }
+
+    /// The server-sent events of a streaming response. A body error or a
+    /// gap longer than the timeout ends the stream with
+    /// [`LlmError::StreamInterrupted`] / [`LlmError::Timeout`].
+    pub(crate) fn events(
+        &self,
+        response: reqwest::Response,
+    ) -> impl Stream<Item = Result<SseEvent, LlmError>> + Send + 'static {
+        let provider = self.provider.clone();
+        let timeout = self.config.timeout;
+        let body = response.bytes_stream().boxed();
+        futures::stream::unfold(
+            (
+                body,
+                SseParser::new(),
+                std::collections::VecDeque::new(),
+                false,
+            ),
+            move |(mut body, mut parser, mut queue, mut ended)| {
+                let provider = provider.clone();
+                async move {
+                    loop {
+                        if let Some(event) = queue.pop_front() {
+                            return Some((Ok(event), (body, parser, queue, ended)));
+                        }
+                        if ended {
+                            return None;
+                        }
+                        match tokio::time::timeout(timeout, body.next()).await {
+                            Err(_) => {
+                                ended = true;
+                                let error = LlmError::Timeout { provider, timeout };
+                                return Some((Err(error), (body, parser, queue, ended)));
+                            }
+                            Ok(Some(Err(e))) => {
+                                ended = true;
+                                let error = LlmError::StreamInterrupted {
+                                    provider,
+                                    message: format!("the connection failed mid-stream: {e}"),
+                                };
+                                return Some((Err(error), (body, parser, queue, ended)));
+                            }
+                            Ok(Some(Ok(chunk))) => queue.extend(parser.push(&chunk)),
+                            Ok(None) => {
+                                ended = true;
+                                queue.extend(parser.finish());
+                            }
+                        }
+                    }
+                }
+            },
+        )
+    }
+
+    /// An [`LlmError::InvalidResponse`] from this provider.
+    pub(crate) fn invalid(&self, message: impl Into<String>) -> LlmError {
+        LlmError::InvalidResponse {
+            provider: self.provider.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// An [`LlmError::StreamInterrupted`] from this provider.
+    pub(crate) fn interrupted(&self, message: impl Into<String>) -> LlmError {
+        LlmError::StreamInterrupted {
+            provider: self.provider.clone(),
+            message: message.into(),
+        }
+    }
+}
+
+fn with_note(error: LlmError, note: &str) -> LlmError {
+    match error {
+        LlmError::Status {
+            provider,
+            status,
+            message,
+        } => LlmError::Status {
+            provider,
+            status,
+            message: format!("{message} ({note})"),
+        },
+        other => other,
+    }
+}
+
+/// The first 300 characters of a body, for error messages.
+pub(crate) fn snippet(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut out: String = text.chars().take(300).collect();
+    if text.chars().count() > 300 {
+        out.push('…');
+    }
+    out
+}
+
+/// The provider's own message from an error body: `error.message`
+/// (OpenAI, Anthropic, Gemini, DeepSeek all use it), else `message`, else
+/// the start of the body.
+pub(crate) fn error_message(body: &str) -> String {
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(body) {
+        let value = match &value {
+            // Gemini's streaming endpoint wraps errors in an array.
+            serde_json::Value::Array(items) => items.first().cloned().unwrap_or_default(),
+            _ => value,
+        };
+        let error = &value["error"];
+        let message = error["message"]
+            .as_str()
+            .or_else(|| error.as_str())
+            .or_else(|| value["message"].as_str());
+        if let Some(message) = message {
+            let kind = error["type"].as_str().or_else(|| error["status"].as_str());
+            return match kind {
+                Some(kind) => format!("{kind}: {message}"),
+                None => message.to_owned(),
+            };
+        }
+    }
+    if body.trim().is_empty() {
+        "(empty body)".to_owned()
+    } else {
+        snippet(body.trim().as_bytes())
+    }
+}
+
+/// Decode one SSE `data` payload as JSON.
+pub(crate) fn parse_event<T: DeserializeOwned>(
+    http: &HttpClient,
+    event: &SseEvent,
+) -> Result<T, LlmError> {
+    serde_json::from_str(&event.data).map_err(|e| {
+        http.invalid(format!(
+            "stream event is not the documented JSON ({e}): {}",
+            snippet(event.data.as_bytes())
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_come_from_the_provider_json() {
+        assert_eq!(
+            error_message(r#"{"error":{"message":"Rate limit","type":"requests"}}"#),
+            "requests: Rate limit"
+        );
+        assert_eq!(
+            error_message(
+                r#"[{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}]"#
+            ),
+            "INVALID_ARGUMENT: bad"
+        );
+        assert_eq!(error_message("upstream down"), "upstream down");
+        assert_eq!(error_message(""), "(empty body)");
+    }
+
+    #[test]
+    fn debug_redacts_keys_and_header_values() {
+        let mut config =
+            HttpConfig::new("https://api.example.com/v1").with_api_key("sk-secret-123");
+        config
+            .extra_headers
+            .push(("x-org".into(), "org-secret".into()));
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("sk-secret-123"), "{shown}");
+        assert!(!shown.contains("org-secret"), "{shown}");
+        assert!(shown.contains("<redacted>"));
+        assert_eq!(config.host(), "api.example.com");
+    }
+}

@@ -1,0 +1,160 @@
+//! LLM providers: one module per wire format, behind one [`Provider`] trait.
+//!
+//! The loop speaks only the neutral model in [`message`]; each wire module
+//! keeps private serde types for its provider's JSON and converts at the
+//! edge.
+
+mod anthropic;
+mod convert;
+mod gemini;
+mod http;
+mod kind;
+mod message;
+mod openai;
+mod replay;
+mod retry_after;
+mod sse;
+
+use futures::future::BoxFuture;
+
+pub use anthropic::{ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicProvider};
+pub use gemini::{GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
+pub use http::HttpConfig;
+pub use kind::{ProviderKind, ProviderOptions, UnknownProvider};
+pub use message::{AssistantMessage, FinishReason, Message, ToolCall, ToolResult, Usage};
+pub use openai::{DEEPSEEK_BASE_URL, OPENAI_BASE_URL, OpenAiConfig, OpenAiProvider};
+pub use replay::ReplayProvider;
+
+use crate::tools::ToolSpec;
+
+/// Whether the model may call tools in this request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model must answer in text. Tools are still declared, because
+    /// providers reject a history with tool calls but no tool definitions.
+    None,
+}
+
+/// Called with each piece of answer text as it streams in.
+pub type TextSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// One request to a model.
+#[derive(Clone, Copy)]
+pub struct ChatRequest<'a> {
+    /// The conversation so far.
+    pub messages: &'a [Message],
+    /// The tools the model may call in this request.
+    pub tools: &'a [ToolSpec],
+    /// Whether it may call them.
+    pub tool_choice: ToolChoice,
+    /// Stream the answer (SSE) instead of waiting for the whole of it.
+    pub stream: bool,
+    /// Receives answer text as it arrives, when streaming.
+    pub on_text: Option<TextSink<'a>>,
+}
+
+impl std::fmt::Debug for ChatRequest<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatRequest")
+            .field("messages", &self.messages.len())
+            .field("tools", &self.tools.len())
+            .field("tool_choice", &self.tool_choice)
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+/// A model's answer to one request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatResponse {
+    /// The assistant turn, with whole tool calls.
+    pub message: AssistantMessage,
+    /// Why generation ended.
+    pub finish_reason: FinishReason,
+    /// Tokens used by this request.
+    pub usage: Usage,
+}
+
+/// A chat model behind some wire format.
+pub trait Provider: Send + Sync {
+    /// The provider's name for messages, e.g. `"openai"`.
+    fn name(&self) -> &str;
+
+    /// Send one request and return the whole answer.
+    ///
+    /// # Errors
+    ///
+    /// An [`LlmError`] naming the provider, after retries are exhausted.
+    fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ChatResponse, LlmError>>;
+}
+
+impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        (**self).complete(request)
+    }
+}
+
+/// A request to a model that failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LlmError {
+    /// The provider answered with an error status.
+    #[error("{provider} answered HTTP {status}: {message}")]
+    Status {
+        /// Which provider.
+        provider: String,
+        /// The HTTP status.
+        status: u16,
+        /// The provider's own error message.
+        message: String,
+    },
+    /// The provider could not be reached.
+    #[error("could not reach {provider} at {url}")]
+    Connect {
+        /// Which provider.
+        provider: String,
+        /// The URL tried.
+        url: String,
+        /// The transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// No answer in time.
+    #[error("{provider} did not answer within {timeout:?}")]
+    Timeout {
+        /// Which provider.
+        provider: String,
+        /// The request timeout.
+        timeout: std::time::Duration,
+    },
+    /// The answer was not what the wire format documents.
+    #[error("{provider} sent an answer that could not be read: {message}")]
+    InvalidResponse {
+        /// Which provider.
+        provider: String,
+        /// What was wrong.
+        message: String,
+    },
+    /// A stream ended before the answer was complete.
+    #[error("{provider} stream ended early: {message}")]
+    StreamInterrupted {
+        /// Which provider.
+        provider: String,
+        /// What was missing.
+        message: String,
+    },
+    /// The provider is not configured so that it can be called.
+    #[error("{provider} is not configured: {message}")]
+    Config {
+        /// Which provider.
+        provider: String,
+        /// What is missing and how to set it.
+        message: String,
+    },
+}

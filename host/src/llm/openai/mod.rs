@@ -1,0 +1,183 @@
+//! OpenAI Chat Completions (`POST {base_url}/chat/completions`), and every
+//! server that speaks it: DeepSeek, vLLM, Ollama, llama.cpp, LiteLLM.
+//!
+//! Wire facts this module relies on:
+//! - tools go as `{type:"function", function:{name, description, parameters}}`;
+//!   [`ToolChoice::None`] sends `tool_choice:"none"` with the tools still
+//!   declared (a history with tool calls needs them);
+//! - an assistant turn's `tool_calls[].function.arguments` is a JSON
+//!   *string*, sent back exactly as the model wrote it;
+//! - each result is its own `{role:"tool", tool_call_id, content}` message.
+//!   The wire has no error flag, so an error result goes as its text;
+//! - DeepSeek's thinking mode needs `reasoning_content` sent back on
+//!   assistant turns ([`OpenAiConfig::send_reasoning`]).
+//!
+//! Local servers differ from OpenAI, and the reader tolerates it: `content`
+//! `""` next to tool calls, ids without `call_` prefix or reused on every
+//! turn (`call_0`), extra fields such as llama.cpp's `timings`, a usage
+//! chunk with `choices: []`, arguments sent as an object, missing ids (given
+//! `call_{turn}_{position}`).
+
+mod stream;
+mod wire;
+
+use futures::future::BoxFuture;
+
+use super::convert::{fill_call_ids, next_turn_index};
+use super::http::{HttpClient, HttpConfig};
+use super::{
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Provider, ToolCall, Usage,
+};
+
+/// The default base URL.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// DeepSeek's base URL (OpenAI-compatible).
+pub const DEEPSEEK_BASE_URL: &str = "https://api.deepseek.com";
+
+/// How to reach an OpenAI-compatible server.
+#[derive(Debug, Clone)]
+pub struct OpenAiConfig {
+    /// Base URL (up to and including `/v1` for OpenAI; the path
+    /// `/chat/completions` is appended), key, timeouts and retries.
+    pub http: HttpConfig,
+    /// The model name, e.g. `gpt-4.1-mini` or `deepseek-chat`.
+    pub model: String,
+    /// Send each assistant turn's reasoning back as `reasoning_content`.
+    /// DeepSeek's thinking mode requires it; OpenAI rejects unknown fields
+    /// on some models. [`OpenAiConfig::new`] turns it on when the base URL's
+    /// host contains `deepseek`.
+    pub send_reasoning: bool,
+    /// `max_tokens` for each answer; `None` (the default) leaves it to the
+    /// server.
+    pub max_tokens: Option<u32>,
+    /// The name used in errors and [`Provider::name`]: `deepseek` when the
+    /// host contains `deepseek`, else `openai`.
+    pub name: String,
+}
+
+impl OpenAiConfig {
+    /// A config for `model` behind `http`, with the defaults above.
+    pub fn new(http: HttpConfig, model: impl Into<String>) -> Self {
+        let deepseek = http.host().contains("deepseek");
+        Self {
+            http,
+            model: model.into(),
+            send_reasoning: deepseek,
+            max_tokens: None,
+            name: if deepseek { "deepseek" } else { "openai" }.to_owned(),
+        }
+    }
+}
+
+/// An OpenAI Chat Completions client.
+#[derive(Debug)]
+pub struct OpenAiProvider {
+    http: HttpClient,
+    model: String,
+    send_reasoning: bool,
+    max_tokens: Option<u32>,
+}
+
+impl OpenAiProvider {
+    /// A client for `config`. The key, when set, goes as
+    /// `Authorization: Bearer …`.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Config`] when the key or a header is not valid in HTTP.
+    pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
+        Ok(Self {
+            http: HttpClient::new(config.name, config.http, "authorization", "Bearer ", &[])?,
+            model: config.model,
+            send_reasoning: config.send_reasoning,
+            max_tokens: config.max_tokens,
+        })
+    }
+
+    async fn run(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        let body = wire::ChatRequest::new(
+            &self.model,
+            request.messages,
+            request.tools,
+            request.tool_choice,
+            request.stream,
+            self.send_reasoning,
+            self.max_tokens,
+        );
+        let url = self.http.url("chat/completions");
+        let response = self.http.post_json(&url, &body).await?;
+        let turn = next_turn_index(request.messages);
+        let mut answer = if request.stream {
+            stream::read(&self.http, response, request.on_text).await?
+        } else {
+            let response: wire::ChatResponse = self.http.read_json(response).await?;
+            self.read_response(response)?
+        };
+        fill_call_ids(&mut answer.message.tool_calls, "call", turn);
+        if !answer.message.tool_calls.is_empty() && answer.finish_reason == FinishReason::Stop {
+            // Some servers say "stop" next to tool calls; the calls decide.
+            answer.finish_reason = FinishReason::ToolCalls;
+        }
+        Ok(answer)
+    }
+
+    fn read_response(&self, response: wire::ChatResponse) -> Result<ChatResponse, LlmError> {
+        let usage = response.usage.map(Usage::from).unwrap_or_default();
+        let choice = response
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| self.http.invalid("the answer has no choices"))?;
+        let message = AssistantMessage {
+            content: choice.message.content.unwrap_or_default(),
+            tool_calls: choice
+                .message
+                .tool_calls
+                .into_iter()
+                .map(|call| ToolCall {
+                    id: call.id.unwrap_or_default(),
+                    name: call.function.name,
+                    arguments: wire::arguments_text(&call.function.arguments),
+                    signature: None,
+                })
+                .collect(),
+            reasoning: choice.message.reasoning_content.filter(|r| !r.is_empty()),
+        };
+        Ok(ChatResponse {
+            message,
+            finish_reason: choice
+                .finish_reason
+                .as_deref()
+                .map_or(FinishReason::Other, wire::finish_reason),
+            usage,
+        })
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        self.http.provider()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(self.run(request))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deepseek_is_detected_from_the_host() {
+        let config = OpenAiConfig::new(HttpConfig::new(DEEPSEEK_BASE_URL), "deepseek-chat");
+        assert!(config.send_reasoning);
+        assert_eq!(config.name, "deepseek");
+        let config = OpenAiConfig::new(HttpConfig::new("http://127.0.0.1:8080/v1"), "local");
+        assert!(!config.send_reasoning);
+        assert_eq!(config.name, "openai");
+    }
+}

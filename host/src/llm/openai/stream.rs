@@ -1,0 +1,187 @@
+//! Assembling a streamed Chat Completion.
+//!
+//! Tool calls arrive as `delta.tool_calls[{index, id?, function:{name?,
+//! arguments}}]`: the first fragment for an index carries the id and name,
+//! the rest carry argument text to append. A fragment whose index already
+//! holds a call with a *different* id starts a new call (some servers send
+//! every call at index 0). The answer is complete once a `finish_reason`
+//! arrived; the usage chunk (`choices: []`) and `[DONE]` may follow.
+
+use std::collections::HashMap;
+
+use futures::StreamExt;
+
+use super::wire::{self, ChatChunk};
+use crate::llm::http::{HttpClient, parse_event, snippet};
+use crate::llm::{AssistantMessage, ChatResponse, LlmError, TextSink, ToolCall, Usage};
+
+#[derive(Debug, Default)]
+struct Partial {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+#[derive(Debug, Default)]
+struct Assembly {
+    content: String,
+    reasoning: String,
+    calls: Vec<Partial>,
+    slot_of_index: HashMap<usize, usize>,
+    finish_reason: Option<String>,
+    usage: Usage,
+}
+
+impl Assembly {
+    fn apply(&mut self, chunk: ChatChunk, on_text: Option<TextSink<'_>>) {
+        if let Some(usage) = chunk.usage {
+            self.usage = usage.into();
+        }
+        for choice in chunk.choices {
+            let delta = choice.delta;
+            if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                if let Some(sink) = on_text {
+                    sink(&text);
+                }
+                self.content.push_str(&text);
+            }
+            if let Some(reasoning) = delta.reasoning_content {
+                self.reasoning.push_str(&reasoning);
+            }
+            for (position, fragment) in delta.tool_calls.into_iter().enumerate() {
+                self.apply_call(fragment.index.unwrap_or(position), fragment);
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish_reason = Some(reason);
+            }
+        }
+    }
+
+    fn apply_call(&mut self, index: usize, fragment: wire::DeltaToolCall) {
+        let id = fragment.id.filter(|id| !id.is_empty());
+        let existing = self.slot_of_index.get(&index).copied();
+        let slot = match existing {
+            Some(slot)
+                if id.as_ref().is_none_or(|id| {
+                    self.calls[slot].id.is_empty() || *id == self.calls[slot].id
+                }) =>
+            {
+                slot
+            }
+            _ => {
+                self.calls.push(Partial::default());
+                self.slot_of_index.insert(index, self.calls.len() - 1);
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[slot];
+        if let Some(id) = id {
+            call.id = id;
+        }
+        if let Some(function) = fragment.function {
+            if let Some(name) = function.name.filter(|n| !n.is_empty())
+                && call.name != name
+            {
+                call.name.push_str(&name);
+            }
+            if let Some(arguments) = function.arguments {
+                call.arguments.push_str(&wire::arguments_text(&arguments));
+            }
+        }
+    }
+}
+
+/// Read the whole stream into one answer, passing text to `on_text`.
+pub(super) async fn read(
+    http: &HttpClient,
+    response: reqwest::Response,
+    on_text: Option<TextSink<'_>>,
+) -> Result<ChatResponse, LlmError> {
+    let mut events = std::pin::pin!(http.events(response));
+    let mut assembly = Assembly::default();
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if event.data.trim() == "[DONE]" {
+            break;
+        }
+        let chunk: ChatChunk = parse_event(http, &event)?;
+        if let Some(error) = &chunk.error {
+            return Err(http.interrupted(format!(
+                "the server reported an error mid-stream: {}",
+                snippet(error.to_string().as_bytes())
+            )));
+        }
+        assembly.apply(chunk, on_text);
+    }
+    let Some(reason) = assembly.finish_reason else {
+        let what = if assembly.calls.is_empty() {
+            "no finish_reason arrived".to_owned()
+        } else {
+            format!(
+                "no finish_reason arrived, {} tool call(s) may be incomplete",
+                assembly.calls.len()
+            )
+        };
+        return Err(http.interrupted(what));
+    };
+    let tool_calls = assembly
+        .calls
+        .into_iter()
+        .map(|call| ToolCall {
+            id: call.id,
+            name: call.name,
+            arguments: call.arguments,
+            signature: None,
+        })
+        .collect();
+    Ok(ChatResponse {
+        message: AssistantMessage {
+            content: assembly.content,
+            tool_calls,
+            reasoning: Some(assembly.reasoning).filter(|r| !r.is_empty()),
+        },
+        finish_reason: wire::finish_reason(&reason),
+        usage: assembly.usage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(json: &str) -> ChatChunk {
+        serde_json::from_str(json).expect("test chunk")
+    }
+
+    #[test]
+    fn parallel_calls_assemble_by_index_and_split_on_new_ids() {
+        let mut a = Assembly::default();
+        for json in [
+            r#"{"choices":[{"delta":{"content":"","tool_calls":[{"index":0,"id":"a","function":{"name":"add","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"mul","arguments":"{\"x\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":":2}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"neg","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"timings":{"n":1}}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#,
+        ] {
+            a.apply(chunk(json), None);
+        }
+        let calls: Vec<_> = a
+            .calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("a", "add", "{}"),
+                ("b", "mul", "{\"x\":2}"),
+                ("c", "neg", "{}")
+            ]
+        );
+        assert_eq!(a.finish_reason.as_deref(), Some("tool_calls"));
+        assert_eq!(a.usage.output_tokens, 7);
+        assert_eq!(a.content, "");
+    }
+}

@@ -1,0 +1,344 @@
+//! Playing a recorded conversation: see [`ReplayProvider`].
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::convert::fill_call_ids;
+use super::{
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Provider,
+    ToolCall, ToolChoice, Usage,
+};
+
+const NAME: &str = "replay";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplayFile {
+    turns: Vec<ReplayTurn>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplayTurn {
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    tool_calls: Vec<ReplayCall>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    usage: Usage,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReplayCall {
+    #[serde(default)]
+    id: Option<String>,
+    name: String,
+    #[serde(default)]
+    arguments: Value,
+    #[serde(default)]
+    signature: Option<String>,
+}
+
+/// A provider that plays a recorded conversation: for demos without an API
+/// key, for reproducing a user's run, and for deterministic tests through
+/// the real loop and the real tools.
+///
+/// # File format
+///
+/// ```json
+/// {
+///   "turns": [
+///     {"content": "Let me look.",
+///      "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "a.txt"}}]},
+///     {"content": "The file says hello."}
+///   ]
+/// }
+/// ```
+///
+/// Each turn is one assistant answer. `content`, `tool_calls`, `id`,
+/// `reasoning` and `usage` (`{"input_tokens": n, "output_tokens": n}`) are
+/// optional; a call without `id` gets `replay_{turn}_{position}`.
+/// `arguments` is an object, or a string sent to the loop exactly as written
+/// (so that malformed arguments can be replayed).
+///
+/// # Which turn answers
+///
+/// A request gets turn *k*, where *k* is the number of assistant messages
+/// already in its history: the same history always gets the same answer,
+/// like a deterministic model. A request with [`ToolChoice::None`] gets the
+/// first turn at or after *k* without tool calls (a model told not to call
+/// tools answers in text; this is how a capped run's final answer is
+/// recorded). No turn left is an error naming the counts.
+///
+/// # Strictness
+///
+/// Before answering, the history is checked the way the strictest provider
+/// checks it: every tool call id of an assistant message must be answered
+/// by exactly one tool result before any other message, and no result may
+/// answer an id that the preceding assistant message did not issue. A
+/// violation is [`LlmError::Status`] 400, so demos verify the invariant too.
+///
+/// # Examples
+///
+/// ```
+/// use toolhost::llm::{ChatRequest, Message, Provider, ReplayProvider, ToolChoice};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), toolhost::llm::LlmError> {
+/// let replay = ReplayProvider::from_json(r#"{"turns": [{"content": "Hello!"}]}"#)?;
+/// let messages = [Message::user("Hi")];
+/// let request = ChatRequest {
+///     messages: &messages,
+///     tools: &[],
+///     tool_choice: ToolChoice::Auto,
+///     stream: false,
+///     on_text: None,
+/// };
+/// assert_eq!(replay.complete(request).await?.message.content, "Hello!");
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReplayProvider {
+    turns: Vec<(AssistantMessage, Usage)>,
+}
+
+impl ReplayProvider {
+    /// A provider that answers with `turns`, in order.
+    pub fn new(turns: Vec<AssistantMessage>) -> Self {
+        let mut turns: Vec<_> = turns.into_iter().map(|t| (t, Usage::default())).collect();
+        for (index, (turn, _)) in turns.iter_mut().enumerate() {
+            fill_call_ids(&mut turn.tool_calls, NAME, index);
+        }
+        Self { turns }
+    }
+
+    /// Parse a recording (the format in the [type docs](ReplayProvider)).
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Config`] naming what is wrong with the JSON.
+    pub fn from_json(json: &str) -> Result<Self, LlmError> {
+        let file: ReplayFile = serde_json::from_str(json)
+            .map_err(|e| config(format!("the recording is not valid: {e}")))?;
+        let turns = file
+            .turns
+            .into_iter()
+            .enumerate()
+            .map(|(index, turn)| {
+                let mut calls: Vec<ToolCall> = turn
+                    .tool_calls
+                    .into_iter()
+                    .map(|call| ToolCall {
+                        id: call.id.unwrap_or_default(),
+                        name: call.name,
+                        arguments: match call.arguments {
+                            Value::String(raw) => raw,
+                            Value::Null => "{}".to_owned(),
+                            other => other.to_string(),
+                        },
+                        signature: call.signature,
+                    })
+                    .collect();
+                fill_call_ids(&mut calls, NAME, index);
+                let message = AssistantMessage {
+                    content: turn.content,
+                    tool_calls: calls,
+                    reasoning: turn.reasoning,
+                };
+                (message, turn.usage)
+            })
+            .collect();
+        Ok(Self { turns })
+    }
+
+    /// Read and parse a recording file.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Config`] when the file cannot be read or parsed.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, LlmError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| config(format!("cannot read the recording {}: {e}", path.display())))?;
+        Self::from_json(&text).map_err(|e| match e {
+            LlmError::Config { message, .. } => config(format!("{}: {message}", path.display())),
+            other => other,
+        })
+    }
+
+    /// How many turns the recording holds.
+    pub fn len(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// Whether the recording is empty.
+    pub fn is_empty(&self) -> bool {
+        self.turns.is_empty()
+    }
+
+    fn answer(&self, request: &ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        check_history(request.messages)?;
+        let position = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Assistant(_)))
+            .count();
+        let found = match request.tool_choice {
+            ToolChoice::Auto => self.turns.get(position),
+            ToolChoice::None => self
+                .turns
+                .iter()
+                .skip(position)
+                .find(|(t, _)| t.tool_calls.is_empty()),
+        };
+        let Some((message, usage)) = found else {
+            let wanted = match request.tool_choice {
+                ToolChoice::Auto => "a turn",
+                ToolChoice::None => {
+                    "a turn without tool calls (tools are disabled in this request)"
+                }
+            };
+            return Err(LlmError::InvalidResponse {
+                provider: NAME.to_owned(),
+                message: format!(
+                    "the recording has {} turn(s) and the conversation asks for {wanted} at position {}; \
+                     record more turns or lower the iteration cap",
+                    self.turns.len(),
+                    position + 1
+                ),
+            });
+        };
+        if request.stream
+            && let Some(sink) = request.on_text
+            && !message.content.is_empty()
+        {
+            sink(&message.content);
+        }
+        Ok(ChatResponse {
+            message: message.clone(),
+            finish_reason: if message.tool_calls.is_empty() {
+                FinishReason::Stop
+            } else {
+                FinishReason::ToolCalls
+            },
+            usage: *usage,
+        })
+    }
+}
+
+fn config(message: String) -> LlmError {
+    LlmError::Config {
+        provider: NAME.to_owned(),
+        message,
+    }
+}
+
+fn rejected(message: String) -> LlmError {
+    LlmError::Status {
+        provider: NAME.to_owned(),
+        status: 400,
+        message,
+    }
+}
+
+/// The calls of the assistant message at `index` still waiting for results.
+struct Open {
+    index: usize,
+    expected: Vec<String>,
+    answered: HashSet<String>,
+}
+
+impl Open {
+    fn close(self) -> Result<(), LlmError> {
+        let missing: Vec<&str> = self
+            .expected
+            .iter()
+            .filter(|id| !self.answered.contains(*id))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(rejected(format!(
+                "messages[{}]: an assistant message with tool calls must be followed by one tool result \
+                 for each call; these ids have none: {}",
+                self.index,
+                missing.join(", ")
+            )))
+        }
+    }
+}
+
+/// Check that every tool call is answered exactly once, right after it.
+fn check_history(messages: &[Message]) -> Result<(), LlmError> {
+    let mut open: Option<Open> = None;
+    for (index, message) in messages.iter().enumerate() {
+        match message {
+            Message::Tool(result) => {
+                let id = &result.tool_call_id;
+                let Some(current) = open.as_mut() else {
+                    return Err(rejected(format!(
+                        "messages[{index}]: the tool result for {id:?} does not follow an assistant message with tool calls"
+                    )));
+                };
+                if !current.expected.contains(id) {
+                    return Err(rejected(format!(
+                        "messages[{index}]: the tool result for {id:?} answers no call of messages[{}]",
+                        current.index
+                    )));
+                }
+                if !current.answered.insert(id.clone()) {
+                    return Err(rejected(format!(
+                        "messages[{index}]: a second tool result for {id:?}"
+                    )));
+                }
+            }
+            other => {
+                if let Some(current) = open.take() {
+                    current.close()?;
+                }
+                if let Message::Assistant(a) = other
+                    && !a.tool_calls.is_empty()
+                {
+                    let expected: Vec<String> = a.tool_calls.iter().map(|c| c.id.clone()).collect();
+                    let unique: HashSet<&String> = expected.iter().collect();
+                    if unique.len() != expected.len() {
+                        return Err(rejected(format!(
+                            "messages[{index}]: two tool calls share one id"
+                        )));
+                    }
+                    open = Some(Open {
+                        index,
+                        expected,
+                        answered: HashSet::new(),
+                    });
+                }
+            }
+        }
+    }
+    match open {
+        Some(current) => current.close(),
+        None => Ok(()),
+    }
+}
+
+impl Provider for ReplayProvider {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+        Box::pin(async move { self.answer(&request) })
+    }
+}

@@ -1,0 +1,168 @@
+//! A small server-sent events parser (the WHATWG `text/event-stream`
+//! format), fed with whatever byte chunks the network delivers.
+//!
+//! Lines end in LF, CRLF or CR, and a CRLF may be split across chunks.
+//! `data:` lines accumulate (joined with `\n`), `event:` names the event,
+//! lines starting with `:` are comments, `id:` and `retry:` are ignored (no
+//! provider reconnects a chat stream), and a blank line dispatches. Bytes
+//! are decoded as UTF-8 per whole line, so a character split across chunks
+//! survives.
+//!
+//! At the end of the body, an event whose lines all arrived but whose
+//! closing blank line did not is still dispatched (every line is complete);
+//! a last line without its line end is dropped, as the standard says.
+
+/// One event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct SseEvent {
+    /// The `event:` name; empty when none was given (the standard's
+    /// `message`).
+    pub(crate) event: String,
+    /// The `data:` lines joined with `\n`.
+    pub(crate) data: String,
+}
+
+/// Incremental parser state.
+#[derive(Debug, Default)]
+pub(crate) struct SseParser {
+    line: Vec<u8>,
+    after_cr: bool,
+    event: String,
+    data: String,
+    has_data: bool,
+    started: bool,
+}
+
+impl SseParser {
+    pub(crate) fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed one chunk; returns the events it completed.
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+        let mut out = Vec::new();
+        for &byte in chunk {
+            match byte {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    self.after_cr = byte == b'\r';
+                    self.end_line(&mut out);
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line.push(byte);
+                }
+            }
+        }
+        out
+    }
+
+    /// The body ended: return an event whose lines all arrived.
+    pub(crate) fn finish(&mut self) -> Vec<SseEvent> {
+        self.line.clear();
+        let mut out = Vec::new();
+        self.dispatch(&mut out);
+        out
+    }
+
+    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
+        let mut line = std::mem::take(&mut self.line);
+        if !self.started {
+            self.started = true;
+            if line.starts_with("\u{feff}".as_bytes()) {
+                line.drain(..3);
+            }
+        }
+        if line.is_empty() {
+            self.dispatch(out);
+            return;
+        }
+        let line = String::from_utf8_lossy(&line);
+        if line.starts_with(':') {
+            return;
+        }
+        let (field, value) = match line.split_once(':') {
+            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
+            None => (line.as_ref(), ""),
+        };
+        match field {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => value.clone_into(&mut self.event),
+            _ => {}
+        }
+    }
+
+    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
+        let event = std::mem::take(&mut self.event);
+        let data = std::mem::take(&mut self.data);
+        if std::mem::take(&mut self.has_data) {
+            out.push(SseEvent { event, data });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(event: &str, data: &str) -> SseEvent {
+        SseEvent {
+            event: event.into(),
+            data: data.into(),
+        }
+    }
+
+    fn parse_in_chunks(input: &[u8], size: usize) -> Vec<SseEvent> {
+        let mut parser = SseParser::new();
+        let mut out = Vec::new();
+        for chunk in input.chunks(size) {
+            out.extend(parser.push(chunk));
+        }
+        out.extend(parser.finish());
+        out
+    }
+
+    #[test]
+    fn every_chunk_boundary_gives_the_same_events() {
+        let input = "\u{feff}: comment\r\nevent: message_start\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n\
+                     data: caf\u{e9} \u{1f600}\n\ndata:[DONE]\r\rid: 7\nretry: 10\nevent: x\ndata\n\n"
+            .as_bytes();
+        let expected = vec![
+            ev("message_start", "{\"a\":\n1}"),
+            ev("", "caf\u{e9} \u{1f600}"),
+            ev("", "[DONE]"),
+            ev("x", ""),
+        ];
+        for size in 1..=input.len() {
+            assert_eq!(parse_in_chunks(input, size), expected, "chunk size {size}");
+        }
+    }
+
+    #[test]
+    fn blank_lines_without_data_dispatch_nothing() {
+        assert_eq!(parse_in_chunks(b"\n\n: ping\n\nevent: ping\n\n", 3), vec![]);
+    }
+
+    #[test]
+    fn a_complete_last_event_without_blank_line_is_kept_a_partial_line_is_dropped() {
+        assert_eq!(parse_in_chunks(b"data: a\n", 4), vec![ev("", "a")]);
+        assert_eq!(
+            parse_in_chunks(b"data: a\n\ndata: {\"cut", 4),
+            vec![ev("", "a")]
+        );
+    }
+
+    #[test]
+    fn crlf_split_across_chunks_is_one_line_end() {
+        let mut parser = SseParser::new();
+        assert!(parser.push(b"data: x\r").is_empty());
+        assert!(parser.push(b"\n").is_empty());
+        assert_eq!(parser.push(b"\r\n"), vec![ev("", "x")]);
+    }
+}

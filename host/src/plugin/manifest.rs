@@ -1,0 +1,189 @@
+//! The sidecar manifest (`NAME.toml` beside `NAME.wasm`) and the operator's
+//! host config that bounds it. Both are plain serde data.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::sandbox::Limits;
+
+/// Limits as written in a manifest or host config, in friendly units. An
+/// absent field means "the default".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// Fuel units per call.
+    pub fuel: Option<u64>,
+    /// Deadline per call, in milliseconds.
+    pub timeout_ms: Option<u64>,
+    /// Linear memory cap, in MiB.
+    pub memory_mb: Option<u64>,
+    /// Output cap, in KiB.
+    pub output_kb: Option<u64>,
+}
+
+impl LimitsSpec {
+    /// `base` with every field this spec sets replaced.
+    pub fn apply_to(&self, base: Limits) -> Limits {
+        Limits {
+            fuel: self.fuel.unwrap_or(base.fuel),
+            timeout: self.timeout_ms.map(Duration::from_millis).unwrap_or(base.timeout),
+            memory_bytes: self.memory_mb.map(|m| m << 20).unwrap_or(base.memory_bytes),
+            output_bytes: self.output_kb.map(|k| k << 10).unwrap_or(base.output_bytes),
+        }
+    }
+}
+
+/// A plugin's manifest. Every field is optional; an absent manifest is the
+/// same as an empty one: stateless, default limits, no grants.
+///
+/// ```toml
+/// stateful = false
+/// [limits]
+/// fuel = 500000000
+/// timeout_ms = 2000
+/// memory_mb = 32
+/// output_kb = 256
+/// [permissions]
+/// env = ["LANG"]
+/// [[permissions.dirs]]
+/// host = "files.data"   # relative to this manifest's directory, or absolute
+/// guest = "/data"
+/// rw = false
+/// [config]
+/// greeting = "hello"
+/// [session]
+/// idle_ttl_secs = 300
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Keep one instance per session instead of a fresh one per call.
+    #[serde(default)]
+    pub stateful: bool,
+    /// Limits that replace the operator's defaults (within the operator's max).
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// What the plugin asks to be granted.
+    #[serde(default)]
+    pub permissions: PermissionsSpec,
+    /// Values the plugin reads with the `config` host import.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+    /// Session settings for stateful plugins.
+    #[serde(default)]
+    pub session: SessionSpec,
+}
+
+/// Grants a manifest asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsSpec {
+    /// Environment variables to pass through from the host, by name.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Directories to map into the guest.
+    #[serde(default)]
+    pub dirs: Vec<DirSpec>,
+}
+
+/// One directory a manifest asks for.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirSpec {
+    /// Host path, absolute or relative to the manifest's directory.
+    pub host: PathBuf,
+    /// Path the guest sees, e.g. `/data`.
+    pub guest: String,
+    /// Read-write instead of read-only.
+    #[serde(default)]
+    pub rw: bool,
+}
+
+/// Session settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionSpec {
+    /// Drop a session's instance after this long unused. Default: the host
+    /// config's `session_idle_ttl_secs`.
+    pub idle_ttl_secs: Option<u64>,
+}
+
+/// The operator's config (`toolhost.toml`): defaults for every plugin and
+/// the most any manifest may ask for.
+///
+/// ```toml
+/// cache_dir = "/var/cache/toolhost"
+/// max_instances = 1000
+/// session_idle_ttl_secs = 600
+/// [limits.default]
+/// timeout_ms = 5000
+/// [limits.max]
+/// memory_mb = 512
+/// [allow]
+/// dirs = ["/srv/tool-data"]      # read-only grants must be inside one of these
+/// rw_dirs = ["/srv/tool-scratch"] # read-write grants must be inside one of these
+/// env = ["LANG", "TZ"]
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostConfig {
+    /// Where compiled components are cached; `None` disables the cache.
+    pub cache_dir: Option<PathBuf>,
+    /// Instance slots: calls running at once plus live sessions.
+    pub max_instances: u32,
+    /// Default idle time after which a session's instance is dropped.
+    pub session_idle_ttl_secs: u64,
+    /// Default and maximum limits.
+    pub limits: HostLimits,
+    /// What manifests may be granted.
+    pub allow: Allow,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            max_instances: 1000,
+            session_idle_ttl_secs: 600,
+            limits: HostLimits::default(),
+            allow: Allow::default(),
+        }
+    }
+}
+
+/// Default and maximum limits in a host config.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostLimits {
+    /// Overrides of [`Limits::default`] for plugins that do not say.
+    pub default: LimitsSpec,
+    /// Overrides of [`Limits::default_ceiling`]: the most a manifest may ask.
+    pub max: LimitsSpec,
+}
+
+impl HostLimits {
+    /// The effective default limits.
+    pub fn default_limits(&self) -> Limits {
+        self.default.apply_to(Limits::default())
+    }
+
+    /// The effective ceiling.
+    pub fn ceiling(&self) -> Limits {
+        self.max.apply_to(Limits::default_ceiling())
+    }
+}
+
+/// What the operator lets manifests grant. Empty: nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Allow {
+    /// Roots under which read-only directory grants are allowed.
+    pub dirs: Vec<PathBuf>,
+    /// Roots under which read-write directory grants are allowed.
+    pub rw_dirs: Vec<PathBuf>,
+    /// Environment variable names that may be passed through.
+    pub env: Vec<String>,
+}

@@ -1,0 +1,640 @@
+//! Plugins: `*.wasm` components in a directory, each with an optional
+//! sidecar manifest, turned into [`Tool`]s.
+//!
+//! Loading a directory never fails because of one bad plugin: each file is
+//! loaded on its own, and the [`LoadReport`] lists what loaded and what did
+//! not, with the file and the reason.
+
+mod manifest;
+mod session;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+pub use manifest::{Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec};
+
+use crate::sandbox::{
+    CacheStatus, DirGrant, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig,
+    SandboxError,
+};
+use crate::tools::{
+    CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolRegistry, ToolSpec,
+    is_valid_tool_name,
+};
+
+/// Why a plugin (or a plugin directory) did not load.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PluginError {
+    /// The directory cannot be listed.
+    #[error("cannot read plugin directory {}", path.display())]
+    ReadDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file cannot be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The manifest is not valid TOML of the documented shape.
+    #[error("{}: invalid manifest: {message}", path.display())]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The manifest asks for more than the operator allows. Refused, not
+    /// trimmed: a plugin that silently gets less than it asked for fails in
+    /// confusing ways later.
+    #[error("{}: the manifest asks for more than this host allows: {message}", path.display())]
+    NotAllowed {
+        /// The manifest file.
+        path: PathBuf,
+        /// What was asked and what is allowed.
+        message: String,
+    },
+    /// The file is not a component of the `toolhost:plugin` world.
+    #[error("{}: could not load the component", path.display())]
+    Component {
+        /// The `.wasm` file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: SandboxError,
+    },
+    /// The component's `describe` failed or returned something unusable.
+    #[error("{}: {message}", path.display())]
+    Describe {
+        /// The `.wasm` file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Two plugins export the same tool name.
+    #[error(
+        "tool `{name}` is exported by both {} and {}; the second was not loaded: rename the tool in one of them",
+        first.display(), second.display()
+    )]
+    DuplicateTool {
+        /// The contested tool name.
+        name: String,
+        /// The plugin that keeps it.
+        first: PathBuf,
+        /// The plugin that was refused.
+        second: PathBuf,
+    },
+}
+
+impl PluginError {
+    /// The file this error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            Self::ReadDir { path, .. }
+            | Self::Read { path, .. }
+            | Self::Manifest { path, .. }
+            | Self::NotAllowed { path, .. }
+            | Self::Component { path, .. }
+            | Self::Describe { path, .. } => path,
+            Self::DuplicateTool { second, .. } => second,
+        }
+    }
+}
+
+/// Loads plugins into one shared [`Sandbox`] under one operator
+/// [`HostConfig`].
+#[derive(Debug, Clone)]
+pub struct PluginHost {
+    sandbox: Sandbox,
+    config: Arc<HostConfig>,
+}
+
+/// What loading a directory produced.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// Plugins that loaded, sorted by file name.
+    pub plugins: Vec<Arc<Plugin>>,
+    /// Files that did not load, and why.
+    pub errors: Vec<PluginError>,
+}
+
+impl LoadReport {
+    /// Register every loaded plugin's tools.
+    ///
+    /// # Errors
+    ///
+    /// A tool name already taken in `registry` (names are unique within a
+    /// report already).
+    pub fn register_into(
+        &self,
+        registry: &mut ToolRegistry,
+    ) -> Result<(), crate::tools::RegistryError> {
+        for plugin in &self.plugins {
+            for tool in plugin.tools() {
+                registry.register_with(Arc::new(tool), Default::default())?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A registry with every loaded plugin's tools.
+    pub fn registry(&self) -> ToolRegistry {
+        let mut registry = ToolRegistry::new();
+        // Names are unique within a report and schemas were compiled at load.
+        if let Err(e) = self.register_into(&mut registry) {
+            tracing::error!("a loaded plugin could not be registered: {e}");
+        }
+        registry
+    }
+}
+
+impl PluginHost {
+    /// A host with its own sandbox.
+    ///
+    /// # Errors
+    ///
+    /// The sandbox could not be set up.
+    pub fn new(config: HostConfig) -> Result<Self, SandboxError> {
+        let sandbox = Sandbox::new(&SandboxConfig {
+            cache_dir: config.cache_dir.clone(),
+            max_instances: config.max_instances,
+            max_memory_bytes: config.limits.ceiling().memory_bytes,
+        })?;
+        Ok(Self {
+            sandbox,
+            config: Arc::new(config),
+        })
+    }
+
+    /// The operator config in force.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// The sandbox plugins run in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Load every `*.wasm` in `dir` (not recursive), in file-name order.
+    ///
+    /// # Errors
+    ///
+    /// Only when `dir` cannot be listed; a bad plugin is reported in
+    /// [`LoadReport::errors`] and the others still load.
+    pub async fn load_dir(&self, dir: &Path) -> Result<LoadReport, PluginError> {
+        let read_dir = |source| PluginError::ReadDir {
+            path: dir.to_owned(),
+            source,
+        };
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(read_dir)? {
+            let path = entry.map_err(read_dir)?.path();
+            if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+                files.push(path);
+            }
+        }
+        files.sort();
+        let mut report = LoadReport::default();
+        let mut owners: HashMap<String, PathBuf> = HashMap::new();
+        for path in files {
+            match self.load_file(&path).await {
+                Ok(plugin) => {
+                    let clash = plugin
+                        .tool_specs()
+                        .iter()
+                        .find_map(|t| owners.get(&t.name).map(|first| (t.name.clone(), first)));
+                    if let Some((name, first)) = clash {
+                        report.errors.push(PluginError::DuplicateTool {
+                            name,
+                            first: first.clone(),
+                            second: path,
+                        });
+                        continue;
+                    }
+                    for t in plugin.tool_specs() {
+                        owners.insert(t.name.clone(), path.clone());
+                    }
+                    report.plugins.push(plugin);
+                }
+                Err(e) => report.errors.push(e),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Load one plugin file, with the manifest beside it if there is one.
+    ///
+    /// # Errors
+    ///
+    /// The file or manifest cannot be read or is invalid, the manifest asks
+    /// for more than allowed, or the component does not work.
+    pub async fn load_file(&self, path: &Path) -> Result<Arc<Plugin>, PluginError> {
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("plugin")
+            .to_owned();
+        let (manifest, manifest_path) = read_manifest(path)?;
+        let resolved = self.resolve(&manifest, manifest_path.as_deref().unwrap_or(path))?;
+
+        let wasm = std::fs::read(path).map_err(|source| PluginError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let digest = Sandbox::digest(&wasm);
+        if self
+            .sandbox
+            .cache_entry(&digest)
+            .is_none_or(|entry| !entry.exists())
+        {
+            tracing::info!(
+                plugin = %name,
+                size_kib = wasm.len() >> 10,
+                "compiling plugin (done once, then cached)"
+            );
+        }
+        let sandbox = self.sandbox.clone();
+        let compiled = tokio::task::spawn_blocking(move || sandbox.compile(&wasm, &digest))
+            .await
+            .map_err(|e| PluginError::Describe {
+                path: path.to_owned(),
+                message: format!("the compiler thread failed: {e}"),
+            })?;
+        let (component, cache) = compiled.map_err(|source| PluginError::Component {
+            path: path.to_owned(),
+            source,
+        })?;
+        let identity = Arc::new(PluginIdentity {
+            name: name.clone(),
+            config: manifest.config.clone(),
+        });
+        let guest = self
+            .sandbox
+            .prepare(&component, identity, resolved.limits, resolved.permissions)
+            .map_err(|source| PluginError::Component {
+                path: path.to_owned(),
+                source,
+            })?;
+        let tools = describe(&guest, path).await?;
+        let idle_ttl = Duration::from_secs(
+            manifest
+                .session
+                .idle_ttl_secs
+                .unwrap_or(self.config.session_idle_ttl_secs),
+        );
+        Ok(Arc::new(Plugin {
+            name,
+            path: path.to_owned(),
+            manifest_path,
+            digest,
+            stateful: manifest.stateful,
+            cache,
+            tools,
+            component_type: component.component_type(),
+            sessions: session::Sessions::new(idle_ttl),
+            guest,
+        }))
+    }
+
+    /// Check a manifest against the operator's config and resolve its paths.
+    fn resolve(&self, manifest: &Manifest, manifest_path: &Path) -> Result<Resolved, PluginError> {
+        let not_allowed = |message: String| PluginError::NotAllowed {
+            path: manifest_path.to_owned(),
+            message,
+        };
+        let limits = manifest
+            .limits
+            .apply_to(self.config.limits.default_limits());
+        let ceiling = self.config.limits.ceiling();
+        if let Some((what, asked, max)) = limits.first_excess(&ceiling) {
+            return Err(not_allowed(format!(
+                "`{what}` = {asked}, the most allowed is {max}; lower it, or raise `limits.max.{what}` in the host config"
+            )));
+        }
+        let allow = &self.config.allow;
+        let mut env = Vec::new();
+        for key in &manifest.permissions.env {
+            if !allow.env.contains(key) {
+                return Err(not_allowed(format!(
+                    "environment variable `{key}` is not allowed; add it to `allow.env` in the host config (or pass --allow-env {key})"
+                )));
+            }
+            // The grant is the operator's explicit decision to pass this
+            // variable through; an unset variable is simply absent.
+            if let Ok(value) = std::env::var(key) {
+                env.push((key.clone(), value));
+            }
+        }
+        let base = manifest_path.parent().unwrap_or(Path::new("."));
+        let mut dirs = Vec::new();
+        for dir in &manifest.permissions.dirs {
+            let wanted = base.join(&dir.host);
+            let host = wanted.canonicalize().map_err(|e| PluginError::Manifest {
+                path: manifest_path.to_owned(),
+                message: format!(
+                    "granted directory {} cannot be opened: {e}",
+                    wanted.display()
+                ),
+            })?;
+            if !host.is_dir() {
+                return Err(PluginError::Manifest {
+                    path: manifest_path.to_owned(),
+                    message: format!("granted path {} is not a directory", host.display()),
+                });
+            }
+            if !dir.guest.starts_with('/') {
+                return Err(PluginError::Manifest {
+                    path: manifest_path.to_owned(),
+                    message: format!(
+                        "guest path `{}` must be absolute, like `/data`",
+                        dir.guest
+                    ),
+                });
+            }
+            let roots: Vec<&PathBuf> = if dir.rw {
+                allow.rw_dirs.iter().collect()
+            } else {
+                allow.dirs.iter().chain(&allow.rw_dirs).collect()
+            };
+            let inside = roots.iter().any(|root| {
+                root.canonicalize()
+                    .is_ok_and(|root| host.starts_with(root))
+            });
+            if !inside {
+                let (mode, key, flag) = if dir.rw {
+                    ("read-write", "allow.rw_dirs", "--allow-rw-dir")
+                } else {
+                    ("read-only", "allow.dirs", "--allow-dir")
+                };
+                return Err(not_allowed(format!(
+                    "{mode} access to {} is not allowed; add it (or a parent) to `{key}` in the host config, or pass {flag}",
+                    host.display()
+                )));
+            }
+            dirs.push(DirGrant {
+                host,
+                guest: dir.guest.clone(),
+                writable: dir.rw,
+            });
+        }
+        Ok(Resolved {
+            limits,
+            permissions: Permissions { dirs, env },
+        })
+    }
+}
+
+struct Resolved {
+    limits: Limits,
+    permissions: Permissions,
+}
+
+/// The manifest beside `wasm` (`NAME.toml`), or the default one.
+fn read_manifest(wasm: &Path) -> Result<(Manifest, Option<PathBuf>), PluginError> {
+    let path = wasm.with_extension("toml");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Manifest::default(), None)),
+        Err(source) => return Err(PluginError::Read { path, source }),
+    };
+    let manifest = toml::from_str(&text).map_err(|e| PluginError::Manifest {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    Ok((manifest, Some(path)))
+}
+
+/// Ask the component for its tools and check each one.
+async fn describe(guest: &Guest, path: &Path) -> Result<Vec<ToolSpec>, PluginError> {
+    let bad = |message: String| PluginError::Describe {
+        path: path.to_owned(),
+        message,
+    };
+    let infos = guest
+        .describe()
+        .await
+        .map_err(|e| bad(format!("describe() failed: {e}")))?;
+    if infos.is_empty() {
+        return Err(bad("describe() lists no tools".into()));
+    }
+    let mut specs: Vec<ToolSpec> = Vec::with_capacity(infos.len());
+    for info in infos {
+        if !is_valid_tool_name(&info.name) {
+            return Err(bad(format!(
+                "tool name `{}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`",
+                info.name
+            )));
+        }
+        if specs.iter().any(|s| s.name == info.name) {
+            return Err(bad(format!("tool `{}` is listed twice", info.name)));
+        }
+        let schema: Value = serde_json::from_str(&info.input_schema).map_err(|e| {
+            bad(format!("tool `{}`: input schema is not JSON: {e}", info.name))
+        })?;
+        if let Err(e) = jsonschema::validator_for(&schema) {
+            return Err(bad(format!(
+                "tool `{}`: input schema is not a valid JSON Schema: {e}",
+                info.name
+            )));
+        }
+        specs.push(ToolSpec {
+            name: info.name,
+            description: info.description,
+            input_schema: schema,
+        });
+    }
+    Ok(specs)
+}
+
+/// One loaded plugin: a compiled component, its limits and grants, its tools.
+pub struct Plugin {
+    name: String,
+    path: PathBuf,
+    manifest_path: Option<PathBuf>,
+    digest: blake3::Hash,
+    stateful: bool,
+    cache: CacheStatus,
+    tools: Vec<ToolSpec>,
+    component_type: wasmtime::component::types::Component,
+    sessions: session::Sessions,
+    guest: Guest,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    /// The plugin's name: its file stem.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The `.wasm` file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// The manifest file, if there is one.
+    pub fn manifest_path(&self) -> Option<&Path> {
+        self.manifest_path.as_deref()
+    }
+    /// BLAKE3 digest of the component, hex.
+    pub fn digest(&self) -> String {
+        self.digest.to_hex().to_string()
+    }
+    /// Whether it keeps one instance per session.
+    pub fn is_stateful(&self) -> bool {
+        self.stateful
+    }
+    /// Whether the compiled code came from the cache.
+    pub fn cache_status(&self) -> CacheStatus {
+        self.cache
+    }
+    /// Effective limits per call.
+    pub fn limits(&self) -> &Limits {
+        &self.guest.limits
+    }
+    /// Effective grants.
+    pub fn permissions(&self) -> &Permissions {
+        &self.guest.permissions
+    }
+    /// The tools it exports.
+    pub fn tool_specs(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+    /// The component's imports and exports, as `(name, kind)` pairs.
+    pub fn interface(&self, sandbox: &Sandbox) -> ComponentInterface {
+        let engine = sandbox.engine();
+        ComponentInterface {
+            imports: self
+                .component_type
+                .imports(engine)
+                .map(|(n, _)| n.to_owned())
+                .collect(),
+            exports: self
+                .component_type
+                .exports(engine)
+                .map(|(n, _)| n.to_owned())
+                .collect(),
+        }
+    }
+
+    /// Each tool as a [`Tool`] for a registry.
+    pub fn tools(self: &Arc<Self>) -> Vec<WasmTool> {
+        (0..self.tools.len())
+            .map(|index| WasmTool {
+                plugin: Arc::clone(self),
+                index,
+            })
+            .collect()
+    }
+
+    /// Call tool `name` with `input` (JSON text) and return its output text.
+    ///
+    /// Stateless plugins, and calls without a session, get a fresh instance.
+    /// Stateful plugins keep one instance per session; calls within a
+    /// session run one at a time.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolError`] of the kind that ended the call.
+    pub async fn call(
+        &self,
+        name: &str,
+        input: &str,
+        session: Option<&SessionId>,
+    ) -> Result<String, ToolError> {
+        match session {
+            Some(session) if self.stateful => {
+                self.sessions.call(&self.guest, session, name, input).await
+            }
+            _ => self.guest.call_fresh(name, input).await,
+        }
+    }
+
+    /// Drop the instance kept for `session`.
+    pub fn end_session(&self, session: &SessionId) {
+        self.sessions.end(session);
+    }
+
+    /// How many sessions hold an instance right now.
+    pub fn live_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// A component's imports and exports by name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ComponentInterface {
+    /// Imported interfaces, e.g. `wasi:cli/environment@0.2.6`.
+    pub imports: Vec<String>,
+    /// Exported interfaces, e.g. `toolhost:plugin/tool@0.1.0`.
+    pub exports: Vec<String>,
+}
+
+/// One tool of a plugin, as a registry sees it.
+#[derive(Debug, Clone)]
+pub struct WasmTool {
+    plugin: Arc<Plugin>,
+    index: usize,
+}
+
+impl WasmTool {
+    /// The plugin this tool belongs to.
+    pub fn plugin(&self) -> &Arc<Plugin> {
+        &self.plugin
+    }
+}
+
+impl Tool for WasmTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.plugin.tools[self.index]
+    }
+
+    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+        let plugin = Arc::clone(&self.plugin);
+        let index = self.index;
+        let session = cx.session.clone();
+        Box::pin(async move {
+            let name = &plugin.tools[index].name;
+            let output = plugin
+                .call(name, &input.to_string(), session.as_ref())
+                .await?;
+            serde_json::from_str(&output).map_err(|e| {
+                ToolError::new(
+                    ToolErrorKind::InvalidOutput,
+                    format!("tool `{name}` returned text that is not JSON ({e}); this is a bug in the plugin"),
+                )
+            })
+        })
+    }
+
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Plugin {
+            plugin: self.plugin.name.clone(),
+            path: self.plugin.path.clone(),
+        }
+    }
+
+    fn end_session(&self, session: &SessionId) {
+        self.plugin.end_session(session);
+    }
+}

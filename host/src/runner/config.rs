@@ -1,0 +1,178 @@
+//! [`RunnerConfig`]: every knob of the loop, with its default and why.
+
+use std::num::NonZeroUsize;
+
+/// Which registry tools the model is offered in every request (the run's
+/// *base* tools; [`DynamicTools`] come on top).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolSelection {
+    /// Every tool in the registry.
+    #[default]
+    All,
+    /// Only these names. A name the registry does not know is skipped.
+    Named(Vec<String>),
+    /// No base tools (only dynamic ones, if any).
+    None,
+}
+
+/// What to do with the calls of one response past
+/// [`RunnerConfig::max_calls_per_response`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OverLimitPolicy {
+    /// End the run with an error that names the count and the limit. The
+    /// offending response is returned in the error, not stored, so the
+    /// conversation stays valid.
+    Fail,
+    /// Execute the first N calls and remove the rest from the stored
+    /// assistant message, as if the model had never asked for them.
+    Drop,
+    /// Execute the first N calls, keep the rest and answer each with an
+    /// error result "not executed: limit of N tool calls per response". The
+    /// default, because the model learns why and can ask again.
+    #[default]
+    Decline,
+}
+
+impl OverLimitPolicy {
+    /// The stable snake_case name, as the CLI spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fail => "fail",
+            Self::Drop => "drop",
+            Self::Decline => "decline",
+        }
+    }
+}
+
+/// What happens when [`RunnerConfig::max_iterations`] rounds are used up and
+/// the model still wants tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnMaxIterations {
+    /// End with [`StopReason::MaxIterations`](super::StopReason); the
+    /// conversation ends on tool results and there may be no final text.
+    #[default]
+    Stop,
+    /// Send one last request with tools disabled
+    /// ([`ToolChoice::None`](crate::llm::ToolChoice)), so the user gets an
+    /// answer. Tool calls in that answer are removed from the stored message
+    /// (they would never be answered); the stop reason is still
+    /// `MaxIterations`.
+    FinalAnswer,
+}
+
+/// Tools added to the base set for the coming requests, with a decorated
+/// description so the model knows they are temporary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicTools {
+    /// Registry names of the added tools.
+    pub tool_ids: Vec<String>,
+    /// How each description is shown: `{description}` is replaced by the
+    /// tool's own description and `{name}` by its name, e.g.
+    /// `"{description} (added for this step)"`.
+    pub description_template: String,
+}
+
+impl DynamicTools {
+    /// The default template: `"{description} (added for this step)"`.
+    pub const DEFAULT_TEMPLATE: &'static str = "{description} (added for this step)";
+
+    /// `tool_ids` with the default template.
+    pub fn new<I, S>(tool_ids: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Self {
+            tool_ids: tool_ids.into_iter().map(Into::into).collect(),
+            description_template: Self::DEFAULT_TEMPLATE.to_owned(),
+        }
+    }
+
+    /// The description shown for tool `name` whose own description is
+    /// `description`.
+    pub fn decorate(&self, name: &str, description: &str) -> String {
+        self.description_template
+            .replace("{description}", description)
+            .replace("{name}", name)
+    }
+}
+
+/// Every knob of the loop. `RunnerConfig::default()` gives the documented
+/// defaults; nothing else in the runner hard-codes a limit.
+///
+/// | knob | default | why |
+/// | --- | --- | --- |
+/// | `max_iterations` | 10 | the common default of peers (OpenAI Agents `max_turns`) |
+/// | `max_calls_per_response` | unlimited | providers offer no "at most N"; opt in |
+/// | `over_limit` | `Decline` | the model sees why a call was skipped |
+/// | `max_total_calls` | unlimited | opt in |
+/// | `parallel` / `max_concurrency` | on / 8 | calls of one response are independent |
+/// | `on_max_iterations` | `Stop` | no hidden extra request unless asked |
+/// | `max_repeated_failures` | 3 | a model repeating the same failing call twice more will not fix it |
+/// | `stream` | off | whole answers are simpler to log |
+/// | `tools` | all registry tools | |
+/// | `dynamic_tools` | none | |
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerConfig {
+    /// Model↔tool rounds: each round is one model request plus the
+    /// execution of its calls. Default 10.
+    pub max_iterations: u32,
+    /// Tool calls executed from one response; `None` is unlimited
+    /// (the default).
+    pub max_calls_per_response: Option<usize>,
+    /// What to do with the calls past `max_calls_per_response`
+    /// (default [`OverLimitPolicy::Decline`]).
+    pub over_limit: OverLimitPolicy,
+    /// Tool calls executed across the whole run; `None` is unlimited (the
+    /// default). Calls past it are declined (or dropped under
+    /// [`OverLimitPolicy::Drop`]) and the run ends with
+    /// [`StopReason::MaxTotalCalls`](super::StopReason) after that round.
+    pub max_total_calls: Option<u64>,
+    /// Run the calls of one response concurrently (default true).
+    pub parallel: bool,
+    /// At most this many calls at once when `parallel` (default 8).
+    pub max_concurrency: NonZeroUsize,
+    /// What to do when the rounds are used up (default
+    /// [`OnMaxIterations::Stop`]).
+    pub on_max_iterations: OnMaxIterations,
+    /// Stop with [`StopReason::RepeatedFailure`](super::StopReason) after
+    /// this many identical failing calls in a row (same tool, same
+    /// arguments up to JSON formatting, same error). Default 3; `None`
+    /// never stops for this.
+    pub max_repeated_failures: Option<NonZeroUsize>,
+    /// Ask the provider to stream (SSE) its answers (default false).
+    pub stream: bool,
+    /// The base tools offered in every request (default all).
+    pub tools: ToolSelection,
+    /// Tools added on top of the base ones (default none).
+    pub dynamic_tools: Option<DynamicTools>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            max_iterations: 10,
+            max_calls_per_response: None,
+            over_limit: OverLimitPolicy::Decline,
+            max_total_calls: None,
+            parallel: true,
+            max_concurrency: NonZeroUsize::new(8).unwrap_or(NonZeroUsize::MIN),
+            on_max_iterations: OnMaxIterations::Stop,
+            max_repeated_failures: NonZeroUsize::new(3),
+            stream: false,
+            tools: ToolSelection::All,
+            dynamic_tools: None,
+        }
+    }
+}
+
+impl RunnerConfig {
+    /// How many calls of one response may run at once under this config.
+    pub fn concurrency(&self) -> usize {
+        if self.parallel {
+            self.max_concurrency.get()
+        } else {
+            1
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! [`ToolRunner`]: performs what [`LoopState`] decides.
+
+use std::collections::BTreeSet;
+use std::future::IntoFuture;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::future::BoxFuture;
+use futures::{FutureExt, Stream, StreamExt};
+
+use super::config::{RunnerConfig, ToolSelection};
+use super::conversation::Conversation;
+use super::execute::{self, Callbacks, ToolCallDecision};
+use super::machine::{CallOutcome, CallReport, LoopState, Next, StopReason, Verdict};
+use super::outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome};
+use crate::llm::{ChatRequest, Message, Provider, ToolCall, Usage};
+use crate::tools::{SessionId, ToolRegistry, ToolSpec};
+
+type Update = Box<dyn FnOnce(&mut Driver) + Send>;
+type StepFuture = BoxFuture<'static, (Box<Driver>, Result<RunItem, RunError>)>;
+
+/// The capped tool loop: ask the model, execute its tool calls, append the
+/// results, repeat until the model answers without calls or a cap stops it.
+///
+/// A `ToolRunner` is a [`Stream`] of [`RunItem`]s — one
+/// [`RunItem::Iteration`] per model response, then one
+/// [`RunItem::Finished`] — or an `Err(RunError)` as its last item. It is
+/// also [`IntoFuture`]: `runner.await` runs to the end. Either way it runs
+/// once: `await` takes it by value, and the stream ends after its last item.
+///
+/// Between items, [`set_params`](Self::set_params) and
+/// [`push_messages`](Self::push_messages) change what the next request
+/// sees. The runner needs a Tokio runtime (each tool call runs on its own
+/// task).
+///
+/// One [`SessionId`] is used for every call of the run, so stateful tools
+/// keep their state for the conversation; the registry's `end_session` is
+/// called when the run ends or the runner is dropped.
+///
+/// # Examples
+///
+/// ```no_run
+/// # async fn demo(provider: std::sync::Arc<dyn toolhost::llm::Provider>,
+/// #               registry: std::sync::Arc<toolhost::tools::ToolRegistry>)
+/// #               -> Result<(), toolhost::runner::RunError> {
+/// use toolhost::llm::Message;
+/// use toolhost::runner::{RunnerConfig, ToolRunner};
+///
+/// let config = RunnerConfig { max_iterations: 5, ..RunnerConfig::default() };
+/// let outcome = ToolRunner::new(provider, registry, config, vec![Message::user("hi")]).await?;
+/// println!("{} ({})", outcome.final_text, outcome.stop_reason);
+/// # Ok(()) }
+/// ```
+pub struct ToolRunner {
+    session: SessionId,
+    driver: Option<Box<Driver>>,
+    in_flight: Option<StepFuture>,
+    pending: Vec<Update>,
+    done: bool,
+}
+
+impl std::fmt::Debug for ToolRunner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRunner")
+            .field("session", &self.session)
+            .field("in_flight", &self.in_flight.is_some())
+            .field("pending_updates", &self.pending.len())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRunner {
+    /// A run of `provider` with the tools of `registry`, starting from
+    /// `messages` (system prompt and user message, usually). Nothing happens
+    /// until the runner is polled or awaited.
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        registry: Arc<ToolRegistry>,
+        config: RunnerConfig,
+        messages: Vec<Message>,
+    ) -> Self {
+        let session = SessionId::random();
+        Self {
+            session: session.clone(),
+            driver: Some(Box::new(Driver {
+                provider,
+                registry,
+                config,
+                state: LoopState::new(),
+                conversation: Conversation::new(messages),
+                session,
+                usage: Usage::default(),
+                requests: 0,
+                callbacks: Callbacks::default(),
+            })),
+            in_flight: None,
+            pending: Vec::new(),
+            done: false,
+        }
+    }
+
+    /// Use `session` instead of a random session id.
+    pub fn with_session(mut self, session: SessionId) -> Self {
+        self.session = session.clone();
+        self.update(move |d| d.session = session);
+        self
+    }
+
+    /// The session id of this run's tool calls.
+    pub fn session(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// Called after each round with the same [`Iteration`] the stream
+    /// yields.
+    pub fn on_iteration(mut self, f: impl Fn(&Iteration) + Send + Sync + 'static) -> Self {
+        let f: execute::OnIteration = Arc::new(f);
+        self.update(move |d| d.callbacks.on_iteration = Some(f));
+        self
+    }
+
+    /// Called before each call is run, in call order; return
+    /// [`ToolCallDecision::Refuse`] to answer it with an error instead
+    /// (approval). Declined and unavailable calls are not shown.
+    pub fn on_tool_call(
+        mut self,
+        f: impl Fn(&ToolCall) -> ToolCallDecision + Send + Sync + 'static,
+    ) -> Self {
+        let f: execute::OnToolCall = Arc::new(f);
+        self.update(move |d| d.callbacks.on_tool_call = Some(f));
+        self
+    }
+
+    /// Called with each call's record (result, status, duration), in call
+    /// order, as soon as it and the calls before it are done.
+    pub fn on_tool_result(mut self, f: impl Fn(&CallRecord) + Send + Sync + 'static) -> Self {
+        let f: execute::OnToolResult = Arc::new(f);
+        self.update(move |d| d.callbacks.on_tool_result = Some(f));
+        self
+    }
+
+    /// Called with answer text as it streams in (with
+    /// [`RunnerConfig::stream`]).
+    pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        let f: execute::OnText = Arc::new(f);
+        self.update(move |d| d.callbacks.on_text = Some(f));
+        self
+    }
+
+    /// Change the configuration from the next request on: pass a whole
+    /// [`RunnerConfig`] or a closure `|c: &mut RunnerConfig| ...`. Counters
+    /// (iterations, calls made) are kept; new caps apply to them.
+    pub fn set_params(&mut self, update: impl UpdateParams) {
+        self.update(move |d| update.apply(&mut d.config));
+    }
+
+    /// Append messages before the next request (e.g. a user message between
+    /// rounds). They must keep the tool-call invariant, or the next request
+    /// is not sent and the run ends with [`RunErrorKind::Invariant`].
+    pub fn push_messages(&mut self, messages: impl IntoIterator<Item = Message>) {
+        let messages: Vec<Message> = messages.into_iter().collect();
+        self.update(move |d| d.conversation.extend(messages));
+    }
+
+    fn update(&mut self, f: impl FnOnce(&mut Driver) + Send + 'static) {
+        match &mut self.driver {
+            Some(driver) => f(driver),
+            None => self.pending.push(Box::new(f)),
+        }
+    }
+}
+
+/// A change of [`RunnerConfig`] for [`ToolRunner::set_params`]: a whole new
+/// config, or a closure that edits it.
+pub trait UpdateParams: Send + 'static {
+    /// Apply the change.
+    fn apply(self, config: &mut RunnerConfig);
+}
+
+impl UpdateParams for RunnerConfig {
+    fn apply(self, config: &mut RunnerConfig) {
+        *config = self;
+    }
+}
+
+impl<F: FnOnce(&mut RunnerConfig) + Send + 'static> UpdateParams for F {
+    fn apply(self, config: &mut RunnerConfig) {
+        self(config);
+    }
+}
+
+impl Stream for ToolRunner {
+    type Item = Result<RunItem, RunError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.done {
+            return Poll::Ready(None);
+        }
+        if this.in_flight.is_none() {
+            let Some(mut driver) = this.driver.take() else {
+                this.done = true;
+                return Poll::Ready(None);
+            };
+            for update in this.pending.drain(..) {
+                update(&mut driver);
+            }
+            this.in_flight = Some(driver.step().boxed());
+        }
+        let Some(in_flight) = &mut this.in_flight else {
+            return Poll::Ready(None);
+        };
+        let (driver, item) = futures::ready!(in_flight.as_mut().poll(cx));
+        this.in_flight = None;
+        match &item {
+            Ok(RunItem::Iteration(_)) => this.driver = Some(driver),
+            // The driver is dropped here, which ends the tool session.
+            Ok(RunItem::Finished(_)) | Err(_) => this.done = true,
+        }
+        Poll::Ready(Some(item))
+    }
+}
+
+impl IntoFuture for ToolRunner {
+    type Output = Result<RunOutcome, RunError>;
+    type IntoFuture = BoxFuture<'static, Self::Output>;
+
+    /// Run to the end (continuing where the stream left off, if it was
+    /// polled before).
+    fn into_future(mut self) -> Self::IntoFuture {
+        async move {
+            while let Some(item) = self.next().await {
+                if let RunItem::Finished(outcome) = item? {
+                    return Ok(outcome);
+                }
+            }
+            Err(RunError {
+                kind: RunErrorKind::AlreadyFinished,
+                outcome: Box::new(RunOutcome {
+                    messages: Vec::new(),
+                    final_text: String::new(),
+                    stop_reason: StopReason::Error,
+                    iterations: 0,
+                    tool_calls: 0,
+                    usage: Usage::default(),
+                }),
+            })
+        }
+        .boxed()
+    }
+}
+
+struct Driver {
+    provider: Arc<dyn Provider>,
+    registry: Arc<ToolRegistry>,
+    config: RunnerConfig,
+    state: LoopState,
+    conversation: Conversation,
+    session: SessionId,
+    usage: Usage,
+    requests: u32,
+    callbacks: Callbacks,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.registry.end_session(&self.session);
+    }
+}
+
+impl Driver {
+    /// One model request and its round, or the end.
+    async fn step(mut self: Box<Self>) -> (Box<Self>, Result<RunItem, RunError>) {
+        let item = self.step_inner().await;
+        (self, item)
+    }
+
+    async fn step_inner(&mut self) -> Result<RunItem, RunError> {
+        let (tool_choice, final_answer) = match self.state.next(&self.config) {
+            Next::Finish(reason) => return Ok(RunItem::Finished(self.outcome(reason))),
+            Next::Request {
+                tool_choice,
+                final_answer,
+            } => (tool_choice, final_answer),
+        };
+        if let Err(e) = self.conversation.check_invariant() {
+            return Err(self.error(RunErrorKind::Invariant(e), StopReason::Error));
+        }
+        let specs = self.offered_specs();
+        self.requests += 1;
+        let on_text = self.callbacks.on_text.clone();
+        let request = ChatRequest {
+            messages: self.conversation.messages(),
+            tools: &specs,
+            tool_choice,
+            stream: self.config.stream,
+            on_text: on_text.as_deref().map(|f| f as _),
+        };
+        let response = match self.provider.complete(request).await {
+            Ok(response) => response,
+            Err(source) => {
+                let kind = RunErrorKind::Provider {
+                    iteration: self.requests,
+                    source,
+                };
+                return Err(self.error(kind, StopReason::Error));
+            }
+        };
+        self.usage += response.usage;
+        let mut message = response.message;
+        let offered: BTreeSet<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        let plan = self
+            .state
+            .plan(&self.config, &mut message, |name| offered.contains(name));
+        if let Verdict::OverLimit { count, limit } = plan.verdict {
+            let kind = RunErrorKind::OverLimit {
+                count,
+                limit,
+                response: Box::new(message),
+            };
+            return Err(self.error(kind, StopReason::OverLimit));
+        }
+        self.conversation.push(Message::Assistant(message.clone()));
+        let calls = execute::run_round(
+            &self.registry,
+            &self.session,
+            self.config.concurrency(),
+            &message.tool_calls,
+            plan.dispositions,
+            &self.callbacks,
+        )
+        .await;
+        self.conversation
+            .extend(calls.iter().map(|c| Message::Tool(c.result.clone())));
+        self.state.record(&self.config, calls.iter().map(report));
+        let iteration = Iteration {
+            number: self.requests,
+            final_answer,
+            message,
+            calls,
+            dropped: plan.dropped,
+            usage: response.usage,
+            finish_reason: response.finish_reason,
+        };
+        if let Some(on_iteration) = &self.callbacks.on_iteration {
+            on_iteration(&iteration);
+        }
+        Ok(RunItem::Iteration(iteration))
+    }
+
+    /// The base tools plus the dynamic ones, with decorated descriptions.
+    fn offered_specs(&self) -> Vec<ToolSpec> {
+        let mut seen = BTreeSet::new();
+        let mut specs = Vec::new();
+        let mut add = |name: &str, decorate: Option<&super::DynamicTools>| {
+            if let Some(tool) = self.registry.get(name)
+                && seen.insert(name.to_owned())
+            {
+                let mut spec = tool.spec().clone();
+                if let Some(dynamic) = decorate {
+                    spec.description = dynamic.decorate(&spec.name, &spec.description);
+                }
+                specs.push(spec);
+            }
+        };
+        match &self.config.tools {
+            ToolSelection::All => {
+                for spec in self.registry.specs() {
+                    add(&spec.name, None);
+                }
+            }
+            ToolSelection::Named(names) => {
+                for name in names {
+                    add(name, None);
+                }
+            }
+            ToolSelection::None => {}
+        }
+        if let Some(dynamic) = &self.config.dynamic_tools {
+            for name in &dynamic.tool_ids {
+                add(name, Some(dynamic));
+            }
+        }
+        specs
+    }
+
+    fn outcome(&mut self, stop_reason: StopReason) -> RunOutcome {
+        let messages = std::mem::take(&mut self.conversation).into_messages();
+        let final_text = messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Assistant(a) => Some(a.content.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        RunOutcome {
+            messages,
+            final_text,
+            stop_reason,
+            iterations: self.state.iterations(),
+            tool_calls: self.state.total_calls(),
+            usage: self.usage,
+        }
+    }
+
+    fn error(&mut self, kind: RunErrorKind, stop_reason: StopReason) -> RunError {
+        self.state.fail(stop_reason);
+        RunError {
+            kind,
+            outcome: Box::new(self.outcome(stop_reason)),
+        }
+    }
+}
+
+fn report(record: &CallRecord) -> CallReport<'_> {
+    let outcome = match record.status {
+        CallStatus::Succeeded => CallOutcome::Succeeded,
+        CallStatus::Declined => CallOutcome::Declined,
+        _ => CallOutcome::Failed(&record.result.content),
+    };
+    CallReport {
+        call: &record.call,
+        outcome,
+    }
+}

@@ -1,0 +1,45 @@
+//! The capped tool loop: [`ToolRunner`].
+//!
+//! A run asks the model, executes the tool calls of its answer through the
+//! [`ToolRegistry`](crate::tools::ToolRegistry), appends the results and
+//! asks again, until the model answers without calls or a cap stops it.
+//!
+//! The loop is split in two, so that every cap is testable without HTTP:
+//! - [`LoopState`] (in `machine`) *decides*: ask the model, which calls of a
+//!   response are executed, declined or dropped, when to stop and why. It is
+//!   plain data, no I/O, no async.
+//! - [`ToolRunner`] *performs*: it sends the requests, runs the calls
+//!   concurrently, records timings, and yields one [`Iteration`] per model
+//!   response.
+//!
+//! The [`Conversation`] invariant — every tool call id of an assistant
+//! message is answered by exactly one tool result right after it, and no
+//! result answers an unknown id — is checked before every request; a
+//! violation ends the run with [`RunErrorKind::Invariant`] and the request is
+//! never sent. Duplicate call ids within one response are renamed
+//! deterministically first ([`dedupe_call_ids`]).
+//!
+//! Every knob and its default is on [`RunnerConfig`]; `docs/runner.md` has
+//! the long version.
+
+mod config;
+mod conversation;
+mod driver;
+mod execute;
+mod machine;
+mod outcome;
+
+pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSelection};
+pub use conversation::{Conversation, InvariantError, check_messages, dedupe_call_ids};
+pub use driver::{ToolRunner, UpdateParams};
+pub use execute::ToolCallDecision;
+pub use machine::{
+    CallOutcome, CallReport, Disposition, LoopState, Next, Plan, StopReason, Verdict,
+    normalize_arguments,
+};
+pub use outcome::{
+    CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,166 @@
+//! What a run yields: one [`Iteration`] per model response, then a
+//! [`RunOutcome`] or a [`RunError`].
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::conversation::InvariantError;
+use super::machine::StopReason;
+use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
+use crate::tools::ToolErrorKind;
+
+/// How one call of a response was handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CallStatus {
+    /// It ran and returned an output.
+    Succeeded,
+    /// It ran (or could not start: bad arguments) and failed.
+    Failed,
+    /// It was not run: over `max_calls_per_response` or `max_total_calls`.
+    Declined,
+    /// It was not run: the tool is not offered in this step.
+    Unavailable,
+    /// It was not run: the `on_tool_call` callback refused it.
+    Refused,
+}
+
+/// One call of a response and its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallRecord {
+    /// The call as stored (its id may have been made unique).
+    pub call: ToolCall,
+    /// The tool result stored for it.
+    pub result: ToolResult,
+    /// How it was handled.
+    pub status: CallStatus,
+    /// The failure kind, for `Failed`, `Unavailable` (`unknown_tool`) and
+    /// `Refused` (`permission_denied`).
+    pub error_kind: Option<ToolErrorKind>,
+    /// Wall time of the call (zero when not run).
+    pub duration: Duration,
+}
+
+/// One model response and what was done with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iteration {
+    /// 1-based number of the model request in this run.
+    pub number: u32,
+    /// Whether this was the tool-less request of
+    /// [`OnMaxIterations::FinalAnswer`](super::OnMaxIterations).
+    pub final_answer: bool,
+    /// The assistant message as stored.
+    pub message: AssistantMessage,
+    /// One record per call of the stored message, in call order.
+    pub calls: Vec<CallRecord>,
+    /// Calls removed from the message before it was stored.
+    pub dropped: Vec<ToolCall>,
+    /// Tokens of this request.
+    pub usage: Usage,
+    /// Why the model stopped generating.
+    pub finish_reason: FinishReason,
+}
+
+/// One item of the [`ToolRunner`](super::ToolRunner) stream.
+#[derive(Debug, Clone, PartialEq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one item per model round; boxing buys nothing"
+)]
+pub enum RunItem {
+    /// A round is done: the response is stored and its calls answered.
+    Iteration(Iteration),
+    /// The run is over; always the last item of a run that did not fail.
+    Finished(RunOutcome),
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutcome {
+    /// The whole conversation, the initial messages included. It always
+    /// satisfies the tool-call invariant.
+    pub messages: Vec<Message>,
+    /// The text of the last stored assistant message (empty if it had
+    /// none, e.g. after `Stop` at the iteration cap).
+    pub final_text: String,
+    /// Why the run ended.
+    pub stop_reason: StopReason,
+    /// Rounds with tools enabled (the `FinalAnswer` request is not counted).
+    pub iterations: u32,
+    /// Tool calls admitted for execution (a call that `on_tool_call`
+    /// refused was admitted, and counts against `max_total_calls`).
+    pub tool_calls: u64,
+    /// Tokens over all requests.
+    pub usage: Usage,
+}
+
+/// A run that ended with an error. The conversation so far is kept in
+/// [`outcome`](Self::outcome) (with [`StopReason::OverLimit`] or
+/// [`StopReason::Error`]).
+#[derive(Debug)]
+pub struct RunError {
+    /// What went wrong.
+    pub kind: RunErrorKind,
+    /// Everything up to the error.
+    pub outcome: Box<RunOutcome>,
+}
+
+impl RunError {
+    /// The conversation up to the error.
+    pub fn messages(&self) -> &[Message] {
+        &self.outcome.messages
+    }
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+impl std::error::Error for RunError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
+}
+
+/// What ended a run with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunErrorKind {
+    /// The model request failed (after the provider's retries).
+    #[error("the model request of iteration {iteration} failed")]
+    Provider {
+        /// The 1-based request number.
+        iteration: u32,
+        /// The provider's error.
+        #[source]
+        source: LlmError,
+    },
+    /// A response asked for more calls than allowed under
+    /// [`OverLimitPolicy::Fail`](super::OverLimitPolicy).
+    #[error(
+        "the model asked for {count} tool calls in one response, over the limit of {limit} \
+         (over_limit = fail); raise max_calls_per_response or use the decline policy"
+    )]
+    OverLimit {
+        /// Calls in the response.
+        count: usize,
+        /// The limit.
+        limit: usize,
+        /// The rejected response (not stored in the conversation).
+        response: Box<AssistantMessage>,
+    },
+    /// The conversation broke the tool-call invariant, so the request was
+    /// not sent. This is a bug (or messages pushed with
+    /// [`ToolRunner::push_messages`](super::ToolRunner::push_messages)
+    /// that break it).
+    #[error("internal error: the conversation breaks the tool-call invariant, request not sent")]
+    Invariant(#[source] InvariantError),
+    /// The runner was awaited after its stream had already ended; the
+    /// outcome was the stream's last item.
+    #[error("the run already ended; its outcome was the last item of its stream")]
+    AlreadyFinished,
+}

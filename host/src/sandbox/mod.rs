@@ -1,0 +1,241 @@
+//! The sandbox: one wasmtime engine, per-call limits, deny-by-default WASI.
+//!
+//! Every call runs in its own [`wasmtime::Store`] with a fuel budget, a
+//! wall-clock deadline (epoch interruption driven by a [watchdog]), a cap on
+//! linear memory and a cap on output bytes. Hitting any of them ends the
+//! call with a [`ToolError`] of the matching kind; it never crashes the host
+//! or blocks a thread past the deadline.
+//!
+//! Stores get a WASI context that grants nothing unless the plugin's
+//! [`Permissions`] say so: no preopened directories, no environment, no
+//! sockets, stdin closed, stdout/stderr captured into small buffers. The
+//! WASI interfaces are *linked* (Rust and Python guests import them even if
+//! unused), which is not the same as granting them.
+//!
+//! [watchdog]: self::watchdog
+
+mod bindings;
+mod cache;
+mod call;
+mod limits;
+mod state;
+mod watchdog;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+use wasmtime::component::{Component, Linker};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+pub use cache::CacheStatus;
+pub(crate) use call::{Guest, Live};
+pub use limits::Limits;
+
+use crate::tools::ToolError;
+use state::StoreState;
+
+/// What a plugin may touch. Empty means nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Permissions {
+    /// Host directories visible to the guest.
+    pub dirs: Vec<DirGrant>,
+    /// Environment variables the guest sees, with their values.
+    pub env: Vec<(String, String)>,
+}
+
+/// One host directory mapped into the guest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DirGrant {
+    /// The directory on the host (canonical).
+    pub host: PathBuf,
+    /// Where the guest sees it, e.g. `/data`.
+    pub guest: String,
+    /// Whether the guest may create, change and delete files in it.
+    pub writable: bool,
+}
+
+/// Engine-wide settings; per-plugin budgets are [`Limits`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    /// Where compiled components are cached. `None` compiles every time.
+    pub cache_dir: Option<PathBuf>,
+    /// Instance slots in the pooling allocator: the most calls running at
+    /// once plus live stateful sessions. Default 1000.
+    pub max_instances: u32,
+    /// The largest memory cap any plugin may have (the pool's slot size).
+    pub max_memory_bytes: u64,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: None,
+            max_instances: 1000,
+            max_memory_bytes: Limits::default_ceiling().memory_bytes,
+        }
+    }
+}
+
+/// Why the sandbox could not be set up or a component not compiled.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SandboxError {
+    /// The engine rejected the configuration.
+    #[error("could not configure the WebAssembly engine: {0}")]
+    Engine(String),
+    /// The watchdog thread could not start.
+    #[error("could not start the deadline watchdog thread")]
+    Watchdog(#[source] std::io::Error),
+    /// The bytes are not a loadable component.
+    #[error("not a WebAssembly component this host can load: {0}")]
+    Compile(String),
+    /// The component does not implement the `toolhost:plugin` world.
+    #[error(
+        "the component does not fit the toolhost:plugin@0.1.0 world (see wit/plugin.wit): {0}"
+    )]
+    World(String),
+}
+
+/// The name and manifest values a plugin's host imports answer with.
+#[derive(Debug)]
+pub(crate) struct PluginIdentity {
+    pub(crate) name: String,
+    pub(crate) config: BTreeMap<String, String>,
+}
+
+/// A limit a call ran into, raised from our own hooks so the kind is known
+/// by type.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LimitHit {
+    #[error("the plugin tried to use {asked} bytes of memory; its cap is {cap}")]
+    Memory { cap: u64, asked: u64 },
+    #[error("the call ran past its deadline")]
+    Deadline,
+}
+
+/// The WebAssembly engine and everything shared by all plugins. Cheap to
+/// clone.
+#[derive(Clone)]
+pub struct Sandbox {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    linker: Linker<StoreState>,
+    cache: cache::CompileCache,
+    watchdog: watchdog::Watchdog,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox").finish_non_exhaustive()
+    }
+}
+
+impl Sandbox {
+    /// Set up the engine: pooling allocator, fuel, epochs, compile cache,
+    /// the WASI and `toolhost:plugin/host` imports, and the deadline thread.
+    ///
+    /// # Errors
+    ///
+    /// The engine rejects the configuration (for instance, too many instance
+    /// slots for the address space) or the watchdog thread cannot start.
+    pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(config.max_instances)
+            .total_core_instances(config.max_instances.saturating_mul(4))
+            .total_memories(config.max_instances.saturating_mul(2))
+            .total_tables(config.max_instances.saturating_mul(4))
+            .total_stacks(config.max_instances)
+            .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
+            // Batching decommits halves the cost of a fresh instance per call.
+            .decommit_batch_size(32)
+            .linear_memory_keep_resident(64 << 10)
+            .table_keep_resident(16 << 10);
+        let mut wasm = Config::new();
+        wasm.consume_fuel(true)
+            .epoch_interruption(true)
+            .wasm_component_model(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&wasm).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+
+        let cache = cache::CompileCache::new(&engine, config.cache_dir.clone());
+        let watchdog = watchdog::Watchdog::start(engine.clone()).map_err(SandboxError::Watchdog)?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                cache,
+                watchdog,
+            }),
+        })
+    }
+
+    /// The digest that names a component in the cache.
+    pub fn digest(wasm: &[u8]) -> blake3::Hash {
+        blake3::hash(wasm)
+    }
+
+    /// Where the cache entry for a component with `digest` is (whether or
+    /// not it exists yet). `None` when caching is off.
+    pub fn cache_entry(&self, digest: &blake3::Hash) -> Option<PathBuf> {
+        self.inner.cache.entry_path(digest)
+    }
+
+    /// Compile `wasm` (or load it from the cache). Blocking and CPU-heavy
+    /// for big components: call it off the async executor.
+    ///
+    /// # Errors
+    ///
+    /// The bytes are not a valid component.
+    pub fn compile(
+        &self,
+        wasm: &[u8],
+        digest: &blake3::Hash,
+    ) -> Result<(Component, CacheStatus), SandboxError> {
+        self.inner
+            .cache
+            .load(&self.inner.engine, wasm, digest)
+            .map_err(|e| SandboxError::Compile(format!("{e:#}")))
+    }
+
+    /// The engine, for inspecting component types.
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// Link `component` against the host and check it implements the world.
+    pub(crate) fn prepare(
+        &self,
+        component: &Component,
+        identity: Arc<PluginIdentity>,
+        limits: Limits,
+        permissions: Permissions,
+    ) -> Result<Guest, SandboxError> {
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(component)
+            .map_err(|e| SandboxError::World(format!("{e:#}")))?;
+        let pre =
+            bindings::PluginPre::new(pre).map_err(|e| SandboxError::World(format!("{e:#}")))?;
+        Ok(Guest::new(self.clone(), pre, identity, limits, permissions))
+    }
+}
+
+/// Turn a sandbox error met while preparing a call into the tool error a
+/// caller sees.
+impl From<SandboxError> for ToolError {
+    fn from(e: SandboxError) -> Self {
+        ToolError::new(crate::tools::ToolErrorKind::PluginLoad, e.to_string())
+    }
+}

@@ -1,0 +1,158 @@
+//! What a store carries: WASI context, resource table, limits, host imports.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::bindings::{HostImports, Level, TypesHost};
+use super::{LimitHit, PluginIdentity};
+
+/// Most bytes one log message may have; longer ones are cut.
+const MAX_LOG_MESSAGE: usize = 4 << 10;
+/// Most log bytes one call may write; the rest is dropped with a note.
+const MAX_LOG_PER_CALL: usize = 64 << 10;
+/// Bytes of guest stdout/stderr kept per call (a panic message lands here).
+pub(crate) const STDIO_CAPTURE: usize = 16 << 10;
+
+pub(crate) struct StoreState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    /// When the running call must end; read by the epoch callback.
+    pub(crate) deadline: Instant,
+    pub(crate) identity: Arc<PluginIdentity>,
+    log_left: usize,
+    log_cut: bool,
+    pub(crate) stderr: MemoryOutputPipe,
+}
+
+impl StoreState {
+    pub(crate) fn new(
+        wasi: WasiCtx,
+        memory_bytes: u64,
+        identity: Arc<PluginIdentity>,
+        stderr: MemoryOutputPipe,
+    ) -> Self {
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter::new(memory_bytes),
+            deadline: Instant::now(),
+            identity,
+            log_left: MAX_LOG_PER_CALL,
+            log_cut: false,
+            stderr,
+        }
+    }
+
+    /// Reset per-call budgets that are not wasmtime's (fuel and epochs are).
+    pub(crate) fn start_call(&mut self, deadline: Instant) {
+        self.deadline = deadline;
+        self.log_left = MAX_LOG_PER_CALL;
+        self.log_cut = false;
+    }
+}
+
+impl WasiView for StoreState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl TypesHost for StoreState {}
+
+impl HostImports for StoreState {
+    fn log(&mut self, level: Level, message: String) {
+        if self.log_left == 0 {
+            if !self.log_cut {
+                self.log_cut = true;
+                tracing::warn!(plugin = %self.identity.name, "plugin log cut off: over {MAX_LOG_PER_CALL} bytes in one call");
+            }
+            return;
+        }
+        let mut message = message;
+        let cap = MAX_LOG_MESSAGE.min(self.log_left);
+        if message.len() > cap {
+            let mut end = cap;
+            while !message.is_char_boundary(end) {
+                end -= 1;
+            }
+            message.truncate(end);
+            message.push_str("...");
+        }
+        self.log_left = self.log_left.saturating_sub(message.len());
+        let plugin = &*self.identity.name;
+        match level {
+            Level::Trace => tracing::trace!(target: "toolhost::plugin", plugin, "{message}"),
+            Level::Debug => tracing::debug!(target: "toolhost::plugin", plugin, "{message}"),
+            Level::Info => tracing::info!(target: "toolhost::plugin", plugin, "{message}"),
+            Level::Warn => tracing::warn!(target: "toolhost::plugin", plugin, "{message}"),
+            Level::Error => tracing::error!(target: "toolhost::plugin", plugin, "{message}"),
+        }
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.identity.config.get(&key).cloned()
+    }
+}
+
+/// Caps the guest's total linear memory. A growth past the cap traps at
+/// once with [`LimitHit::Memory`], so the kind is known by type, not guessed.
+pub(crate) struct MemoryLimiter {
+    cap: u64,
+    used: u64,
+}
+
+impl MemoryLimiter {
+    fn new(cap: u64) -> Self {
+        Self { cap, used: 0 }
+    }
+}
+
+/// Generous caps on instance, table and memory counts: real components
+/// stay far below, and the pooling allocator bounds the totals anyway.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let grow = (desired - current.min(desired)) as u64;
+        if self.used + grow > self.cap {
+            return Err(wasmtime::Error::new(LimitHit::Memory {
+                cap: self.cap,
+                asked: self.used + grow,
+            }));
+        }
+        self.used += grow;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= MAX_TABLE_ELEMENTS)
+    }
+
+    fn instances(&self) -> usize {
+        1000
+    }
+    fn tables(&self) -> usize {
+        1000
+    }
+    fn memories(&self) -> usize {
+        100
+    }
+}

@@ -1,0 +1,110 @@
+//! The structured error a tool call ends with.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of failure a tool call ended with.
+///
+/// The kinds are stable strings (`as_str`) that the CLI prints in `--json`
+/// output and the loop sends to the model, so a user can script against them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolErrorKind {
+    /// No tool of that name is registered (or it is not offered right now).
+    UnknownTool,
+    /// The input is not valid JSON, does not match the schema, or the tool
+    /// rejected its values.
+    InvalidInput,
+    /// The tool ran and reported a failure of its own.
+    ToolFailed,
+    /// The tool returned something that is not valid JSON.
+    InvalidOutput,
+    /// The call used up its fuel (CPU) budget.
+    OutOfFuel,
+    /// The call ran past its wall-clock deadline.
+    Timeout,
+    /// The guest tried to grow its memory past the cap.
+    MemoryLimit,
+    /// The guest trapped: a panic, an abort, a stack overflow, a bad access.
+    Trap,
+    /// The output (or the guest's log) was larger than the cap.
+    OutputTooLarge,
+    /// The sandbox refused a file, variable or other resource the tool tried.
+    PermissionDenied,
+    /// The plugin could not be loaded or instantiated.
+    PluginLoad,
+}
+
+impl ToolErrorKind {
+    /// The stable snake_case name of the kind, e.g. `"out_of_fuel"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::UnknownTool => "unknown_tool",
+            Self::InvalidInput => "invalid_input",
+            Self::ToolFailed => "tool_failed",
+            Self::InvalidOutput => "invalid_output",
+            Self::OutOfFuel => "out_of_fuel",
+            Self::Timeout => "timeout",
+            Self::MemoryLimit => "memory_limit",
+            Self::Trap => "trap",
+            Self::OutputTooLarge => "output_too_large",
+            Self::PermissionDenied => "permission_denied",
+            Self::PluginLoad => "plugin_load",
+        }
+    }
+
+    /// Whether retrying the same call could succeed. Only a deadline is
+    /// transient; every other kind fails the same way again.
+    pub fn is_transient(self) -> bool {
+        matches!(self, Self::Timeout)
+    }
+}
+
+impl fmt::Display for ToolErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool call that did not produce an output.
+///
+/// This is a *result the model sees*, not a host fault: the loop turns it
+/// into a tool result with the error flag set, and the conversation goes on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[error("{kind}: {message}")]
+pub struct ToolError {
+    /// What went wrong, as a stable kind.
+    pub kind: ToolErrorKind,
+    /// What went wrong and, where it helps, what to do about it.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// `invalid_input`: the arguments were wrong; the model should fix them.
+    pub fn invalid_input(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidInput, message)
+    }
+
+    /// `tool_failed`: the tool ran and could not do its job.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::ToolFailed, message)
+    }
+
+    /// `unknown_tool` for `name`.
+    pub fn unknown_tool(name: &str) -> Self {
+        Self::new(
+            ToolErrorKind::UnknownTool,
+            format!("no tool named `{name}` is available; use one of the tools listed"),
+        )
+    }
+}

@@ -1,0 +1,157 @@
+//! Tools, the registry that names them, and how one call is executed.
+//!
+//! A [`Tool`] is anything with a name, a description, a JSON Schema for its
+//! input and an async `call`: a function in a WebAssembly plugin, a native
+//! Rust function, later a REST endpoint or an MCP server's tool. The
+//! [`ToolRegistry`] owns every tool by name, validates each input against the
+//! tool's schema *once, here*, and applies the per-tool [`ExecOptions`]
+//! (timeout, retries). Everything above it (CLI, loop, MCP server) calls
+//! tools only through the registry.
+
+mod error;
+mod native;
+mod registry;
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use error::{ToolError, ToolErrorKind};
+pub use native::NativeTool;
+pub use registry::{ExecOptions, RegistryError, ToolRegistry};
+
+/// What the model is told about a tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Unique name, 1 to 64 characters of `a-z A-Z 0-9 _ -`.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the input object.
+    pub input_schema: Value,
+}
+
+/// Where a tool comes from, for listings and error messages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToolOrigin {
+    /// A Rust function registered by the embedding program.
+    Native,
+    /// A WebAssembly plugin file.
+    Plugin {
+        /// The plugin's name (its file stem).
+        plugin: String,
+        /// The `.wasm` file it was loaded from.
+        path: std::path::PathBuf,
+    },
+}
+
+/// Identifies one conversation, so that a stateful tool keeps one instance
+/// per conversation and never shares it with another.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(Arc<str>);
+
+impl Serialize for SessionId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for SessionId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Self::new)
+    }
+}
+
+impl SessionId {
+    /// A session named `id`.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// A fresh, random session id.
+    pub fn random() -> Self {
+        Self::new(format!("session-{:016x}", rand::random::<u64>()))
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Per-call context handed to a tool.
+#[derive(Debug, Clone, Default)]
+pub struct CallContext {
+    /// The conversation this call belongs to. Stateful tools keep one
+    /// instance per session; without a session every call is fresh.
+    pub session: Option<SessionId>,
+}
+
+impl CallContext {
+    /// A context for calls inside `session`.
+    pub fn in_session(session: SessionId) -> Self {
+        Self {
+            session: Some(session),
+        }
+    }
+}
+
+/// Something the model can call.
+///
+/// Implementors get an input that already matches [`ToolSpec::input_schema`]
+/// (the registry validated it) and return the output as JSON.
+pub trait Tool: Send + Sync + 'static {
+    /// The name, description and input schema.
+    fn spec(&self) -> &ToolSpec;
+
+    /// Run the tool once.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolError`] whose kind says what went wrong; the loop shows it to
+    /// the model.
+    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>>;
+
+    /// Where the tool comes from.
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Native
+    }
+
+    /// Drop whatever the tool keeps for `session` (stateful tools only).
+    fn end_session(&self, _session: &SessionId) {}
+}
+
+impl<T: Tool + ?Sized> Tool for Arc<T> {
+    fn spec(&self) -> &ToolSpec {
+        (**self).spec()
+    }
+    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+        (**self).call(input, cx)
+    }
+    fn origin(&self) -> ToolOrigin {
+        (**self).origin()
+    }
+    fn end_session(&self, session: &SessionId) {
+        (**self).end_session(session)
+    }
+}
+
+/// Whether `name` is a tool name every LLM provider accepts
+/// (`^[a-zA-Z0-9_-]{1,64}$`).
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

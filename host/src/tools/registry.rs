@@ -1,0 +1,307 @@
+//! [`ToolRegistry`]: every tool by name, input validation, timeout, retries.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
+
+/// How the registry executes one tool's calls.
+///
+/// The defaults are deliberately plain: no outer timeout (a plugin already
+/// has its own sandbox deadline), no retries (most failures repeat).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExecOptions {
+    /// An outer deadline for the whole call, retries excluded. `None`: only
+    /// the tool's own limits apply.
+    pub timeout: Option<Duration>,
+    /// How many times to retry a call that failed with a transient kind
+    /// (see [`ToolErrorKind::is_transient`]).
+    pub retries: u32,
+    /// Pause between retries.
+    pub retry_delay: Duration,
+}
+
+impl Default for ExecOptions {
+    fn default() -> Self {
+        Self {
+            timeout: None,
+            retries: 0,
+            retry_delay: Duration::from_millis(100),
+        }
+    }
+}
+
+/// Why a tool could not be registered.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// Two tools want the same name.
+    #[error("tool `{name}` is defined twice: by {first} and by {second}; rename one of them")]
+    DuplicateName {
+        /// The contested name.
+        name: String,
+        /// Where the registered tool comes from.
+        first: String,
+        /// Where the rejected tool comes from.
+        second: String,
+    },
+    /// The name is not one every provider accepts.
+    #[error(
+        "tool name `{0}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`"
+    )]
+    InvalidName(String),
+    /// The input schema is not a valid JSON Schema.
+    #[error("tool `{name}` has an invalid input schema: {message}")]
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// What the schema compiler said.
+        message: String,
+    },
+}
+
+struct Entry {
+    tool: Arc<dyn Tool>,
+    validator: jsonschema::Validator,
+    options: ExecOptions,
+}
+
+/// All tools by name. Validates input and applies [`ExecOptions`].
+///
+/// # Examples
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost::tools::{CallContext, NativeTool, ToolRegistry};
+///
+/// # tokio_test_block_on(async {
+/// let mut registry = ToolRegistry::new();
+/// registry.register(NativeTool::new(
+///     "echo",
+///     "Returns its input.",
+///     json!({"type": "object"}),
+///     |input| async move { Ok(input) },
+/// ))?;
+/// let out = registry.call("echo", r#"{"a":1}"#, &CallContext::default()).await;
+/// assert_eq!(out, Ok(json!({"a": 1})));
+/// # Ok::<_, toolhost::tools::RegistryError>(())
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Default)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Entry>,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+fn describe_origin(origin: &ToolOrigin) -> String {
+    match origin {
+        ToolOrigin::Native => "a native tool".to_owned(),
+        ToolOrigin::Plugin { path, .. } => format!("plugin {}", path.display()),
+    }
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add `tool` with default [`ExecOptions`].
+    ///
+    /// # Errors
+    ///
+    /// The name is taken or invalid, or the input schema does not compile.
+    pub fn register(&mut self, tool: impl Tool) -> Result<(), RegistryError> {
+        self.register_with(Arc::new(tool), ExecOptions::default())
+    }
+
+    /// Add a shared `tool` with `options`.
+    ///
+    /// # Errors
+    ///
+    /// The name is taken or invalid, or the input schema does not compile.
+    pub fn register_with(
+        &mut self,
+        tool: Arc<dyn Tool>,
+        options: ExecOptions,
+    ) -> Result<(), RegistryError> {
+        let spec = tool.spec();
+        if !super::is_valid_tool_name(&spec.name) {
+            return Err(RegistryError::InvalidName(spec.name.clone()));
+        }
+        if let Some(existing) = self.tools.get(&spec.name) {
+            return Err(RegistryError::DuplicateName {
+                name: spec.name.clone(),
+                first: describe_origin(&existing.tool.origin()),
+                second: describe_origin(&tool.origin()),
+            });
+        }
+        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
+            RegistryError::InvalidSchema {
+                name: spec.name.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        self.tools.insert(
+            spec.name.clone(),
+            Entry {
+                tool,
+                validator,
+                options,
+            },
+        );
+        Ok(())
+    }
+
+    /// Change the [`ExecOptions`] of tool `name`. Returns false if there is
+    /// no such tool.
+    pub fn set_options(&mut self, name: &str, options: ExecOptions) -> bool {
+        match self.tools.get_mut(name) {
+            Some(entry) => {
+                entry.options = options;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name).map(|e| &e.tool)
+    }
+
+    /// Whether a tool called `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    /// Every tool, sorted by name.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values().map(|e| &e.tool)
+    }
+
+    /// Every tool's spec, sorted by name.
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.values().map(|e| e.tool.spec())
+    }
+
+    /// How many tools there are.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Call tool `name` with `input`, JSON text as a model or a user wrote it.
+    ///
+    /// # Errors
+    ///
+    /// `unknown_tool`, `invalid_input` (not JSON, or not matching the
+    /// schema), or whatever the tool itself fails with.
+    pub async fn call(
+        &self,
+        name: &str,
+        input: &str,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let value = parse_input(input)?;
+        self.call_value(name, value, cx).await
+    }
+
+    /// Like [`call`](Self::call), with the input already parsed.
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    pub async fn call_value(
+        &self,
+        name: &str,
+        input: Value,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        let entry = self
+            .tools
+            .get(name)
+            .ok_or_else(|| ToolError::unknown_tool(name))?;
+        validate(&entry.validator, &input)?;
+        let mut attempt = 0;
+        loop {
+            let call = entry.tool.call(input.clone(), cx);
+            let result = match entry.options.timeout {
+                Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                    Err(ToolError::new(
+                        ToolErrorKind::Timeout,
+                        format!("tool `{name}` did not finish within {limit:?}"),
+                    ))
+                }),
+                None => call.await,
+            };
+            match result {
+                Err(e) if e.kind.is_transient() && attempt < entry.options.retries => {
+                    attempt += 1;
+                    tracing::debug!(tool = name, attempt, error = %e, "retrying tool call");
+                    tokio::time::sleep(entry.options.retry_delay).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Tell every tool that `session` is over, so stateful tools free its
+    /// instance.
+    pub fn end_session(&self, session: &SessionId) {
+        for entry in self.tools.values() {
+            entry.tool.end_session(session);
+        }
+    }
+}
+
+/// Parse a tool input as JSON text; anything else is `invalid_input`.
+fn parse_input(input: &str) -> Result<Value, ToolError> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        // Models often send "" for a tool without parameters.
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(trimmed)
+        .map_err(|e| ToolError::invalid_input(format!("the input is not valid JSON: {e}")))
+}
+
+fn validate(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+    let problems: Vec<String> = validator
+        .iter_errors(input)
+        .take(5)
+        .map(|e| {
+            let path = e.instance_path.to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("at {path}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolError::invalid_input(format!(
+            "the input does not match the tool's schema: {}",
+            problems.join("; ")
+        )))
+    }
+}

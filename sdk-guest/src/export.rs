@@ -1,0 +1,266 @@
+//! What `export_tools!` expands to: describing and running typed tools.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+
+use crate::bindings::exports::toolhost::plugin::tool::{ToolError as WitToolError, ToolInfo};
+use crate::{ToolError, ToolErrorKind, ToolOutput};
+
+/// Exports a plugin's tools: each is a name, a description for the model,
+/// and a function `fn(Input) -> Result<Output, ToolError>`.
+///
+/// `Input` derives `serde::Deserialize` and `schemars::JsonSchema`; the
+/// schema the model sees is derived from it. `Output` is anything
+/// `serde::Serialize`, or [`RawJson`](crate::RawJson). Use the macro once,
+/// at the root of a `cdylib` crate built for `wasm32-wasip2`.
+///
+/// ```text
+/// export_tools! {
+///     tool_name: "Description for the model." => function_path,
+///     ...
+/// }
+/// ```
+///
+/// The tool name is an identifier (so `a-z A-Z 0-9 _`, at most 64
+/// characters) and must be unique across every plugin the host loads:
+/// prefix it with the plugin's name.
+///
+/// # Examples
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use toolhost_guest::ToolError;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct AddInput {
+///     /// The first addend.
+///     a: f64,
+///     /// The second addend.
+///     b: f64,
+/// }
+///
+/// fn add(input: AddInput) -> Result<f64, ToolError> {
+///     Ok(input.a + input.b)
+/// }
+///
+/// toolhost_guest::export_tools! {
+///     math_add: "Add two numbers and return the sum." => add,
+/// }
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! export_tools {
+    ($($name:ident : $description:expr => $function:path),+ $(,)?) => {
+        #[doc(hidden)]
+        struct __ToolhostPlugin;
+
+        impl $crate::__private::Guest for __ToolhostPlugin {
+            fn describe() -> ::std::vec::Vec<$crate::__private::ToolInfo> {
+                ::std::vec![$(
+                    $crate::__private::describe(
+                        ::core::stringify!($name),
+                        $description,
+                        &$function,
+                    )
+                ),+]
+            }
+
+            fn call(
+                name: ::std::string::String,
+                input: ::std::string::String,
+            ) -> ::core::result::Result<::std::string::String, $crate::__private::WitToolError> {
+                let result = match name.as_str() {
+                    $(::core::stringify!($name) => $crate::__private::run(&input, $function),)+
+                    _ => ::core::result::Result::Err($crate::ToolError::unknown_tool(&name)),
+                };
+                $crate::__private::into_wit(result)
+            }
+        }
+
+        // Only wasm32 exports the contract's symbols (native linkers reject
+        // their names), so the crate's logic still builds and unit-tests
+        // natively.
+        #[cfg(target_arch = "wasm32")]
+        $crate::__private::bindings::export_plugin!(
+            __ToolhostPlugin with_types_in $crate::__private::bindings
+        );
+        // Natively, nothing calls the plugin; mark it used so that the tool
+        // functions do not read as dead code.
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: () = {
+            let _ = <__ToolhostPlugin as $crate::__private::Guest>::describe;
+            let _ = <__ToolhostPlugin as $crate::__private::Guest>::call;
+        };
+    };
+}
+
+/// The `tool-info` for one tool, with the schema derived from its input type.
+pub fn describe<I, O, F>(name: &str, description: &str, _function: &F) -> ToolInfo
+where
+    I: JsonSchema,
+    F: Fn(I) -> Result<O, ToolError>,
+{
+    ToolInfo {
+        name: name.to_owned(),
+        description: description.to_owned(),
+        input_schema: input_schema::<I>(),
+    }
+}
+
+/// The JSON Schema of a tool's input type, as JSON text: what `describe`
+/// sends for a tool whose input is `I`. Useful to check a schema in a native
+/// unit test.
+///
+/// Subschemas are inlined rather than put in `$defs` (recursive types
+/// excepted), because not every LLM provider resolves `$ref`. The root's
+/// `title` (the Rust type name) and `description` (the type's doc comment)
+/// are left out: the model reads the tool's description from
+/// `export_tools!` instead, and every schema is sent with every request. Doc
+/// comments on fields and enum variants become their `description`s.
+///
+/// # Examples
+///
+/// ```
+/// #[derive(serde::Deserialize, schemars::JsonSchema)]
+/// struct Input {
+///     /// How many.
+///     n: u32,
+/// }
+///
+/// let schema: serde_json::Value =
+///     serde_json::from_str(&toolhost_guest::input_schema::<Input>()).unwrap();
+/// assert_eq!(schema["type"], "object");
+/// assert_eq!(schema["properties"]["n"]["description"], "How many.");
+/// ```
+pub fn input_schema<I: JsonSchema>() -> String {
+    let mut schema = SchemaSettings::draft2020_12()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<I>();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("title");
+        object.remove("description");
+    }
+    schema.as_value().to_string()
+}
+
+/// Parses `input` into the tool's input type, runs the tool, serializes its
+/// output.
+///
+/// # Errors
+///
+/// [`ToolErrorKind::InvalidInput`] with serde's message when the input does
+/// not deserialize; whatever the tool returns; [`ToolErrorKind::Failed`]
+/// when the output does not serialize.
+pub fn run<I, O, F>(input: &str, function: F) -> Result<String, ToolError>
+where
+    I: DeserializeOwned,
+    O: ToolOutput,
+    F: FnOnce(I) -> Result<O, ToolError>,
+{
+    let input = serde_json::from_str(input).map_err(|e| {
+        ToolError::invalid_input(format!("the input does not fit the tool's schema: {e}"))
+    })?;
+    function(input)?.into_json()
+}
+
+/// Converts the SDK's error into the contract's variant.
+pub fn into_wit(result: Result<String, ToolError>) -> Result<String, WitToolError> {
+    result.map_err(|e| {
+        let message = e.message().to_owned();
+        match e.kind() {
+            ToolErrorKind::InvalidInput => WitToolError::InvalidInput(message),
+            ToolErrorKind::Failed => WitToolError::Failed(message),
+            ToolErrorKind::Denied => WitToolError::Denied(message),
+            ToolErrorKind::UnknownTool => WitToolError::UnknownTool(message),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::Deserialize;
+
+    use super::*;
+    use crate::{NoInput, RawJson};
+
+    #[derive(Deserialize, JsonSchema)]
+    struct AddInput {
+        a: f64,
+        b: f64,
+    }
+
+    fn add(input: AddInput) -> Result<f64, ToolError> {
+        Ok(input.a + input.b)
+    }
+
+    #[test]
+    fn run_parses_input_and_serializes_output() {
+        assert_eq!(run(r#"{"a":1,"b":2.5}"#, add).unwrap(), "3.5");
+    }
+
+    #[test]
+    fn input_that_does_not_deserialize_is_invalid_input_with_serdes_message() {
+        let err = run(r#"{"a":1}"#, add).unwrap_err();
+        assert_eq!(err.kind(), ToolErrorKind::InvalidInput);
+        assert!(err.message().contains("missing field `b`"), "{err}");
+    }
+
+    #[test]
+    fn tool_errors_pass_through_to_the_wit_variant() {
+        let result = run("{}", |_: NoInput| -> Result<u8, _> {
+            Err(ToolError::denied("no"))
+        });
+        assert!(matches!(into_wit(result), Err(WitToolError::Denied(m)) if m == "no"));
+    }
+
+    #[test]
+    fn raw_json_is_passed_through_unparsed() {
+        let out = run("{}", |_: NoInput| Ok(RawJson("{oops".to_owned()))).unwrap();
+        assert_eq!(out, "{oops");
+    }
+
+    #[test]
+    fn schema_comes_from_the_input_type() {
+        let info = describe("math_add", "Adds.", &add);
+        let schema: serde_json::Value = serde_json::from_str(&info.input_schema).unwrap();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["properties"]["a"]["type"], "number");
+        assert_eq!(schema["required"], serde_json::json!(["a", "b"]));
+    }
+
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(rename_all = "snake_case")]
+    enum Unit {
+        Metre,
+        Foot,
+    }
+
+    /// Not sent to the model.
+    #[derive(Deserialize, JsonSchema)]
+    struct Nested {
+        unit: Unit,
+    }
+
+    #[test]
+    fn schema_inlines_subschemas_and_drops_the_rust_title() {
+        let schema: serde_json::Value = serde_json::from_str(&input_schema::<Nested>()).unwrap();
+        assert_eq!(schema.get("$defs"), None, "{schema:#}");
+        assert_eq!(schema.get("title"), None, "{schema:#}");
+        assert_eq!(schema.get("description"), None, "{schema:#}");
+        assert_eq!(
+            schema["properties"]["unit"]["enum"],
+            serde_json::json!(["metre", "foot"])
+        );
+        let parsed: Nested = serde_json::from_str(r#"{"unit":"foot"}"#).unwrap();
+        assert!(matches!(parsed.unit, Unit::Foot));
+    }
+
+    #[test]
+    fn no_input_schema_is_an_empty_object() {
+        let schema: serde_json::Value = serde_json::from_str(&input_schema::<NoInput>()).unwrap();
+        assert_eq!(schema["type"], "object");
+    }
+}

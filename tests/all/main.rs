@@ -1,0 +1,8 @@
+//! All integration tests, as one binary (one link, shared fixtures).
+
+mod cli;
+mod examples;
+mod languages;
+mod llm;
+mod runner;
+mod sandbox;

@@ -1,0 +1,6 @@
+//! Test support shared by the integration tests in `tests/all`: the built
+//! plugin fixtures and loopback servers that speak each provider's wire
+//! format.
+
+pub mod plugins;
+pub mod providers;

@@ -1,0 +1,118 @@
+//! The built artifacts the tests run against: the bundled plugins (built
+//! once per test process by `plugins/build.sh`), the `toolhost` binary and
+//! the examples (built by cargo on demand, so `cargo test` alone works).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives in the workspace root")
+        .to_owned()
+}
+
+/// `target/<profile>` of the running test binary.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary knows its path");
+    // target/<profile>/deps/all-<hash>
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binaries live in target/<profile>/deps")
+        .to_owned()
+}
+
+fn cargo_build(args: &[&str]) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let profile = match profile_dir().file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_owned(),
+        Some(other) => other.to_owned(),
+    };
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .arg("build")
+        .args(["--profile", &profile])
+        .args(args)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "cargo build {args:?} failed");
+}
+
+/// The directory with every bundled plugin built (`target/plugins`).
+///
+/// # Panics
+///
+/// When `plugins/build.sh` fails: its output says why.
+pub fn plugin_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = workspace_root();
+        let out = root.join("target").join("plugins");
+        let status = Command::new("bash")
+            .arg(root.join("plugins").join("build.sh"))
+            .arg(&out)
+            .current_dir(&root)
+            .status()
+            .expect("bash runs plugins/build.sh");
+        assert!(status.success(), "plugins/build.sh failed; see its output above");
+        out
+    })
+}
+
+/// A fresh directory holding copies of the named plugins (`NAME.wasm`,
+/// `NAME.toml` and `NAME.data/` where they exist), for tests that add or
+/// break files.
+pub fn plugin_subset(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    for name in names {
+        copy_plugin(name, dir.path());
+    }
+    dir
+}
+
+/// Copy one built plugin (with its manifest and data) into `dest`.
+pub fn copy_plugin(name: &str, dest: &Path) {
+    let src = plugin_dir();
+    let wasm = src.join(format!("{name}.wasm"));
+    assert!(wasm.is_file(), "no built plugin {}", wasm.display());
+    std::fs::copy(&wasm, dest.join(format!("{name}.wasm"))).expect("copy wasm");
+    let toml = src.join(format!("{name}.toml"));
+    if toml.is_file() {
+        std::fs::copy(&toml, dest.join(format!("{name}.toml"))).expect("copy manifest");
+    }
+    let data = src.join(format!("{name}.data"));
+    if data.is_dir() {
+        copy_dir(&data, &dest.join(format!("{name}.data")));
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy file");
+        }
+    }
+}
+
+/// The `toolhost` binary, built in the test's own profile.
+pub fn toolhost_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "toolhost", "--bin", "toolhost"]);
+        profile_dir().join("toolhost")
+    })
+}
+
+/// An example program from `examples/`, built in the test's own profile.
+pub fn example_bin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| cargo_build(&["-p", "toolhost-examples", "--examples"]));
+    profile_dir().join("examples").join(name)
+}

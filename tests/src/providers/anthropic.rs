@@ -1,0 +1,261 @@
+//! A fake Anthropic Messages server (`POST /v1/messages`).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+use super::server::{Dialect, FakeServer, RecordedRequest, Rejection, Turn, pieces};
+
+/// The Anthropic dialect; use through [`FakeAnthropic`].
+#[derive(Debug, Default)]
+pub struct AnthropicDialect {
+    counter: AtomicU64,
+}
+
+/// A fake Anthropic server: requires `x-api-key`, `anthropic-version` and
+/// `max_tokens`, and rejects tool use / result pairing the way the real API
+/// does.
+pub type FakeAnthropic = FakeServer<AnthropicDialect>;
+
+impl FakeServer<AnthropicDialect> {
+    /// Start one on a loopback port.
+    pub async fn start() -> Self {
+        Self::start_with(AnthropicDialect::default()).await
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Rejection {
+    (400, message.into())
+}
+
+/// The content blocks of a message (a string is one text block).
+fn blocks(message: &Value) -> Vec<Value> {
+    match &message["content"] {
+        Value::String(text) => vec![json!({"type": "text", "text": text})],
+        Value::Array(blocks) => blocks.clone(),
+        _ => Vec::new(),
+    }
+}
+
+impl AnthropicDialect {
+    fn content(&self, turn: &Turn) -> Vec<Value> {
+        let mut content = Vec::new();
+        if !turn.text.is_empty() {
+            content.push(json!({"type": "text", "text": turn.text}));
+        }
+        for call in &turn.calls {
+            let id = call.id.clone().unwrap_or_else(|| {
+                format!("toolu_{:04}", self.counter.fetch_add(1, Ordering::Relaxed))
+            });
+            content.push(
+                json!({"type": "tool_use", "id": id, "name": call.name, "input": call.arguments}),
+            );
+        }
+        content
+    }
+
+    fn stop_reason(turn: &Turn) -> &'static str {
+        if turn.calls.is_empty() {
+            "end_turn"
+        } else {
+            "tool_use"
+        }
+    }
+}
+
+fn event(name: &str, data: &Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+impl Dialect for AnthropicDialect {
+    fn base_path(&self) -> &'static str {
+        ""
+    }
+
+    fn accepts_path(&self, path: &str) -> bool {
+        path == "/v1/messages"
+    }
+
+    fn check(&self, request: &RecordedRequest) -> Result<(), Rejection> {
+        if request.header("x-api-key").is_none_or(str::is_empty) {
+            return Err((401, "x-api-key header is required".into()));
+        }
+        if request.header("anthropic-version").is_none() {
+            return Err(invalid("anthropic-version: header is required"));
+        }
+        let body = &request.body;
+        if !body["max_tokens"].is_u64() {
+            return Err(invalid("max_tokens: Field required"));
+        }
+        let Some(messages) = body["messages"].as_array() else {
+            return Err(invalid("messages: Field required"));
+        };
+        if let Some(choice) = body.get("tool_choice")
+            && !["auto", "any", "tool", "none"].contains(&choice["type"].as_str().unwrap_or(""))
+        {
+            return Err(invalid(
+                "tool_choice: Input tag does not match any of the expected tags",
+            ));
+        }
+        let mut previous_uses: Vec<String> = Vec::new();
+        for (i, message) in messages.iter().enumerate() {
+            let role = message["role"].as_str().unwrap_or("");
+            if role != "user" && role != "assistant" {
+                return Err(invalid(format!(
+                    "messages.{i}.role: Unexpected role \"{role}\". The Messages API accepts a top-level `system` \
+                     parameter, not \"system\" as an input message role."
+                )));
+            }
+            let content = blocks(message);
+            if content.is_empty() {
+                return Err(invalid(format!(
+                    "messages.{i}: all messages must have non-empty content"
+                )));
+            }
+            let mut uses = Vec::new();
+            let mut leading_results = HashSet::new();
+            let mut still_leading = true;
+            for (j, block) in content.iter().enumerate() {
+                match block["type"].as_str() {
+                    Some("text") if block["text"].as_str().is_none_or(str::is_empty) => {
+                        return Err(invalid(format!(
+                            "messages.{i}.content.{j}: text content blocks must be non-empty"
+                        )));
+                    }
+                    Some("tool_use") => {
+                        if role != "assistant" {
+                            return Err(invalid(format!(
+                                "messages.{i}.content.{j}: tool_use blocks are only allowed in assistant messages"
+                            )));
+                        }
+                        if !block["input"].is_object() {
+                            return Err(invalid(format!(
+                                "messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
+                            )));
+                        }
+                        uses.push(block["id"].as_str().unwrap_or_default().to_owned());
+                    }
+                    Some("tool_result") => {
+                        let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+                        if !previous_uses.contains(&id)
+                            || !leading_results.insert(id.clone())
+                            || !still_leading
+                        {
+                            return Err(invalid(format!(
+                                "messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. \
+                                 Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+                            )));
+                        }
+                    }
+                    _ => still_leading = false,
+                }
+            }
+            let missing: Vec<&str> = previous_uses
+                .iter()
+                .filter(|id| !leading_results.contains(*id))
+                .map(String::as_str)
+                .collect();
+            if !missing.is_empty() {
+                return Err(invalid(format!(
+                    "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. \
+                     Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                    i - 1,
+                    missing.join(", ")
+                )));
+            }
+            previous_uses = uses;
+        }
+        if !previous_uses.is_empty() {
+            return Err(invalid(format!(
+                "messages.{}: `tool_use` ids were found without `tool_result` blocks immediately after: {}. \
+                 Each `tool_use` block must have a corresponding `tool_result` block in the next message.",
+                messages.len() - 1,
+                previous_uses.join(", ")
+            )));
+        }
+        Ok(())
+    }
+
+    fn is_stream(&self, request: &RecordedRequest) -> bool {
+        request.body["stream"] == true
+    }
+
+    fn render_json(&self, turn: &Turn, request: &RecordedRequest) -> Value {
+        json!({
+            "id": format!("msg_{:04}", self.counter.fetch_add(1, Ordering::Relaxed)),
+            "type": "message",
+            "role": "assistant",
+            "model": request.body["model"],
+            "content": self.content(turn),
+            "stop_reason": Self::stop_reason(turn),
+            "stop_sequence": null,
+            "usage": {"input_tokens": turn.usage.0, "output_tokens": turn.usage.1},
+        })
+    }
+
+    fn render_events(&self, turn: &Turn, request: &RecordedRequest) -> Vec<String> {
+        let mut events = vec![
+            event(
+                "message_start",
+                &json!({"type": "message_start", "message": {
+                    "id": format!("msg_{:04}", self.counter.fetch_add(1, Ordering::Relaxed)),
+                    "type": "message", "role": "assistant", "model": request.body["model"], "content": [],
+                    "stop_reason": null, "stop_sequence": null,
+                    "usage": {"input_tokens": turn.usage.0, "output_tokens": 1}}}),
+            ),
+            event("ping", &json!({"type": "ping"})),
+        ];
+        for (index, block) in self.content(turn).into_iter().enumerate() {
+            if block["type"] == "text" {
+                events.push(event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+                ));
+                for piece in pieces(block["text"].as_str().unwrap_or_default(), 4) {
+                    events.push(event(
+                        "content_block_delta",
+                        &json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": piece}}),
+                    ));
+                }
+            } else {
+                events.push(event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": index, "content_block":
+                        {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
+                ));
+                let input = block["input"].to_string();
+                for piece in std::iter::once(String::new()).chain(pieces(&input, 5)) {
+                    events.push(event(
+                        "content_block_delta",
+                        &json!({"type": "content_block_delta", "index": index,
+                                "delta": {"type": "input_json_delta", "partial_json": piece}}),
+                    ));
+                }
+            }
+            events.push(event(
+                "content_block_stop",
+                &json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        events.push(event(
+            "message_delta",
+            &json!({"type": "message_delta", "delta": {"stop_reason": Self::stop_reason(turn), "stop_sequence": null},
+                    "usage": {"output_tokens": turn.usage.1}}),
+        ));
+        events.push(event("message_stop", &json!({"type": "message_stop"})));
+        events
+    }
+
+    fn error_body(&self, status: u16, message: &str) -> Value {
+        let kind = match status {
+            401 => "authentication_error",
+            404 => "not_found_error",
+            429 => "rate_limit_error",
+            529 => "overloaded_error",
+            500..=599 => "api_error",
+            _ => "invalid_request_error",
+        };
+        json!({"type": "error", "error": {"type": kind, "message": message}})
+    }
+}

@@ -1,0 +1,318 @@
+//! A fake Gemini server (`POST /v1beta/models/{model}:generateContent` and
+//! `:streamGenerateContent?alt=sse`).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::server::{Dialect, FakeServer, RecordedRequest, Rejection, Turn, data_event, pieces};
+
+/// Schema keywords Gemini's `parameters` accepts (its OpenAPI subset).
+const SCHEMA_KEYS: &[&str] = &[
+    "type",
+    "format",
+    "description",
+    "title",
+    "nullable",
+    "enum",
+    "properties",
+    "required",
+    "items",
+    "anyOf",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "default",
+    "example",
+    "propertyOrdering",
+];
+
+/// The Gemini dialect; use through [`FakeGemini`].
+#[derive(Debug, Default)]
+pub struct GeminiDialect {
+    /// (name, args JSON) of each call issued with a signature -> signature.
+    signatures: Mutex<HashMap<(String, String), String>>,
+}
+
+/// A fake Gemini server: requires `x-goog-api-key`, rejects schema keywords
+/// outside Gemini's subset, function responses that do not match the
+/// previous call turn, and a history that drops a `thoughtSignature` it
+/// issued.
+pub type FakeGemini = FakeServer<GeminiDialect>;
+
+impl FakeServer<GeminiDialect> {
+    /// Start one on a loopback port.
+    pub async fn start() -> Self {
+        Self::start_with(GeminiDialect::default()).await
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Rejection {
+    (400, message.into())
+}
+
+fn check_schema(schema: &Value, at: &str) -> Result<(), Rejection> {
+    let Some(map) = schema.as_object() else {
+        return Ok(());
+    };
+    for (key, value) in map {
+        if !SCHEMA_KEYS.contains(&key.as_str()) {
+            return Err(invalid(format!(
+                "Invalid JSON payload received. Unknown name \"{key}\" at '{at}': Cannot find field."
+            )));
+        }
+        match key.as_str() {
+            "properties" => {
+                for (name, property) in value.as_object().into_iter().flatten() {
+                    check_schema(property, &format!("{at}.properties[{name}].value"))?;
+                }
+            }
+            "items" => check_schema(value, &format!("{at}.items"))?,
+            "anyOf" => {
+                for (i, option) in value.as_array().into_iter().flatten().enumerate() {
+                    check_schema(option, &format!("{at}.any_of[{i}]"))?;
+                }
+            }
+            "type" if !value.is_string() => {
+                return Err(invalid(format!(
+                    "Invalid value at '{at}.type': expected one enum value"
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+impl GeminiDialect {
+    fn parts(&self, turn: &Turn) -> Vec<Value> {
+        let mut parts = Vec::new();
+        if !turn.text.is_empty() {
+            parts.push(json!({"text": turn.text}));
+        }
+        for call in &turn.calls {
+            let mut function_call = json!({"name": call.name, "args": call.arguments});
+            if let Some(id) = &call.id {
+                function_call["id"] = json!(id);
+            }
+            let mut part = json!({"functionCall": function_call});
+            if let Some(signature) = &call.signature {
+                part["thoughtSignature"] = json!(signature);
+                self.signatures
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(
+                        (call.name.clone(), call.arguments.to_string()),
+                        signature.clone(),
+                    );
+            }
+            parts.push(part);
+        }
+        parts
+    }
+
+    fn check_signatures(&self, contents: &[Value]) -> Result<(), Rejection> {
+        let issued = self
+            .signatures
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for content in contents.iter().filter(|c| c["role"] == "model") {
+            for (position, part) in content["parts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                let call = &part["functionCall"];
+                let Some(name) = call["name"].as_str() else {
+                    continue;
+                };
+                let key = (name.to_owned(), call["args"].to_string());
+                if let Some(expected) = issued.get(&key) {
+                    match part["thoughtSignature"].as_str() {
+                        Some(sent) if sent == expected => {}
+                        Some(_) => return Err(invalid("Corrupted thought signature.")),
+                        None => {
+                            return Err(invalid(format!(
+                                "Function call is missing a thought_signature in functionCall parts. This is required \
+                                 for tools to work correctly, and missing thought_signature may lead to degraded model \
+                                 performance. Additional data, function call `default_api:{name}` , position {}. \
+                                 Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.",
+                                position + 1
+                            )));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The `(name, id)` of each part of `content` holding `field`.
+fn named(content: &Value, field: &str) -> Vec<(String, Option<String>)> {
+    content["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| {
+            let inner = &part[field];
+            inner["name"]
+                .as_str()
+                .map(|name| (name.to_owned(), inner["id"].as_str().map(str::to_owned)))
+        })
+        .collect()
+}
+
+impl Dialect for GeminiDialect {
+    fn base_path(&self) -> &'static str {
+        ""
+    }
+
+    fn accepts_path(&self, path: &str) -> bool {
+        path.strip_prefix("/v1beta/models/").is_some_and(|rest| {
+            rest.ends_with(":generateContent") || rest.ends_with(":streamGenerateContent")
+        })
+    }
+
+    fn check(&self, request: &RecordedRequest) -> Result<(), Rejection> {
+        if request.header("x-goog-api-key").is_none_or(str::is_empty) {
+            return Err((403, "Method doesn't allow unregistered callers (callers without established identity). Please use API Key or other form of API consumer identity to call this API.".into()));
+        }
+        if request.path.contains(":streamGenerateContent") && !request.path.contains("alt=sse") {
+            return Err(invalid("this fake only streams with alt=sse"));
+        }
+        let body = &request.body;
+        for (t, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
+            for (f, declaration) in tool["functionDeclarations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+            {
+                check_schema(
+                    &declaration["parameters"],
+                    &format!("tools[{t}].function_declarations[{f}].parameters"),
+                )?;
+            }
+        }
+        let Some(contents) = body["contents"].as_array() else {
+            return Err(invalid(
+                "* GenerateContentRequest.contents: contents is not specified",
+            ));
+        };
+        for (i, content) in contents.iter().enumerate() {
+            let role = content["role"].as_str().unwrap_or("");
+            if role != "user" && role != "model" {
+                return Err(invalid("Please use a valid role: user, model."));
+            }
+            if content["parts"].as_array().is_none_or(Vec::is_empty) {
+                return Err(invalid(format!(
+                    "* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty."
+                )));
+            }
+            let responses = named(content, "functionResponse");
+            let previous_calls = if i > 0 {
+                named(&contents[i - 1], "functionCall")
+            } else {
+                Vec::new()
+            };
+            if responses.is_empty() && !previous_calls.is_empty() {
+                return Err(invalid(
+                    "Please ensure that function call turn comes immediately after a user turn or after a function response turn.",
+                ));
+            }
+            if responses.is_empty() {
+                continue;
+            }
+            if responses.len() != previous_calls.len() {
+                return Err(invalid(
+                    "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.",
+                ));
+            }
+            let mut call_names: Vec<&str> =
+                previous_calls.iter().map(|(n, _)| n.as_str()).collect();
+            let mut response_names: Vec<&str> = responses.iter().map(|(n, _)| n.as_str()).collect();
+            call_names.sort_unstable();
+            response_names.sort_unstable();
+            if call_names != response_names {
+                return Err(invalid(format!(
+                    "contents[{i}]: function response names {response_names:?} do not match the function calls {call_names:?} of the previous turn."
+                )));
+            }
+            for (name, id) in &responses {
+                if let Some(id) = id
+                    && !previous_calls
+                        .iter()
+                        .any(|(_, call_id)| call_id.as_deref() == Some(id))
+                {
+                    return Err(invalid(format!(
+                        "contents[{i}]: function response {name} has unknown id {id}."
+                    )));
+                }
+            }
+        }
+        self.check_signatures(contents)
+    }
+
+    fn is_stream(&self, request: &RecordedRequest) -> bool {
+        request.path.contains(":streamGenerateContent")
+    }
+
+    fn render_json(&self, turn: &Turn, _request: &RecordedRequest) -> Value {
+        json!({
+            "candidates": [{"content": {"role": "model", "parts": self.parts(turn)}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": turn.usage.0, "candidatesTokenCount": turn.usage.1,
+                              "totalTokenCount": turn.usage.0 + turn.usage.1},
+            "modelVersion": "fake-gemini",
+        })
+    }
+
+    fn render_events(&self, turn: &Turn, _request: &RecordedRequest) -> Vec<String> {
+        let chunk = |parts: Value, finish: Option<&str>| {
+            let mut candidate = json!({"content": {"role": "model", "parts": parts}, "index": 0});
+            if let Some(finish) = finish {
+                candidate["finishReason"] = json!(finish);
+            }
+            let mut body = json!({"candidates": [candidate], "modelVersion": "fake-gemini"});
+            if finish.is_some() {
+                body["usageMetadata"] = json!({"promptTokenCount": turn.usage.0,
+                    "candidatesTokenCount": turn.usage.1, "totalTokenCount": turn.usage.0 + turn.usage.1});
+            }
+            data_event(&body)
+        };
+        let mut events: Vec<String> = pieces(&turn.text, 4)
+            .into_iter()
+            .map(|piece| chunk(json!([{"text": piece}]), None))
+            .collect();
+        let calls: Vec<Value> = self.parts(&Turn {
+            text: String::new(),
+            ..turn.clone()
+        });
+        if calls.is_empty() {
+            events.push(chunk(json!([{"text": ""}]), Some("STOP")));
+        } else {
+            events.push(chunk(Value::Array(calls), Some("STOP")));
+        }
+        events
+    }
+
+    fn error_body(&self, status: u16, message: &str) -> Value {
+        let kind = match status {
+            400 => "INVALID_ARGUMENT",
+            403 => "PERMISSION_DENIED",
+            404 => "NOT_FOUND",
+            429 => "RESOURCE_EXHAUSTED",
+            503 => "UNAVAILABLE",
+            _ => "INTERNAL",
+        };
+        json!({"error": {"code": status, "message": message, "status": kind}})
+    }
+}
