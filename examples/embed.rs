@@ -21,8 +21,12 @@ async fn main() -> anyhow::Result<()> {
         .unwrap_or_else(|| "target/plugins".into());
 
     // Deny-by-default host: no directory, environment or network grants are
-    // allowed, so plugins that ask for them are refused at load.
-    let host = PluginHost::new(HostConfig::default())?;
+    // allowed, so plugins that ask for them are refused at load. Compiled
+    // components are cached, so only the first run compiles.
+    let host = PluginHost::new(HostConfig {
+        cache_dir: Some(std::env::temp_dir().join("toolhost-example-cache")),
+        ..HostConfig::default()
+    })?;
     let report = host.load_dir(&dir).await?;
     for error in &report.errors {
         // A broken or over-asking plugin is skipped; the others load.

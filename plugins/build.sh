@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds every plugin under plugins/ into target/plugins/.
+# Builds every plugin under plugins/ into target/plugins/ (test fixtures:
+# target/plugins-hostile/).
 #
 #   plugins/build.sh            # all languages
 #   plugins/build.sh rust       # only some: rust (plugins/rust + plugins/hostile),

@@ -12,6 +12,6 @@ rustup target add wasm32-wasip2 >/dev/null
 if [ -x .ci/install-guest-toolchains.sh ]; then
   .ci/install-guest-toolchains.sh
 fi
-bash plugins/build.sh target/plugins
+bash plugins/build.sh
 cargo test --workspace --all-targets "$@"
 cargo test --workspace --doc

@@ -20,7 +20,8 @@ use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolhost::llm::{
-    ChatRequest, ChatResponse, HttpConfig, LlmError, Message, OpenAiConfig, OpenAiProvider, Provider,
+    ChatRequest, ChatResponse, HttpConfig, LlmError, Message, OpenAiConfig, OpenAiProvider,
+    Provider,
 };
 use toolhost::runner::{RunItem, RunnerConfig, ToolRunner};
 use toolhost::tools::{NativeTool, ToolRegistry};
@@ -35,7 +36,10 @@ impl<P: Provider> Provider for Timed<P> {
     fn name(&self) -> &str {
         self.inner.name()
     }
-    fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         Box::pin(async move {
             let started = Instant::now();
             let answer = self.inner.complete(request).await;
@@ -122,9 +126,12 @@ struct Row {
 async fn measure(calls: usize, iterations: u32, runs: usize) -> anyhow::Result<Row> {
     let base_url = start_server(calls).await?;
     let mut registry = ToolRegistry::new();
-    registry.register(NativeTool::new("noop", "Does nothing.", json!({"type": "object"}), |_| async {
-        Ok(json!(null))
-    }))?;
+    registry.register(NativeTool::new(
+        "noop",
+        "Does nothing.",
+        json!({"type": "object"}),
+        |_| async { Ok(json!(null)) },
+    ))?;
     let registry = Arc::new(registry);
     let mut row = Row {
         calls,
@@ -141,14 +148,29 @@ async fn measure(calls: usize, iterations: u32, runs: usize) -> anyhow::Result<R
             max_iterations: iterations,
             ..RunnerConfig::default()
         };
-        let mut run = ToolRunner::new(provider.clone(), registry.clone(), config, vec![Message::user("bench")]);
+        let mut run = ToolRunner::new(
+            provider.clone(),
+            registry.clone(),
+            config,
+            vec![Message::user("bench")],
+        );
         let mut last = Instant::now();
         while let Some(item) = run.next().await {
             let RunItem::Iteration(it) = item? else { break };
             let wall = last.elapsed();
             last = Instant::now();
-            let model = provider.spent.lock().ok().and_then(|mut s| s.pop()).unwrap_or_default();
-            let tools = it.calls.iter().map(|c| c.duration).max().unwrap_or_default();
+            let model = provider
+                .spent
+                .lock()
+                .ok()
+                .and_then(|mut s| s.pop())
+                .unwrap_or_default();
+            let tools = it
+                .calls
+                .iter()
+                .map(|c| c.duration)
+                .max()
+                .unwrap_or_default();
             row.overhead.push(wall.saturating_sub(model + tools));
             row.model.push(model);
             row.iterations += 1;
@@ -169,7 +191,9 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 fn main() -> anyhow::Result<()> {
     let full = std::env::args().any(|a| a == "--bench");
     let (iterations, runs) = if full { (20, 50) } else { (3, 1) };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let rows = runtime.block_on(async {
         let mut rows = Vec::new();
         for calls in [1, 4, 16] {
@@ -181,10 +205,16 @@ fn main() -> anyhow::Result<()> {
         "loop overhead per iteration (excluding model and tools), {} iterations x {} runs",
         iterations, runs
     );
-    println!("| calls/response | iterations | overhead p50 | overhead p99 | model (loopback HTTP) p50 |");
+    println!(
+        "| calls/response | iterations | overhead p50 | overhead p99 | model (loopback HTTP) p50 |"
+    );
     println!("| ---: | ---: | ---: | ---: | ---: |");
     for mut row in rows {
-        anyhow::ensure!(row.iterations > 0, "no iteration ran for {} calls", row.calls);
+        anyhow::ensure!(
+            row.iterations > 0,
+            "no iteration ran for {} calls",
+            row.calls
+        );
         let p50 = percentile(&mut row.overhead, 0.50);
         let p99 = percentile(&mut row.overhead, 0.99);
         let model = percentile(&mut row.model, 0.50);

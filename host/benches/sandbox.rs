@@ -1,1 +1,305 @@
-fn main() {}
+//! Sandbox benchmark: what a tool call costs through the public API, with all
+//! limits on, next to a native Rust function doing the same work (the floor).
+//!
+//! ```sh
+//! cargo bench -p toolhost --bench sandbox        # full run, prints a table
+//! cargo test  -p toolhost --bench sandbox        # smoke run (few iterations)
+//! ```
+//!
+//! Needs the bundled plugins: it runs `plugins/build.sh rust` if they are
+//! missing.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::tools::{CallContext, NativeTool, SessionId, ToolError, ToolRegistry};
+
+struct Scale {
+    calls: usize,
+    loads: usize,
+    deadlines: usize,
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let scale = if full {
+        Scale {
+            calls: 20_000,
+            loads: 50,
+            deadlines: 100,
+        }
+    } else {
+        Scale {
+            calls: 50,
+            loads: 2,
+            deadlines: 3,
+        }
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let plugins = root.join("target/plugins");
+    let hostile = root.join("target/plugins-hostile");
+    if !plugins.join("text.wasm").is_file() || !hostile.join("hostile_spin.wasm").is_file() {
+        let ok = std::process::Command::new("bash")
+            .arg(root.join("plugins/build.sh"))
+            .arg("rust")
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "plugins/build.sh rust failed");
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(run(&scale, &plugins, &hostile));
+}
+
+/// The same work as the `text_stats` plugin tool, natively.
+fn native_stats(input: Value) -> Result<Value, ToolError> {
+    let text = input["text"].as_str().unwrap_or_default();
+    Ok(json!({
+        "chars": text.chars().count(),
+        "bytes": text.len(),
+        "words": text.split_whitespace().count(),
+        "lines": text.lines().count(),
+    }))
+}
+
+struct Row {
+    name: &'static str,
+    p50: Duration,
+    p99: Duration,
+    note: String,
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn summarize(name: &'static str, mut samples: Vec<Duration>, note: String) -> Row {
+    samples.sort();
+    Row {
+        name,
+        p50: percentile(&samples, 0.5),
+        p99: percentile(&samples, 0.99),
+        note,
+    }
+}
+
+async fn time_calls(
+    registry: &ToolRegistry,
+    tool: &str,
+    input: &Value,
+    cx: &CallContext,
+    n: usize,
+) -> Vec<Duration> {
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let start = Instant::now();
+        registry
+            .call_value(tool, input.clone(), cx)
+            .await
+            .expect("the call succeeds");
+        samples.push(start.elapsed());
+    }
+    samples
+}
+
+/// Calls per second with `callers` tasks each making `per_caller` calls.
+async fn throughput(registry: Arc<ToolRegistry>, callers: usize, per_caller: usize) -> f64 {
+    let input = json!({"text": "the quick brown fox"});
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..callers)
+        .map(|_| {
+            let registry = Arc::clone(&registry);
+            let input = input.clone();
+            tokio::spawn(async move {
+                for _ in 0..per_caller {
+                    registry
+                        .call_value("text_stats", input.clone(), &CallContext::default())
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (callers * per_caller) as f64 / start.elapsed().as_secs_f64()
+}
+
+async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
+    let cache = tempfile::tempdir().unwrap();
+    let host = PluginHost::new(HostConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let mut registry = ToolRegistry::new();
+    for name in ["text", "scratchpad"] {
+        let plugin = host
+            .load_file(&plugins.join(format!("{name}.wasm")))
+            .await
+            .unwrap();
+        for tool in plugin.tools() {
+            registry.register(tool).unwrap();
+        }
+    }
+    let text_spec = registry.get("text_stats").unwrap().spec().clone();
+    registry
+        .register(NativeTool::new(
+            "native_stats",
+            text_spec.description,
+            text_spec.input_schema,
+            |i| async move { native_stats(i) },
+        ))
+        .unwrap();
+    let registry = Arc::new(registry);
+    let input = json!({"text": "the quick brown fox"});
+    let fresh = CallContext::default();
+    let session = CallContext::in_session(SessionId::new("bench"));
+    let n = scale.calls;
+
+    // Warm-up: page in code, fill the instance pool.
+    time_calls(&registry, "text_stats", &input, &fresh, n / 10 + 1).await;
+    time_calls(
+        &registry,
+        "scratchpad_get",
+        &json!({"key": "k"}),
+        &session,
+        n / 10 + 1,
+    )
+    .await;
+
+    let mut rows = Vec::new();
+    rows.push(summarize(
+        "native fn, same work (floor)",
+        time_calls(&registry, "native_stats", &input, &fresh, n).await,
+        String::new(),
+    ));
+    rows.push(summarize(
+        "stateless call (fresh instance)",
+        time_calls(&registry, "text_stats", &input, &fresh, n).await,
+        String::new(),
+    ));
+    rows.push(summarize(
+        "stateful call (reused instance)",
+        time_calls(
+            &registry,
+            "scratchpad_get",
+            &json!({"key": "k"}),
+            &session,
+            n,
+        )
+        .await,
+        String::new(),
+    ));
+
+    let one = throughput(Arc::clone(&registry), 1, n).await;
+    let two = throughput(Arc::clone(&registry), 2, n).await;
+
+    // Load: cold compiles (no cache), warm deserializes from the cache.
+    let calc = plugins.join("calc.wasm");
+    let mut cold = Vec::new();
+    for _ in 0..scale.loads.min(10) {
+        let nocache = PluginHost::new(HostConfig::default()).unwrap();
+        let start = Instant::now();
+        nocache.load_file(&calc).await.unwrap();
+        cold.push(start.elapsed());
+    }
+    host.load_file(&calc).await.unwrap();
+    let mut warm = Vec::new();
+    for _ in 0..scale.loads {
+        let start = Instant::now();
+        let p = host.load_file(&calc).await.unwrap();
+        warm.push(start.elapsed());
+        assert_eq!(p.cache_status(), toolhost::sandbox::CacheStatus::Hit);
+    }
+    rows.push(summarize(
+        "plugin load, cold (compile)",
+        cold,
+        "calc.wasm".into(),
+    ));
+    rows.push(summarize(
+        "plugin load, warm (cache)",
+        warm,
+        "calc.wasm".into(),
+    ));
+
+    // Deadline: a CPU-bound guest with a 10 ms deadline; how late it stops.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        hostile.join("hostile_spin.wasm"),
+        dir.path().join("hostile_spin.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("hostile_spin.toml"),
+        "[limits]\ntimeout_ms = 10\nfuel = 100000000000\n",
+    )
+    .unwrap();
+    let spin = host
+        .load_file(&dir.path().join("hostile_spin.wasm"))
+        .await
+        .unwrap();
+    let mut overshoot = Vec::new();
+    for _ in 0..scale.deadlines {
+        let start = Instant::now();
+        let e = spin.call("hostile_spin", "{}", None).await.unwrap_err();
+        assert_eq!(e.kind, toolhost::tools::ToolErrorKind::Timeout);
+        overshoot.push(start.elapsed().saturating_sub(Duration::from_millis(10)));
+    }
+    rows.push(summarize(
+        "deadline overshoot (10 ms, CPU-bound)",
+        overshoot,
+        "time past the deadline".into(),
+    ));
+
+    let floor = rows[0].p50.as_secs_f64();
+    println!();
+    println!(
+        "{:<40} {:>12} {:>12} {:>10}  note",
+        "measure", "p50", "p99", "x floor"
+    );
+    for row in &rows {
+        println!(
+            "{:<40} {:>12} {:>12} {:>10.1}  {}",
+            row.name,
+            fmt(row.p50),
+            fmt(row.p99),
+            row.p50.as_secs_f64() / floor,
+            row.note
+        );
+    }
+    println!(
+        "{:<40} {:>12.0} calls/s",
+        "throughput, 1 caller (stateless)", one
+    );
+    println!(
+        "{:<40} {:>12.0} calls/s {:>10.2}x one caller",
+        "throughput, 2 callers (stateless)",
+        two,
+        two / one
+    );
+    if std::env::var_os("TOOLHOST_BENCH_KEEP").is_some() {
+        let kept: PathBuf = cache.keep();
+        println!("cache kept in {}", kept.display());
+    }
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}

@@ -11,7 +11,7 @@
 //! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
 
 pub mod llm;
-pub mod tools;
-pub mod sandbox;
 pub mod plugin;
 pub mod runner;
+pub mod sandbox;
+pub mod tools;

@@ -26,8 +26,8 @@
 //! use serde::{Deserialize, Serialize};
 //! use toolhost_guest::ToolError;
 //!
-//! /// Doc comments on the input type and its fields become descriptions in
-//! /// the schema, which is what the model reads.
+//! // Doc comments on the fields become descriptions in the schema, which
+//! // is what the model reads.
 //! #[derive(Deserialize, JsonSchema)]
 //! struct GreetInput {
 //!     /// Who to greet.

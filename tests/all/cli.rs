@@ -1,1 +1,321 @@
-//! Integration tests: cli.
+//! The `toolhost` binary, as a user runs it: exit codes, `--json` shapes,
+//! input from flags, files and stdin.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+use toolhost_tests::plugins::{
+    hostile_dir, plugin_dir, plugin_subset, toolhost_bin, workspace_root,
+};
+
+fn toolhost(args: &[&str]) -> Output {
+    toolhost_stdin(args, None)
+}
+
+fn toolhost_stdin(args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(toolhost_bin())
+        .args(args)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            workspace_root().join("target").join("test-cache"),
+        )
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolhost starts");
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(text) = stdin {
+        pipe.write_all(text.as_bytes()).unwrap();
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+/// stdout as exactly one JSON value.
+fn json_out(out: &Output) -> Value {
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {text}\nstderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+fn dir(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn call_prints_one_json_object_and_exits_0_on_success() {
+    let plugins = plugin_subset(&["calc"]);
+    let out = toolhost(&[
+        "call",
+        "calc_eval",
+        "--input",
+        r#"{"expression":"6*7"}"#,
+        "--plugins",
+        dir(plugins.path()),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        json_out(&out),
+        json!({"ok": true, "output": {"value": 42.0}})
+    );
+}
+
+#[test]
+fn call_reads_input_from_a_file_and_from_stdin() {
+    let plugins = plugin_subset(&["calc"]);
+    let input = plugins.path().join("input.json");
+    std::fs::write(&input, r#"{"expression":"1+2"}"#).unwrap();
+    let out = toolhost(&[
+        "call",
+        "calc_eval",
+        "--input-file",
+        dir(&input),
+        "-p",
+        dir(plugins.path()),
+        "--json",
+    ]);
+    assert_eq!(json_out(&out)["output"], json!({"value": 3.0}));
+
+    let out = toolhost_stdin(
+        &["call", "calc_eval", "-p", dir(plugins.path()), "--json"],
+        Some(r#"{"expression":"2+2"}"#),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json_out(&out)["output"], json!({"value": 4.0}));
+}
+
+#[test]
+fn failed_calls_exit_1_with_a_kind() {
+    let plugins = plugin_subset(&["calc"]);
+    let p = dir(plugins.path());
+    let cases = [
+        (
+            vec!["call", "calc_eval", "--input", "{oops", "-p", p, "--json"],
+            "invalid_input",
+        ),
+        (
+            vec![
+                "call",
+                "calc_eval",
+                "--input",
+                r#"{"expression": 5}"#,
+                "-p",
+                p,
+                "--json",
+            ],
+            "invalid_input",
+        ),
+        (
+            vec![
+                "call",
+                "calc_eval",
+                "--input",
+                r#"{"expression":"1/0"}"#,
+                "-p",
+                p,
+                "--json",
+            ],
+            "invalid_input",
+        ),
+        (
+            vec!["call", "nope", "--input", "{}", "-p", p, "--json"],
+            "unknown_tool",
+        ),
+    ];
+    for (args, kind) in cases {
+        let out = toolhost(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let v = json_out(&out);
+        assert_eq!(v["ok"], json!(false), "{v}");
+        assert_eq!(v["error"]["kind"], json!(kind), "{args:?}: {v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+    }
+}
+
+#[test]
+fn sandbox_limits_surface_as_kinds_on_the_command_line() {
+    let h = hostile_dir();
+    for (tool, kind) in [
+        ("hostile_spin", "timeout"),
+        ("hostile_burn", "out_of_fuel"),
+        ("hostile_membomb", "memory_limit"),
+        ("hostile_panic", "trap"),
+    ] {
+        let wasm = h.join(format!("{}.wasm", tool_plugin(tool)));
+        let out = toolhost(&["call", tool, "--input", "{}", "-p", dir(&wasm), "--json"]);
+        assert_eq!(out.status.code(), Some(1), "{tool}");
+        assert_eq!(json_out(&out)["error"]["kind"], json!(kind), "{tool}");
+    }
+}
+
+fn tool_plugin(tool: &str) -> &'static str {
+    match tool {
+        "hostile_spin" => "hostile_spin",
+        "hostile_burn" => "hostile_fuel",
+        "hostile_membomb" => "hostile_membomb",
+        _ => "hostile_crash",
+    }
+}
+
+#[test]
+fn usage_and_configuration_errors_exit_2() {
+    let out = toolhost(&[
+        "call",
+        "calc_eval",
+        "--input",
+        "{}",
+        "-p",
+        "/no/such/dir",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(json_out(&out)["ok"], json!(false));
+
+    let out = toolhost(&["call", "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let plugins = plugin_subset(&["calc"]);
+    let bad = plugins.path().join("toolhost.toml");
+    std::fs::write(&bad, "limits = 3").unwrap();
+    let out = toolhost(&["list", "-p", dir(plugins.path()), "--config", dir(&bad)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid host config"));
+}
+
+#[test]
+fn list_shows_every_tool_with_its_plugin_limits_and_grants() {
+    let out = toolhost(&["list", "--plugins", dir(plugin_dir()), "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v = json_out(&out);
+    let tools = v["tools"].as_array().unwrap();
+    let calc = tools
+        .iter()
+        .find(|t| t["name"] == "calc_eval")
+        .expect("calc_eval listed");
+    assert_eq!(calc["input_schema"]["required"], json!(["expression"]));
+    assert_eq!(calc["source"]["plugin"], json!("calc"));
+    assert!(calc["source"]["limits"]["fuel"].as_u64().unwrap() > 0);
+    let files = tools
+        .iter()
+        .find(|t| t["name"] == "files_read")
+        .expect("files_read listed");
+    assert_eq!(
+        files["source"]["permissions"]["dirs"][0]["guest"],
+        json!("/data")
+    );
+    assert_eq!(v["errors"], json!([]));
+
+    let text = toolhost(&["list", "--plugins", dir(plugin_dir())]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("calc_eval") && text.contains("limits:") && text.contains("grants: dir"),
+        "{text}"
+    );
+}
+
+#[test]
+fn list_reports_a_broken_plugin_and_still_lists_the_rest() {
+    let plugins = plugin_subset(&["calc"]);
+    std::fs::write(plugins.path().join("broken.wasm"), b"nope").unwrap();
+    let out = toolhost(&["list", "-p", dir(plugins.path()), "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let v = json_out(&out);
+    assert_eq!(v["tools"][0]["name"], json!("calc_eval"));
+    assert!(
+        v["errors"][0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.wasm"),
+        "{v}"
+    );
+}
+
+#[test]
+fn inspect_shows_the_world_the_manifest_and_the_cache_state() {
+    let plugins = plugin_subset(&["files"]);
+    let wasm = plugins.path().join("files.wasm");
+    let cache = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = Command::new(toolhost_bin())
+            .args([
+                "inspect",
+                dir(&wasm),
+                "--json",
+                "--cache-dir",
+                dir(cache.path()),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        json_out(&out)
+    };
+    let first = run();
+    assert!(
+        first["exports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "toolhost:plugin/tool@0.1.0"),
+        "{first}"
+    );
+    assert!(
+        first["imports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "toolhost:plugin/host@0.1.0"),
+        "{first}"
+    );
+    assert_eq!(first["cache"]["cached_before"], json!(false));
+    assert_eq!(
+        first["plugin"]["permissions"]["dirs"][0]["guest"],
+        json!("/data")
+    );
+    assert!(
+        first["plugin"]["manifest"]
+            .as_str()
+            .unwrap()
+            .ends_with("files.toml")
+    );
+    let second = run();
+    assert_eq!(second["cache"]["cached_before"], json!(true));
+
+    let text = Command::new(toolhost_bin())
+        .args(["inspect", dir(&wasm), "--cache-dir", dir(cache.path())])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("exports:") && text.contains("limits:") && text.contains("dir "),
+        "{text}"
+    );
+}
+
+#[test]
+fn inspect_explains_a_file_that_is_not_a_plugin() {
+    let dir_ = tempfile::tempdir().unwrap();
+    let bad = dir_.path().join("x.wasm");
+    std::fs::write(&bad, b"\0asm\x01\0\0\0").unwrap();
+    let out = toolhost(&["inspect", dir(&bad), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        json_out(&out)["error"]
+            .as_str()
+            .unwrap()
+            .contains("component")
+    );
+}

@@ -1,1 +1,517 @@
-//! Integration tests: sandbox.
+//! The sandbox through the library: plugins load, calls run under their
+//! limits, hostile plugins end with the right error kind and the host keeps
+//! serving, state stays in its session, the compile cache is never trusted
+//! blindly.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolhost::plugin::{HostConfig, LoadReport, PluginError, PluginHost};
+use toolhost::sandbox::CacheStatus;
+use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};
+use toolhost_tests::plugins::{copy_plugin, hostile_dir, plugin_subset, workspace_root};
+
+/// A host whose cache is shared by all tests (so big components compile once).
+fn host_with(mut config: HostConfig) -> PluginHost {
+    config.cache_dir = Some(workspace_root().join("target").join("test-cache"));
+    PluginHost::new(config).expect("the sandbox starts")
+}
+
+fn host() -> PluginHost {
+    host_with(HostConfig::default())
+}
+
+async fn load(host: &PluginHost, dir: &Path) -> LoadReport {
+    host.load_dir(dir).await.expect("the directory is readable")
+}
+
+async fn registry_of(names: &[&str]) -> (tempfile::TempDir, ToolRegistry) {
+    let dir = plugin_subset(names);
+    let report = load(&host(), dir.path()).await;
+    assert!(
+        report.errors.is_empty(),
+        "unexpected load errors: {:?}",
+        report.errors
+    );
+    (dir, report.registry())
+}
+
+async fn call(
+    registry: &ToolRegistry,
+    tool: &str,
+    input: Value,
+) -> Result<Value, toolhost::tools::ToolError> {
+    registry
+        .call_value(tool, input, &CallContext::default())
+        .await
+}
+
+async fn hostile_registry() -> (tempfile::TempDir, LoadReport) {
+    // The hostile fixtures plus a well-behaved plugin, to show the host keeps
+    // serving good calls after each bad one.
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(hostile_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "wasm") {
+            let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
+            copy_from(hostile_dir(), &name, dir.path());
+        }
+    }
+    copy_plugin("calc", dir.path());
+    // hostile_snoop is granted its own data directory, and nothing else.
+    let mut config = HostConfig::default();
+    config.allow.dirs.push(dir.path().to_owned());
+    let host = host_with(config);
+    let report = load(&host, dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    (dir, report)
+}
+
+fn copy_from(src: &Path, name: &str, dest: &Path) {
+    for ext in ["wasm", "toml"] {
+        let from = src.join(format!("{name}.{ext}"));
+        if from.is_file() {
+            std::fs::copy(&from, dest.join(format!("{name}.{ext}"))).unwrap();
+        }
+    }
+    let data = src.join(format!("{name}.data"));
+    if data.is_dir() {
+        let to = dest.join(format!("{name}.data"));
+        std::fs::create_dir_all(&to).unwrap();
+        for f in std::fs::read_dir(&data).unwrap() {
+            let f = f.unwrap();
+            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn calculator_answers_and_reports_bad_input_as_invalid_input() {
+    let (_dir, registry) = registry_of(&["calc"]).await;
+    let out = call(
+        &registry,
+        "calc_eval",
+        json!({"expression": "2 * (3 + 4) ^ 2"}),
+    )
+    .await;
+    assert_eq!(out.unwrap(), json!({"value": 98.0}));
+
+    let e = call(&registry, "calc_eval", json!({"expression": "1 / 0"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::InvalidInput);
+    assert!(e.message.contains("division by zero"), "{}", e.message);
+
+    // Schema validation happens in the host, before the plugin runs.
+    let e = call(&registry, "calc_eval", json!({"expr": "1"}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::InvalidInput);
+    assert!(e.message.contains("expression"), "{}", e.message);
+
+    let e = registry
+        .call("calc_eval", "{not json", &CallContext::default())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::InvalidInput);
+
+    let e = call(&registry, "no_such_tool", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::UnknownTool);
+}
+
+#[tokio::test]
+async fn every_hostile_plugin_ends_with_its_kind_and_the_host_keeps_serving() {
+    let (_dir, report) = hostile_registry().await;
+    let registry = report.registry();
+    let cases: &[(&str, Value, ToolErrorKind)] = &[
+        ("hostile_spin", json!({}), ToolErrorKind::Timeout),
+        ("hostile_sleep", json!({}), ToolErrorKind::Timeout),
+        ("hostile_burn", json!({}), ToolErrorKind::OutOfFuel),
+        ("hostile_membomb", json!({}), ToolErrorKind::MemoryLimit),
+        ("hostile_recurse", json!({}), ToolErrorKind::Trap),
+        ("hostile_panic", json!({}), ToolErrorKind::Trap),
+        ("hostile_abort", json!({}), ToolErrorKind::Trap),
+        ("hostile_exit", json!({}), ToolErrorKind::Trap),
+        ("hostile_bigout", json!({}), ToolErrorKind::OutputTooLarge),
+        ("hostile_bad_json", json!({}), ToolErrorKind::InvalidOutput),
+        (
+            "hostile_read",
+            json!({"path": "/etc/passwd"}),
+            ToolErrorKind::PermissionDenied,
+        ),
+        (
+            "hostile_read",
+            json!({"path": "/data/../../../../etc/passwd"}),
+            ToolErrorKind::PermissionDenied,
+        ),
+        (
+            "hostile_read",
+            json!({"path": "../allowed.txt"}),
+            ToolErrorKind::PermissionDenied,
+        ),
+        (
+            "hostile_write",
+            json!({"path": "/data/new.txt"}),
+            ToolErrorKind::PermissionDenied,
+        ),
+    ];
+    for (tool, input, kind) in cases {
+        let e = call(&registry, tool, input.clone())
+            .await
+            .expect_err(&format!("{tool} must fail"));
+        assert_eq!(e.kind, *kind, "{tool}({input}): {}", e.message);
+        // And the host still serves a good call right after.
+        let ok = call(&registry, "calc_eval", json!({"expression": "1 + 1"})).await;
+        assert_eq!(ok.unwrap(), json!({"value": 2.0}), "after {tool}");
+    }
+}
+
+#[tokio::test]
+async fn a_panic_message_reaches_the_error() {
+    let (_dir, report) = hostile_registry().await;
+    let e = call(&report.registry(), "hostile_panic", json!({}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("panicking on purpose"), "{}", e.message);
+}
+
+#[tokio::test]
+async fn the_granted_directory_is_readable_and_nothing_else_is() {
+    let (_dir, report) = hostile_registry().await;
+    let registry = report.registry();
+    let out = call(
+        &registry,
+        "hostile_read",
+        json!({"path": "/data/allowed.txt"}),
+    )
+    .await
+    .unwrap();
+    assert!(out.to_string().contains("allowed"), "{out}");
+
+    // The environment is empty unless granted: not even HOME leaks in.
+    let seen = call(&registry, "hostile_env", json!({"key": "HOME"}))
+        .await
+        .unwrap();
+    assert_eq!(seen["value"], Value::Null, "{seen}");
+    assert_eq!(seen["visible"], json!([]), "{seen}");
+}
+
+#[tokio::test]
+async fn a_granted_environment_variable_is_visible_only_when_the_operator_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_from(hostile_dir(), "hostile_snoop", dir.path());
+    let manifest = dir.path().join("hostile_snoop.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text = format!(
+        "[permissions]\nenv = [\"PATH\"]\n{}",
+        text.replace("[[permissions.dirs]]", "[[permissions.dirs]]")
+    );
+    std::fs::write(&manifest, text).unwrap();
+
+    // Not allowed by the operator: refused at load, with the reason.
+    let report = load(&host(), dir.path()).await;
+    assert!(report.plugins.is_empty());
+    let message = report.errors[0].to_string();
+    assert!(
+        matches!(report.errors[0], PluginError::NotAllowed { .. }),
+        "{message}"
+    );
+    assert!(message.contains("PATH"), "{message}");
+
+    // Allowed: the guest sees exactly that variable.
+    let mut config = HostConfig::default();
+    config.allow.env.push("PATH".into());
+    config.allow.dirs.push(dir.path().to_owned());
+    let report = load(&host_with(config), dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let seen = call(&report.registry(), "hostile_env", json!({"key": "PATH"}))
+        .await
+        .unwrap();
+    assert_eq!(seen["value"], json!(std::env::var("PATH").unwrap()));
+    assert_eq!(seen["visible"], json!(["PATH"]));
+}
+
+#[tokio::test]
+async fn directory_grants_outside_the_allowed_roots_are_refused() {
+    let dir = plugin_subset(&["files"]);
+    // HostConfig::default() allows no directory at all.
+    let report = load(&host(), dir.path()).await;
+    assert_eq!(report.plugins.len(), 0);
+    let message = report.errors[0].to_string();
+    assert!(message.contains("read-only access to"), "{message}");
+    assert!(message.contains("allow.dirs"), "{message}");
+
+    let mut config = HostConfig::default();
+    config.allow.dirs.push(dir.path().to_owned());
+    let report = load(&host_with(config), dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let out = call(
+        &report.registry(),
+        "files_read",
+        json!({"path": "hello.txt"}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        out["content"]
+            .as_str()
+            .unwrap()
+            .contains("Hello from the files plugin")
+    );
+}
+
+#[tokio::test]
+async fn a_manifest_asking_for_more_than_the_ceiling_is_refused_not_trimmed() {
+    let dir = plugin_subset(&["calc"]);
+    std::fs::write(dir.path().join("calc.toml"), "[limits]\nmemory_mb = 4096\n").unwrap();
+    let report = load(&host(), dir.path()).await;
+    let message = report
+        .errors
+        .first()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        message.contains("memory_mb") && message.contains("4096") && message.contains("1024"),
+        "{message}"
+    );
+
+    // A raised ceiling lets it load with exactly what it asked for.
+    let mut config = HostConfig::default();
+    config.limits.max.memory_mb = Some(4096);
+    let report = load(&host_with(config), dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    assert_eq!(report.plugins[0].limits().memory_bytes, 4096 << 20);
+}
+
+#[tokio::test]
+async fn broken_plugins_are_reported_by_file_and_the_rest_still_load() {
+    let dir = plugin_subset(&["calc", "text"]);
+    let p = dir.path();
+    std::fs::write(p.join("garbage.wasm"), b"this is not wasm").unwrap();
+    // A valid core module, but not a component.
+    std::fs::write(p.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    // A real component with a manifest that is not valid TOML.
+    std::fs::copy(p.join("calc.wasm"), p.join("badmanifest.wasm")).unwrap();
+    std::fs::write(p.join("badmanifest.toml"), "stateful = maybe").unwrap();
+    // A manifest with an unknown key is an error too, not silently ignored.
+    std::fs::copy(p.join("calc.wasm"), p.join("typo.wasm")).unwrap();
+    std::fs::write(p.join("typo.toml"), "[limits]\nmemory_gb = 1\n").unwrap();
+
+    let report = load(&host(), p).await;
+    let loaded: Vec<&str> = report.plugins.iter().map(|p| p.name()).collect();
+    assert_eq!(loaded, ["calc", "text"]);
+    let mut failed: Vec<String> = report
+        .errors
+        .iter()
+        .map(|e| e.path().file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    failed.sort();
+    assert_eq!(
+        failed,
+        ["badmanifest.toml", "core.wasm", "garbage.wasm", "typo.toml"]
+    );
+    let registry = report.registry();
+    let out = call(&registry, "text_stats", json!({"text": "two words"}))
+        .await
+        .unwrap();
+    assert_eq!(out["words"], json!(2), "{out}");
+}
+
+#[tokio::test]
+async fn two_plugins_with_the_same_tool_name_is_an_error_naming_both() {
+    let dir = plugin_subset(&["calc"]);
+    std::fs::copy(
+        dir.path().join("calc.wasm"),
+        dir.path().join("calc_copy.wasm"),
+    )
+    .unwrap();
+    let report = load(&host(), dir.path()).await;
+    assert_eq!(report.plugins.len(), 1);
+    let message = report.errors[0].to_string();
+    assert!(matches!(
+        report.errors[0],
+        PluginError::DuplicateTool { .. }
+    ));
+    assert!(
+        message.contains("calc.wasm")
+            && message.contains("calc_copy.wasm")
+            && message.contains("calc_eval"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn stateful_plugins_keep_one_instance_per_session_and_never_share_it() {
+    let (_dir, registry) = registry_of(&["scratchpad"]).await;
+    let a = CallContext::in_session(SessionId::new("a"));
+    let b = CallContext::in_session(SessionId::new("b"));
+    let inc = |cx: CallContext| {
+        let registry = &registry;
+        async move {
+            registry
+                .call_value("scratchpad_increment", json!({}), &cx)
+                .await
+                .unwrap()["value"]
+                .clone()
+        }
+    };
+    assert_eq!(inc(a.clone()).await, json!(1));
+    assert_eq!(inc(a.clone()).await, json!(2));
+    assert_eq!(
+        inc(b.clone()).await,
+        json!(1),
+        "session b must not see a's state"
+    );
+    assert_eq!(inc(a.clone()).await, json!(3));
+
+    // Without a session every call is a fresh instance: nothing leaks.
+    assert_eq!(inc(CallContext::default()).await, json!(1));
+    assert_eq!(inc(CallContext::default()).await, json!(1));
+
+    // Ending the session drops its instance.
+    registry.end_session(&SessionId::new("a"));
+    assert_eq!(inc(a.clone()).await, json!(1));
+}
+
+#[tokio::test]
+async fn a_stateful_instance_is_dropped_after_the_idle_ttl() {
+    let dir = plugin_subset(&["scratchpad"]);
+    let manifest = dir.path().join("scratchpad.toml");
+    let text = std::fs::read_to_string(&manifest)
+        .unwrap()
+        .replace("idle_ttl_secs = 600", "idle_ttl_secs = 0");
+    std::fs::write(&manifest, text).unwrap();
+    let report = load(&host(), dir.path()).await;
+    let plugin = Arc::clone(&report.plugins[0]);
+    let registry = report.registry();
+    let a = CallContext::in_session(SessionId::new("a"));
+    registry
+        .call_value("scratchpad_increment", json!({}), &a)
+        .await
+        .unwrap();
+    assert_eq!(plugin.live_sessions(), 1);
+    // Any later call sweeps idle sessions (here: `a`, idle for > 0 s).
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    let b = CallContext::in_session(SessionId::new("b"));
+    registry
+        .call_value("scratchpad_increment", json!({}), &b)
+        .await
+        .unwrap();
+    assert_eq!(plugin.live_sessions(), 1, "a was swept, b is live");
+    let out = registry
+        .call_value("scratchpad_increment", json!({}), &a)
+        .await
+        .unwrap();
+    assert_eq!(
+        out["value"],
+        json!(1),
+        "a's state was dropped with its instance"
+    );
+}
+
+#[tokio::test]
+async fn a_tool_error_in_a_stateful_session_keeps_its_state() {
+    let (_dir, registry) = registry_of(&["scratchpad"]).await;
+    let a = CallContext::in_session(SessionId::new("a"));
+    registry
+        .call_value("scratchpad_increment", json!({}), &a)
+        .await
+        .unwrap();
+    // A tool-level error keeps the instance (and its state).
+    let e = registry
+        .call_value(
+            "scratchpad_put",
+            json!({"key": "k", "value": "x".repeat(5000)}),
+            &a,
+        )
+        .await
+        .unwrap_err();
+    assert_ne!(e.kind, ToolErrorKind::Trap, "{e}");
+    let out = registry
+        .call_value("scratchpad_increment", json!({}), &a)
+        .await
+        .unwrap();
+    assert_eq!(out["value"], json!(2));
+}
+
+#[tokio::test]
+async fn many_concurrent_calls_all_complete_correctly() {
+    let (_dir, registry) = registry_of(&["calc", "text"]).await;
+    let registry = Arc::new(registry);
+    let mut tasks = Vec::new();
+    for i in 0..64 {
+        let registry = Arc::clone(&registry);
+        tasks.push(tokio::spawn(async move {
+            let out = registry
+                .call_value(
+                    "calc_eval",
+                    json!({"expression": format!("{i} * 2")}),
+                    &CallContext::default(),
+                )
+                .await
+                .unwrap();
+            assert_eq!(out["value"], json!((i * 2) as f64));
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_compile_cache_is_used_and_a_corrupt_entry_is_rebuilt() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_subset(&["text"]);
+    let config = HostConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        ..HostConfig::default()
+    };
+    let new_host = || PluginHost::new(config.clone()).unwrap();
+    let wasm = dir.path().join("text.wasm");
+
+    let first = new_host().load_file(&wasm).await.unwrap();
+    assert_eq!(first.cache_status(), CacheStatus::Compiled);
+    let second = new_host().load_file(&wasm).await.unwrap();
+    assert_eq!(second.cache_status(), CacheStatus::Hit);
+
+    let entries: Vec<PathBuf> = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    assert_eq!(entries.len(), 1);
+    let mut bytes = std::fs::read(&entries[0]).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&entries[0], &bytes).unwrap();
+
+    let third = new_host().load_file(&wasm).await.unwrap();
+    assert_eq!(third.cache_status(), CacheStatus::Rebuilt);
+    let registry = {
+        let mut r = ToolRegistry::new();
+        for t in third.tools() {
+            r.register(t).unwrap();
+        }
+        r
+    };
+    let out = call(&registry, "text_stats", json!({"text": "a b c"}))
+        .await
+        .unwrap();
+    assert_eq!(out["words"], json!(3));
+    let fourth = new_host().load_file(&wasm).await.unwrap();
+    assert_eq!(
+        fourth.cache_status(),
+        CacheStatus::Hit,
+        "the rebuilt entry was written back"
+    );
+
+    // Truncated to nothing: also rebuilt, never trusted.
+    std::fs::write(&entries[0], b"").unwrap();
+    assert_eq!(
+        new_host().load_file(&wasm).await.unwrap().cache_status(),
+        CacheStatus::Rebuilt
+    );
+}

@@ -40,7 +40,24 @@ fn cargo_build(args: &[&str]) {
     assert!(status.success(), "cargo build {args:?} failed");
 }
 
-/// The directory with every bundled plugin built (`target/plugins`).
+/// Run `plugins/build.sh` once per test process.
+fn build_plugins() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let root = workspace_root();
+        let status = Command::new("bash")
+            .arg(root.join("plugins").join("build.sh"))
+            .current_dir(&root)
+            .status()
+            .expect("bash runs plugins/build.sh");
+        assert!(
+            status.success(),
+            "plugins/build.sh failed; see its output above"
+        );
+    });
+}
+
+/// The directory with every bundled example plugin built (`target/plugins`).
 ///
 /// # Panics
 ///
@@ -48,16 +65,17 @@ fn cargo_build(args: &[&str]) {
 pub fn plugin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let root = workspace_root();
-        let out = root.join("target").join("plugins");
-        let status = Command::new("bash")
-            .arg(root.join("plugins").join("build.sh"))
-            .arg(&out)
-            .current_dir(&root)
-            .status()
-            .expect("bash runs plugins/build.sh");
-        assert!(status.success(), "plugins/build.sh failed; see its output above");
-        out
+        build_plugins();
+        workspace_root().join("target").join("plugins")
+    })
+}
+
+/// The directory with the misbehaving test plugins (`target/plugins-hostile`).
+pub fn hostile_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        build_plugins();
+        workspace_root().join("target").join("plugins-hostile")
     })
 }
 

@@ -41,14 +41,21 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
             let ty = component.component_type();
             let engine = host.sandbox().engine();
             (
-                ty.imports(engine).map(|(n, _)| n.to_owned()).collect::<Vec<_>>(),
-                ty.exports(engine).map(|(n, _)| n.to_owned()).collect::<Vec<_>>(),
+                ty.imports(engine)
+                    .map(|(n, _)| n.to_owned())
+                    .collect::<Vec<_>>(),
+                ty.exports(engine)
+                    .map(|(n, _)| n.to_owned())
+                    .collect::<Vec<_>>(),
             )
         }
         Err(_) => (Vec::new(), Vec::new()),
     };
     let loaded = match compiled {
-        Ok(_) => host.load_file(&args.file).await.map_err(|e| ChainDisplay(&e).to_string()),
+        Ok(_) => host
+            .load_file(&args.file)
+            .await
+            .map_err(|e| ChainDisplay(&e).to_string()),
         Err(e) => Err(ChainDisplay(&e).to_string()),
     };
 
@@ -82,7 +89,11 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
         match &entry {
             Some(path) => println!(
                 "compiled cache: {} ({})",
-                if cached_before { "cached" } else { "not cached before this run" },
+                if cached_before {
+                    "cached"
+                } else {
+                    "not cached before this run"
+                },
                 path.display()
             ),
             None => println!("compiled cache: disabled"),

@@ -59,7 +59,11 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             "{} ({}){}",
             plugin.name(),
             plugin.path().display(),
-            if plugin.is_stateful() { " [stateful]" } else { "" }
+            if plugin.is_stateful() {
+                " [stateful]"
+            } else {
+                ""
+            }
         );
         println!(
             "  limits: fuel {}, timeout {} ms, memory {} MiB, output {} KiB",

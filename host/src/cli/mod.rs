@@ -4,6 +4,7 @@
 mod call;
 mod inspect;
 mod list;
+mod run;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -43,6 +44,8 @@ enum Command {
     Call(call::CallArgs),
     /// Show a component's imports, exports, manifest, limits, grants and cache state.
     Inspect(inspect::InspectArgs),
+    /// Run the capped LLM tool loop on a prompt with the plugins' tools.
+    Run(run::RunArgs),
 }
 
 /// Where plugins come from and what the operator allows them.
@@ -104,7 +107,10 @@ impl PluginArgs {
             }
         }
         config.allow.dirs.extend(self.allow_dirs.iter().cloned());
-        config.allow.rw_dirs.extend(self.allow_rw_dirs.iter().cloned());
+        config
+            .allow
+            .rw_dirs
+            .extend(self.allow_rw_dirs.iter().cloned());
         config.allow.env.extend(self.allow_env.iter().cloned());
         if !self.untrusted_plugin_dir {
             // Whoever put a plugin and its manifest in this directory also
@@ -187,7 +193,8 @@ fn init_logging(verbose: u8, quiet: bool) {
         (false, 1) => "info,toolhost=debug",
         (false, _) => "debug,toolhost=trace",
     };
-    let filter = EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    let filter =
+        EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -199,7 +206,10 @@ fn init_logging(verbose: u8, quiet: bool) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -211,6 +221,7 @@ pub fn main() -> ExitCode {
             Command::List(args) => list::run(args).await,
             Command::Call(args) => call::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
+            Command::Run(args) => run::run(args).await,
         }
     });
     match result {

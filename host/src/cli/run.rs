@@ -175,11 +175,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("cannot set up the provider")
         .map_err(UsageError)?;
     let registry = Arc::new(args.plugins.load_registry().await?);
+    let names: Vec<&str> = registry.specs().map(|s| s.name.as_str()).collect();
     eprintln!(
-        "toolhost: {} with {} tool(s): {}",
+        "toolhost: {} with {} tool(s){}{}",
         provider.name(),
-        registry.len(),
-        registry.specs().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+        names.len(),
+        if names.is_empty() { "" } else { ": " },
+        names.join(", ")
     );
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -190,23 +192,25 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let mut runner = ToolRunner::new(provider, registry, config, messages)
         .on_tool_result(|record| {
             let what = match record.status {
-                CallStatus::Succeeded => "ok".to_owned(),
+                CallStatus::Succeeded => format!("ok in {:.1?}", record.duration),
                 CallStatus::Failed => format!(
-                    "failed ({})",
-                    record.error_kind.map_or("error", |k| k.as_str())
+                    "failed ({}) in {:.1?}",
+                    record.error_kind.map_or("error", |k| k.as_str()),
+                    record.duration
                 ),
-                CallStatus::Declined => "declined".to_owned(),
-                CallStatus::Unavailable => "unavailable".to_owned(),
+                CallStatus::Declined => "declined (over a limit)".to_owned(),
+                CallStatus::Unavailable => "not available".to_owned(),
                 CallStatus::Refused => "refused".to_owned(),
-                _ => "?".to_owned(),
+                _ => "not run".to_owned(),
             };
-            eprintln!(
-                "  tool {} [{}] {} in {:.1?}",
-                record.call.name, record.call.id, what, record.duration
-            );
+            eprintln!("  tool {} [{}] {what}", record.call.name, record.call.id);
         })
         .on_iteration(|it| {
-            let label = if it.final_answer { "final answer" } else { "iteration" };
+            let label = if it.final_answer {
+                "final answer"
+            } else {
+                "iteration"
+            };
             eprintln!(
                 "{label} {}: {} tool call(s){}, {} in / {} out tokens",
                 it.number,
@@ -276,7 +280,11 @@ fn summary(outcome: &RunOutcome) -> serde_json::Value {
 
 /// `{"messages": [...], "stop_reason", "iterations", "tool_calls", "usage",
 /// "final", "error"?}`.
-fn write_transcript(path: &PathBuf, outcome: &RunOutcome, error: Option<&str>) -> anyhow::Result<()> {
+fn write_transcript(
+    path: &PathBuf,
+    outcome: &RunOutcome,
+    error: Option<&str>,
+) -> anyhow::Result<()> {
     let mut transcript = summary(outcome);
     transcript["messages"] = serde_json::to_value(&outcome.messages)?;
     if let Some(error) = error {

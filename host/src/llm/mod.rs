@@ -88,14 +88,20 @@ pub trait Provider: Send + Sync {
     /// # Errors
     ///
     /// An [`LlmError`] naming the provider, after retries are exhausted.
-    fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ChatResponse, LlmError>>;
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>>;
 }
 
 impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     fn name(&self) -> &str {
         (**self).name()
     }
-    fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         (**self).complete(request)
     }
 }

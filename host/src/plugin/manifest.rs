@@ -29,7 +29,10 @@ impl LimitsSpec {
     pub fn apply_to(&self, base: Limits) -> Limits {
         Limits {
             fuel: self.fuel.unwrap_or(base.fuel),
-            timeout: self.timeout_ms.map(Duration::from_millis).unwrap_or(base.timeout),
+            timeout: self
+                .timeout_ms
+                .map(Duration::from_millis)
+                .unwrap_or(base.timeout),
             memory_bytes: self.memory_mb.map(|m| m << 20).unwrap_or(base.memory_bytes),
             output_bytes: self.output_kb.map(|k| k << 10).unwrap_or(base.output_bytes),
         }

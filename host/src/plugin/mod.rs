@@ -359,10 +359,7 @@ impl PluginHost {
             if !dir.guest.starts_with('/') {
                 return Err(PluginError::Manifest {
                     path: manifest_path.to_owned(),
-                    message: format!(
-                        "guest path `{}` must be absolute, like `/data`",
-                        dir.guest
-                    ),
+                    message: format!("guest path `{}` must be absolute, like `/data`", dir.guest),
                 });
             }
             let roots: Vec<&PathBuf> = if dir.rw {
@@ -370,10 +367,9 @@ impl PluginHost {
             } else {
                 allow.dirs.iter().chain(&allow.rw_dirs).collect()
             };
-            let inside = roots.iter().any(|root| {
-                root.canonicalize()
-                    .is_ok_and(|root| host.starts_with(root))
-            });
+            let inside = roots
+                .iter()
+                .any(|root| root.canonicalize().is_ok_and(|root| host.starts_with(root)));
             if !inside {
                 let (mode, key, flag) = if dir.rw {
                     ("read-write", "allow.rw_dirs", "--allow-rw-dir")
@@ -408,7 +404,9 @@ fn read_manifest(wasm: &Path) -> Result<(Manifest, Option<PathBuf>), PluginError
     let path = wasm.with_extension("toml");
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Manifest::default(), None)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((Manifest::default(), None));
+        }
         Err(source) => return Err(PluginError::Read { path, source }),
     };
     let manifest = toml::from_str(&text).map_err(|e| PluginError::Manifest {
@@ -443,7 +441,10 @@ async fn describe(guest: &Guest, path: &Path) -> Result<Vec<ToolSpec>, PluginErr
             return Err(bad(format!("tool `{}` is listed twice", info.name)));
         }
         let schema: Value = serde_json::from_str(&info.input_schema).map_err(|e| {
-            bad(format!("tool `{}`: input schema is not JSON: {e}", info.name))
+            bad(format!(
+                "tool `{}`: input schema is not JSON: {e}",
+                info.name
+            ))
         })?;
         if let Err(e) = jsonschema::validator_for(&schema) {
             return Err(bad(format!(

@@ -39,7 +39,9 @@ pub enum InvariantError {
         id: String,
     },
     /// A result answers no call of the assistant message before it.
-    #[error("tool result {index} answers `{id}`, which the assistant message before it did not call")]
+    #[error(
+        "tool result {index} answers `{id}`, which the assistant message before it did not call"
+    )]
     UnknownResult {
         /// Index of the result.
         index: usize,
@@ -202,7 +204,11 @@ pub fn dedupe_call_ids(message: &mut AssistantMessage) -> Vec<(usize, String, St
         }
         taken.insert(candidate.clone());
         seen.insert(candidate.clone());
-        renamed.push((position, std::mem::replace(&mut call.id, candidate.clone()), candidate));
+        renamed.push((
+            position,
+            std::mem::replace(&mut call.id, candidate.clone()),
+            candidate,
+        ));
     }
     renamed
 }
@@ -267,35 +273,64 @@ mod tests {
         let cases = [
             (
                 vec![assistant(&["a", "a"]), result("a"), result("a")],
-                InvariantError::DuplicateCallId { index: 0, id: "a".into() },
+                InvariantError::DuplicateCallId {
+                    index: 0,
+                    id: "a".into(),
+                },
             ),
             (
                 vec![assistant(&["a", "b"]), result("a"), assistant(&[])],
-                InvariantError::Unanswered { index: 0, id: "b".into() },
+                InvariantError::Unanswered {
+                    index: 0,
+                    id: "b".into(),
+                },
             ),
             (
                 vec![Message::user("x"), assistant(&["a"])],
-                InvariantError::Unanswered { index: 1, id: "a".into() },
+                InvariantError::Unanswered {
+                    index: 1,
+                    id: "a".into(),
+                },
             ),
             (
                 vec![assistant(&["a"]), Message::user("x"), result("a")],
-                InvariantError::Unanswered { index: 0, id: "a".into() },
+                InvariantError::Unanswered {
+                    index: 0,
+                    id: "a".into(),
+                },
             ),
             (
                 vec![assistant(&["a"]), result("a"), result("a")],
-                InvariantError::DuplicateResult { index: 2, id: "a".into() },
+                InvariantError::DuplicateResult {
+                    index: 2,
+                    id: "a".into(),
+                },
             ),
             (
                 vec![assistant(&["a"]), result("a"), result("b")],
-                InvariantError::UnknownResult { index: 2, id: "b".into() },
+                InvariantError::UnknownResult {
+                    index: 2,
+                    id: "b".into(),
+                },
             ),
             (
                 vec![Message::user("x"), result("a")],
-                InvariantError::UnknownResult { index: 1, id: "a".into() },
+                InvariantError::UnknownResult {
+                    index: 1,
+                    id: "a".into(),
+                },
             ),
             (
-                vec![assistant(&["a"]), result("a"), assistant(&["b"]), result("a")],
-                InvariantError::UnknownResult { index: 3, id: "a".into() },
+                vec![
+                    assistant(&["a"]),
+                    result("a"),
+                    assistant(&["b"]),
+                    result("a"),
+                ],
+                InvariantError::UnknownResult {
+                    index: 3,
+                    id: "a".into(),
+                },
             ),
         ];
         for (messages, expected) in cases {
@@ -320,6 +355,9 @@ mod tests {
                 (4, "a".to_owned(), "a_4".to_owned()),
             ]
         );
-        assert!(dedupe_call_ids(&mut m).is_empty(), "a second pass changes nothing");
+        assert!(
+            dedupe_call_ids(&mut m).is_empty(),
+            "a second pass changes nothing"
+        );
     }
 }

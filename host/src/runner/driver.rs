@@ -13,7 +13,9 @@ use super::config::{RunnerConfig, ToolSelection};
 use super::conversation::Conversation;
 use super::execute::{self, Callbacks, ToolCallDecision};
 use super::machine::{CallOutcome, CallReport, LoopState, Next, StopReason, Verdict};
-use super::outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome};
+use super::outcome::{
+    CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome,
+};
 use crate::llm::{ChatRequest, Message, Provider, ToolCall, Usage};
 use crate::tools::{SessionId, ToolRegistry, ToolSpec};
 

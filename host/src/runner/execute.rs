@@ -56,7 +56,12 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
-fn record(call: &ToolCall, status: CallStatus, kind: Option<ToolErrorKind>, content: String) -> CallRecord {
+fn record(
+    call: &ToolCall,
+    status: CallStatus,
+    kind: Option<ToolErrorKind>,
+    content: String,
+) -> CallRecord {
     CallRecord {
         call: call.clone(),
         result: error_result(&call.id, &call.name, content),
@@ -81,7 +86,9 @@ pub(super) async fn run_round(
     let mut jobs = Vec::new();
     for (call, disposition) in calls.iter().zip(dispositions) {
         let slot = match disposition {
-            Disposition::Decline(message) => Some(record(call, CallStatus::Declined, None, message)),
+            Disposition::Decline(message) => {
+                Some(record(call, CallStatus::Declined, None, message))
+            }
             Disposition::Unavailable(message) => Some(record(
                 call,
                 CallStatus::Unavailable,

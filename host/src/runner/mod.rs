@@ -37,9 +37,7 @@ pub use machine::{
     CallOutcome, CallReport, Disposition, LoopState, Next, Plan, StopReason, Verdict,
     normalize_arguments,
 };
-pub use outcome::{
-    CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome,
-};
+pub use outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome};
 
 #[cfg(test)]
 mod tests;

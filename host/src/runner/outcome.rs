@@ -65,10 +65,6 @@ pub struct Iteration {
 
 /// One item of the [`ToolRunner`](super::ToolRunner) stream.
 #[derive(Debug, Clone, PartialEq)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "one item per model round; boxing buys nothing"
-)]
 pub enum RunItem {
     /// A round is done: the response is stored and its calls answered.
     Iteration(Iteration),

@@ -64,15 +64,16 @@ impl Guest {
             } else {
                 FsPerms::ReadOnly
             };
-            wasi.preopened_dir(&dir.host, &dir.guest, perms).map_err(|e| {
-                ToolError::new(
-                    ToolErrorKind::PluginLoad,
-                    format!(
-                        "could not open granted directory {}: {e:#}",
-                        dir.host.display()
-                    ),
-                )
-            })?;
+            wasi.preopened_dir(&dir.host, &dir.guest, perms)
+                .map_err(|e| {
+                    ToolError::new(
+                        ToolErrorKind::PluginLoad,
+                        format!(
+                            "could not open granted directory {}: {e:#}",
+                            dir.host.display()
+                        ),
+                    )
+                })?;
         }
         let state = StoreState::new(
             wasi.build(),
@@ -128,7 +129,10 @@ impl Guest {
         let mut store = self.new_store()?;
         self.bounded(&mut store, async |store| {
             let plugin = self.pre.instantiate_async(&mut *store).await?;
-            plugin.toolhost_plugin_tool().call_describe(&mut *store).await
+            plugin
+                .toolhost_plugin_tool()
+                .call_describe(&mut *store)
+                .await
         })
         .await
     }

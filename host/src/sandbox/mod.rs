@@ -92,9 +92,7 @@ pub enum SandboxError {
     #[error("not a WebAssembly component this host can load: {0}")]
     Compile(String),
     /// The component does not implement the `toolhost:plugin` world.
-    #[error(
-        "the component does not fit the toolhost:plugin@0.1.0 world (see wit/plugin.wit): {0}"
-    )]
+    #[error("the component does not fit the toolhost:plugin@0.1.0 world (see wit/plugin.wit): {0}")]
     World(String),
 }
 

@@ -22,6 +22,8 @@ struct State {
     /// Armed deadlines, each with a unique id so equal instants coexist.
     deadlines: BTreeSet<(Instant, u64)>,
     next_id: u64,
+    /// When the thread will wake by itself; `None` while it waits for work.
+    wake_at: Option<Instant>,
     shutdown: bool,
 }
 
@@ -65,10 +67,14 @@ impl Watchdog {
         let mut state = self.shared.lock();
         let id = state.next_id;
         state.next_id += 1;
-        let earliest = state.deadlines.first().is_none_or(|(t, _)| deadline < *t);
         state.deadlines.insert((deadline, id));
+        // Wake the thread only if it would sleep past this deadline: most
+        // deadlines are seconds away and the thread already wakes every
+        // tick, so most calls cost no wake-up (a futex and a context
+        // switch, which on two cores competes with the calls themselves).
+        let wake = state.wake_at.is_none_or(|at| deadline < at);
         drop(state);
-        if earliest {
+        if wake {
             self.shared.wake.notify_one();
         }
         Armed {
@@ -119,9 +125,13 @@ fn run(shared: &Shared, engine: &wasmtime::Engine) {
             engine.increment_epoch();
         }
         state = match state.deadlines.first() {
-            None => shared.wake.wait(state).unwrap_or_else(|p| p.into_inner()),
+            None => {
+                state.wake_at = None;
+                shared.wake.wait(state).unwrap_or_else(|p| p.into_inner())
+            }
             Some(&(next, _)) => {
                 let wait = next.saturating_duration_since(now).min(YIELD_TICK);
+                state.wake_at = Some(now + wait);
                 let (state, timeout) = shared
                     .wake
                     .wait_timeout(state, wait)

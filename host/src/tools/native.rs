@@ -21,7 +21,9 @@ pub struct NativeTool {
 
 impl std::fmt::Debug for NativeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("NativeTool").field("spec", &self.spec).finish()
+        f.debug_struct("NativeTool")
+            .field("spec", &self.spec)
+            .finish()
     }
 }
 
@@ -63,7 +65,11 @@ impl NativeTool {
     ///     Ok::<_, ToolError>(x.a + x.b)
     /// });
     /// ```
-    pub fn typed<I, O, F, Fut>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
+    pub fn typed<I, O, F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        f: F,
+    ) -> Self
     where
         I: DeserializeOwned + schemars::JsonSchema + Send + 'static,
         O: Serialize + 'static,
@@ -91,7 +97,11 @@ impl Tool for NativeTool {
         &self.spec
     }
 
-    fn call(&self, input: Value, _cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn call(
+        &self,
+        input: Value,
+        _cx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ToolError>> {
         (self.handler)(input)
     }
 }

@@ -49,9 +49,7 @@ pub enum RegistryError {
         second: String,
     },
     /// The name is not one every provider accepts.
-    #[error(
-        "tool name `{0}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`"
-    )]
+    #[error("tool name `{0}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`")]
     InvalidName(String),
     /// The input schema is not a valid JSON Schema.
     #[error("tool `{name}` has an invalid input schema: {message}")]

@@ -213,7 +213,14 @@ async fn results_go_first_even_when_a_user_message_came_between_them() {
         reasoning: None,
     }));
     history.extend([result("toolu_a"), Message::user("also"), result("toolu_b")]);
-    let (answer, _) = ask(&provider(&server), &history, &tools(), ToolChoice::Auto, false).await;
+    let (answer, _) = ask(
+        &provider(&server),
+        &history,
+        &tools(),
+        ToolChoice::Auto,
+        false,
+    )
+    .await;
     answer.expect("the strict fake accepts: both results lead the user message");
     let kinds: Vec<_> = server.bodies()[0]["messages"][2]["content"]
         .as_array()

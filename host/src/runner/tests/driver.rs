@@ -45,7 +45,10 @@ fn runs_calls_then_completes() {
     assert_eq!(outcome.final_text, "done");
     assert_eq!((outcome.iterations, outcome.tool_calls), (2, 2));
     assert_eq!(outcome.usage.input_tokens, 20);
-    assert_eq!(results(&outcome.messages), [("a".into(), false), ("b".into(), true)]);
+    assert_eq!(
+        results(&outcome.messages),
+        [("a".into(), false), ("b".into(), true)]
+    );
     let Message::Tool(failed) = &outcome.messages[4] else {
         panic!("{:?}", outcome.messages)
     };
@@ -73,9 +76,21 @@ fn bad_arguments_and_unknown_tools_become_error_results() {
         })
         .collect();
     assert_eq!(contents.len(), 3, "{contents:?}");
-    assert!(contents[0].starts_with("invalid_input: the input is not valid JSON"), "{}", contents[0]);
-    assert!(contents[1].starts_with("invalid_input: the input does not match"), "{}", contents[1]);
-    assert!(contents[2].contains("tool `nope` is not available"), "{}", contents[2]);
+    assert!(
+        contents[0].starts_with("invalid_input: the input is not valid JSON"),
+        "{}",
+        contents[0]
+    );
+    assert!(
+        contents[1].starts_with("invalid_input: the input does not match"),
+        "{}",
+        contents[1]
+    );
+    assert!(
+        contents[2].contains("tool `nope` is not available"),
+        "{}",
+        contents[2]
+    );
     assert_eq!(outcome.tool_calls, 2, "the unknown tool is not executed");
 }
 
@@ -107,7 +122,10 @@ fn parallel_calls_respect_the_bound_and_keep_call_order() {
     let batch: Vec<(String, String)> = (0..6)
         .map(|i| (format!("c{i}"), format!(r#"{{"ms":{}}}"#, 60 - i * 10)))
         .collect();
-    let list: Vec<(&str, &str, &str)> = batch.iter().map(|(id, a)| (id.as_str(), "wait", a.as_str())).collect();
+    let list: Vec<(&str, &str, &str)> = batch
+        .iter()
+        .map(|(id, a)| (id.as_str(), "wait", a.as_str()))
+        .collect();
     for (parallel, bound) in [(true, 3), (false, 8)] {
         peak.store(0, Ordering::SeqCst);
         let provider = Scripted::new(vec![Ok(calls(&list)), Ok(text("done"))]);
@@ -116,12 +134,24 @@ fn parallel_calls_respect_the_bound_and_keep_call_order() {
             max_concurrency: std::num::NonZeroUsize::new(bound).expect("nonzero"),
             ..RunnerConfig::default()
         };
-        let outcome = block_on(ToolRunner::new(provider, registry.clone(), config, vec![Message::user("go")]))
-            .expect("run");
-        let ids: Vec<String> = results(&outcome.messages).into_iter().map(|(id, _)| id).collect();
+        let outcome = block_on(ToolRunner::new(
+            provider,
+            registry.clone(),
+            config,
+            vec![Message::user("go")],
+        ))
+        .expect("run");
+        let ids: Vec<String> = results(&outcome.messages)
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
         assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4", "c5"]);
         let expected_peak = if parallel { bound } else { 1 };
-        assert_eq!(peak.load(Ordering::SeqCst), expected_peak, "parallel={parallel}");
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            expected_peak,
+            "parallel={parallel}"
+        );
     }
 }
 
@@ -129,7 +159,11 @@ fn parallel_calls_respect_the_bound_and_keep_call_order() {
 fn over_limit_fail_returns_an_error_with_a_valid_conversation() {
     let provider = Scripted::new(vec![
         Ok(calls(&[("a", "echo", "{}")])),
-        Ok(calls(&[("a", "echo", "{}"), ("b", "echo", "{}"), ("c", "echo", "{}")])),
+        Ok(calls(&[
+            ("a", "echo", "{}"),
+            ("b", "echo", "{}"),
+            ("c", "echo", "{}"),
+        ])),
     ]);
     let config = RunnerConfig {
         max_calls_per_response: Some(2),
@@ -137,19 +171,35 @@ fn over_limit_fail_returns_an_error_with_a_valid_conversation() {
         ..RunnerConfig::default()
     };
     let err = block_on(runner(&provider, config)).expect_err("must fail");
-    assert!(err.to_string().contains("3 tool calls in one response, over the limit of 2"), "{err}");
-    let RunErrorKind::OverLimit { count, limit, response } = &err.kind else {
+    assert!(
+        err.to_string()
+            .contains("3 tool calls in one response, over the limit of 2"),
+        "{err}"
+    );
+    let RunErrorKind::OverLimit {
+        count,
+        limit,
+        response,
+    } = &err.kind
+    else {
         panic!("{err:?}")
     };
     assert_eq!((*count, *limit, response.tool_calls.len()), (3, 2, 3));
     assert_eq!(err.outcome.stop_reason, StopReason::OverLimit);
-    assert_eq!(err.messages().len(), 4, "system, user, first call and its result");
+    assert_eq!(
+        err.messages().len(),
+        4,
+        "system, user, first call and its result"
+    );
     assert_eq!(crate::runner::check_messages(err.messages()), Ok(()));
 }
 
 #[test]
 fn a_provider_error_ends_the_run_with_the_conversation_so_far() {
-    let provider = Scripted::new(vec![Ok(calls(&[("a", "echo", "{}")])), Err("overloaded".into())]);
+    let provider = Scripted::new(vec![
+        Ok(calls(&[("a", "echo", "{}")])),
+        Err("overloaded".into()),
+    ]);
     let err = block_on(runner(&provider, RunnerConfig::default())).expect_err("must fail");
     let RunErrorKind::Provider { iteration, source } = &err.kind else {
         panic!("{err:?}")
@@ -182,12 +232,18 @@ fn final_answer_disables_tools_for_one_last_request() {
     assert_eq!(outcome.final_text, "the answer");
     let seen = provider.seen();
     let choices: Vec<ToolChoice> = seen.iter().map(|s| s.tool_choice).collect();
-    assert_eq!(choices, [ToolChoice::Auto, ToolChoice::Auto, ToolChoice::None]);
+    assert_eq!(
+        choices,
+        [ToolChoice::Auto, ToolChoice::Auto, ToolChoice::None]
+    );
     assert!(!seen[2].tools.is_empty(), "tools stay declared");
     let Some(Message::Assistant(last)) = outcome.messages.last() else {
         panic!("{:?}", outcome.messages)
     };
-    assert!(last.tool_calls.is_empty(), "the final answer's calls are dropped");
+    assert!(
+        last.tool_calls.is_empty(),
+        "the final answer's calls are dropped"
+    );
 }
 
 #[test]
@@ -225,10 +281,15 @@ fn set_params_and_push_messages_apply_between_iterations() {
         seen[1].tools,
         [
             ("echo".to_owned(), "Echoes.".to_owned()),
-            ("extra".to_owned(), "Extra. (added for this step)".to_owned())
+            (
+                "extra".to_owned(),
+                "Extra. (added for this step)".to_owned()
+            )
         ]
     );
-    assert!(matches!(seen[1].messages.last(), Some(Message::User { content }) if content == "you may use extra now"));
+    assert!(
+        matches!(seen[1].messages.last(), Some(Message::User { content }) if content == "you may use extra now")
+    );
 }
 
 #[test]
@@ -260,7 +321,11 @@ fn a_pushed_message_that_breaks_the_invariant_is_never_sent() {
         run.await.expect_err("invariant")
     });
     assert!(matches!(err.kind, RunErrorKind::Invariant(_)), "{err:?}");
-    assert_eq!(provider.seen().len(), 1, "the broken conversation was not sent");
+    assert_eq!(
+        provider.seen().len(),
+        1,
+        "the broken conversation was not sent"
+    );
 }
 
 #[test]
@@ -277,18 +342,32 @@ fn approval_can_refuse_a_call() {
                 "fail" => ToolCallDecision::Refuse("not today".into()),
                 _ => ToolCallDecision::Allow,
             })
-            .on_tool_result(move |record| sink.lock().expect("lock").push((record.call.id.clone(), record.status))),
+            .on_tool_result(move |record| {
+                sink.lock()
+                    .expect("lock")
+                    .push((record.call.id.clone(), record.status))
+            }),
     )
     .expect("run");
     assert_eq!(
         *seen_results.lock().expect("lock"),
-        [("a".to_owned(), CallStatus::Succeeded), ("b".to_owned(), CallStatus::Refused)]
+        [
+            ("a".to_owned(), CallStatus::Succeeded),
+            ("b".to_owned(), CallStatus::Refused)
+        ]
     );
-    assert_eq!(outcome.tool_calls, 2, "counted when admitted, even if refused later");
+    assert_eq!(
+        outcome.tool_calls, 2,
+        "counted when admitted, even if refused later"
+    );
     let Message::Tool(refused) = &outcome.messages[4] else {
         panic!()
     };
-    assert!(refused.content.contains("refused this call: not today"), "{}", refused.content);
+    assert!(
+        refused.content.contains("refused this call: not today"),
+        "{}",
+        refused.content
+    );
 }
 
 /// A tool that records the sessions it is called in and ended.
@@ -302,7 +381,11 @@ impl Tool for SessionSpy {
     fn spec(&self) -> &ToolSpec {
         &self.spec
     }
-    fn call(&self, _input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn call(
+        &self,
+        _input: Value,
+        cx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ToolError>> {
         if let Some(s) = &cx.session {
             self.calls.lock().expect("lock").push(s.clone());
         }
@@ -337,12 +420,22 @@ fn one_session_per_run_and_it_is_ended() {
             Ok(calls(&[("a", "spy", "{}")])),
             Ok(text("done")),
         ]);
-        let run = ToolRunner::new(provider, registry.clone(), RunnerConfig::default(), vec![Message::user("go")]);
+        let run = ToolRunner::new(
+            provider,
+            registry.clone(),
+            RunnerConfig::default(),
+            vec![Message::user("go")],
+        );
         sessions.push(run.session().clone());
         block_on(run).expect("run");
     }
     assert_ne!(sessions[0], sessions[1]);
-    let expected: Vec<SessionId> = vec![sessions[0].clone(), sessions[0].clone(), sessions[1].clone(), sessions[1].clone()];
+    let expected: Vec<SessionId> = vec![
+        sessions[0].clone(),
+        sessions[0].clone(),
+        sessions[1].clone(),
+        sessions[1].clone(),
+    ];
     assert_eq!(*calls_seen.lock().expect("lock"), expected);
     assert_eq!(*ended.lock().expect("lock"), sessions);
 }

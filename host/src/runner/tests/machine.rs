@@ -73,7 +73,11 @@ fn final_answer_sends_one_toolless_request_and_drops_its_calls() {
     assert_eq!(plan.dropped.len(), 2);
     assert_eq!(plan.verdict, Verdict::Stop(StopReason::MaxIterations));
     assert_eq!(state.next(&config), Next::Finish(StopReason::MaxIterations));
-    assert_eq!(state.iterations(), 1, "the final request is not an iteration");
+    assert_eq!(
+        state.iterations(),
+        1,
+        "the final request is not an iteration"
+    );
 }
 
 #[test]
@@ -101,12 +105,18 @@ fn decline_keeps_extra_calls_and_declines_them() {
     let mut message = response(4);
     let plan = state.plan(&config, &mut message, all_offered);
     assert_eq!(message.tool_calls.len(), 4);
-    assert_eq!(plan.dispositions[..2], [Disposition::Execute, Disposition::Execute]);
+    assert_eq!(
+        plan.dispositions[..2],
+        [Disposition::Execute, Disposition::Execute]
+    );
     for d in &plan.dispositions[2..] {
         let Disposition::Decline(text) = d else {
             panic!("expected a decline, got {d:?}")
         };
-        assert!(text.contains("limit of 2 tool calls per response"), "{text}");
+        assert!(
+            text.contains("limit of 2 tool calls per response"),
+            "{text}"
+        );
     }
     assert_eq!(state.total_calls(), 2);
 }
@@ -121,7 +131,10 @@ fn drop_removes_extra_calls_from_the_message() {
     let dropped: Vec<&str> = plan.dropped.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(kept, ["c0", "c1"]);
     assert_eq!(dropped, ["c2", "c3"]);
-    assert_eq!(plan.dispositions, [Disposition::Execute, Disposition::Execute]);
+    assert_eq!(
+        plan.dispositions,
+        [Disposition::Execute, Disposition::Execute]
+    );
 }
 
 #[test]
@@ -151,7 +164,10 @@ fn calls_to_tools_not_offered_are_unavailable_and_not_counted() {
     let Disposition::Unavailable(text) = &plan.dispositions[1] else {
         panic!("{:?}", plan.dispositions)
     };
-    assert!(text.contains("tool `gone` is not available in this step"), "{text}");
+    assert!(
+        text.contains("tool `gone` is not available in this step"),
+        "{text}"
+    );
     assert_eq!(state.total_calls(), 1);
 }
 
@@ -221,7 +237,10 @@ fn the_same_failing_call_three_times_in_a_row_stops() {
         state.record(&config, [failing(&a, "boom")]),
         Some(StopReason::RepeatedFailure)
     );
-    assert_eq!(state.next(&config), Next::Finish(StopReason::RepeatedFailure));
+    assert_eq!(
+        state.next(&config),
+        Next::Finish(StopReason::RepeatedFailure)
+    );
 }
 
 #[test]
@@ -239,7 +258,13 @@ fn a_success_or_a_different_failure_breaks_the_streak() {
         outcome: CallOutcome::Declined,
     };
     for reports in [
-        vec![failing(&a, "e"), failing(&a, "e"), ok, failing(&a, "e"), failing(&a, "e")],
+        vec![
+            failing(&a, "e"),
+            failing(&a, "e"),
+            ok,
+            failing(&a, "e"),
+            failing(&a, "e"),
+        ],
         vec![failing(&b, "e"), failing(&a, "e"), failing(&a, "other")],
     ] {
         assert_eq!(state.record(&config, reports), None);
@@ -247,7 +272,15 @@ fn a_success_or_a_different_failure_breaks_the_streak() {
     // Declined calls do not break a streak: a, a, declined, a.
     let mut state = LoopState::new();
     assert_eq!(
-        state.record(&config, [failing(&a, "e"), failing(&a, "e"), declined, failing(&a, "e")]),
+        state.record(
+            &config,
+            [
+                failing(&a, "e"),
+                failing(&a, "e"),
+                declined,
+                failing(&a, "e")
+            ]
+        ),
         Some(StopReason::RepeatedFailure)
     );
     // None never stops.

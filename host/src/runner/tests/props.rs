@@ -17,7 +17,14 @@ fn call_strategy() -> impl Strategy<Value = ToolCall> {
     (
         prop::sample::select(vec!["call_0", "call_1", "a", ""]),
         prop::sample::select(vec!["echo", "fail", "extra", "missing"]),
-        prop::sample::select(vec![r#"{"x":1}"#, r#"{ "x" : 1 }"#, r#"{"x":"#, "", r#"{"x":"s"}"#, "[1]"]),
+        prop::sample::select(vec![
+            r#"{"x":1}"#,
+            r#"{ "x" : 1 }"#,
+            r#"{"x":"#,
+            "",
+            r#"{"x":"s"}"#,
+            "[1]",
+        ]),
     )
         .prop_map(|(id, name, args)| ToolCall {
             id: id.to_owned(),
@@ -45,7 +52,11 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
     (
         0u32..6,
         prop::option::of(0usize..4),
-        prop::sample::select(vec![OverLimitPolicy::Fail, OverLimitPolicy::Drop, OverLimitPolicy::Decline]),
+        prop::sample::select(vec![
+            OverLimitPolicy::Fail,
+            OverLimitPolicy::Drop,
+            OverLimitPolicy::Decline,
+        ]),
         prop::option::of(0u64..8),
         any::<bool>(),
         1usize..4,
@@ -54,18 +65,20 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
         any::<bool>(),
     )
         .prop_map(
-            |(iters, per_response, policy, total, parallel, conc, on_max, repeat, dynamic)| RunnerConfig {
-                max_iterations: iters,
-                max_calls_per_response: per_response,
-                over_limit: policy,
-                max_total_calls: total,
-                parallel,
-                max_concurrency: NonZeroUsize::new(conc).unwrap_or(NonZeroUsize::MIN),
-                on_max_iterations: on_max,
-                max_repeated_failures: repeat.and_then(NonZeroUsize::new),
-                stream: false,
-                tools: ToolSelection::Named(vec!["echo".into(), "fail".into()]),
-                dynamic_tools: dynamic.then(|| DynamicTools::new(["extra"])),
+            |(iters, per_response, policy, total, parallel, conc, on_max, repeat, dynamic)| {
+                RunnerConfig {
+                    max_iterations: iters,
+                    max_calls_per_response: per_response,
+                    over_limit: policy,
+                    max_total_calls: total,
+                    parallel,
+                    max_concurrency: NonZeroUsize::new(conc).unwrap_or(NonZeroUsize::MIN),
+                    on_max_iterations: on_max,
+                    max_repeated_failures: repeat.and_then(NonZeroUsize::new),
+                    stream: false,
+                    tools: ToolSelection::Named(vec!["echo".into(), "fail".into()]),
+                    dynamic_tools: dynamic.then(|| DynamicTools::new(["extra"])),
+                }
             },
         )
 }

@@ -48,7 +48,10 @@ impl Provider for Scripted {
         "scripted"
     }
 
-    fn complete<'a>(&'a self, request: ChatRequest<'a>) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
+    fn complete<'a>(
+        &'a self,
+        request: ChatRequest<'a>,
+    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         async move {
             if let Err(e) = check_messages(request.messages) {
                 self.violations.lock().expect("lock").push(e.to_string());
@@ -120,12 +123,20 @@ pub fn registry() -> Arc<ToolRegistry> {
     let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
     let mut registry = ToolRegistry::new();
     registry
-        .register(NativeTool::new("echo", "Echoes.", schema.clone(), |input| async move { Ok(input) }))
+        .register(NativeTool::new(
+            "echo",
+            "Echoes.",
+            schema.clone(),
+            |input| async move { Ok(input) },
+        ))
         .expect("echo");
     registry
-        .register(NativeTool::new("fail", "Fails.", schema.clone(), |_| async move {
-            Err::<serde_json::Value, _>(ToolError::failed("it broke"))
-        }))
+        .register(NativeTool::new(
+            "fail",
+            "Fails.",
+            schema.clone(),
+            |_| async move { Err::<serde_json::Value, _>(ToolError::failed("it broke")) },
+        ))
         .expect("fail");
     registry
         .register(NativeTool::new(
@@ -140,7 +151,9 @@ pub fn registry() -> Arc<ToolRegistry> {
         ))
         .expect("slow");
     registry
-        .register(NativeTool::new("extra", "Extra.", schema, |_| async move { Ok(json!("extra")) }))
+        .register(NativeTool::new("extra", "Extra.", schema, |_| async move {
+            Ok(json!("extra"))
+        }))
         .expect("extra");
     Arc::new(registry)
 }

@@ -5,10 +5,11 @@
 //!   (e.g. 1000) it succeeds with exactly that string.
 //! - `hostile_bad_json` returns `{"unterminated": ` (not JSON) through the
 //!   SDK's `RawJson` escape hatch. Expected: `invalid_output`.
-//! - `hostile_log_flood {"lines": N}` logs N info lines (default 100 000) and
-//!   returns `{"logged": N}`. Expected: the host cuts the log off (the WIT
-//!   says a call that logs too much is cut off): `output_too_large`, or the
-//!   call succeeds with the log truncated, as the host documents.
+//! - `hostile_log_flood {"lines": N}` logs N info lines of ~130 bytes
+//!   (default 100 000, ~13 MB) and returns `{"logged": N}`. Expected: the
+//!   call succeeds, and the host keeps no more than its per-call log budget
+//!   (toolhost: 64 KiB a call, 4 KiB a line); the rest is dropped, not
+//!   buffered.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
