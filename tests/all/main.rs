@@ -4,5 +4,6 @@ mod cli;
 mod examples;
 mod languages;
 mod llm;
+mod new;
 mod runner;
 mod sandbox;

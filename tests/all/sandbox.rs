@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use toolhost::plugin::{HostConfig, LoadReport, PluginError, PluginHost};
 use toolhost::sandbox::CacheStatus;
 use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};
-use toolhost_tests::plugins::{copy_plugin, hostile_dir, plugin_subset, workspace_root};
+use toolhost_tests::plugins::{
+    copy_plugin, copy_plugin_from, hostile_dir, plugin_subset, workspace_root,
+};
 
 /// A host whose cache is shared by all tests (so big components compile once).
 fn host_with(mut config: HostConfig) -> PluginHost {
@@ -55,7 +57,7 @@ async fn hostile_registry() -> (tempfile::TempDir, LoadReport) {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "wasm") {
             let name = path.file_stem().unwrap().to_str().unwrap().to_owned();
-            copy_from(hostile_dir(), &name, dir.path());
+            copy_plugin_from(hostile_dir(), &name, dir.path());
         }
     }
     copy_plugin("calc", dir.path());
@@ -66,24 +68,6 @@ async fn hostile_registry() -> (tempfile::TempDir, LoadReport) {
     let report = load(&host, dir.path()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     (dir, report)
-}
-
-fn copy_from(src: &Path, name: &str, dest: &Path) {
-    for ext in ["wasm", "toml"] {
-        let from = src.join(format!("{name}.{ext}"));
-        if from.is_file() {
-            std::fs::copy(&from, dest.join(format!("{name}.{ext}"))).unwrap();
-        }
-    }
-    let data = src.join(format!("{name}.data"));
-    if data.is_dir() {
-        let to = dest.join(format!("{name}.data"));
-        std::fs::create_dir_all(&to).unwrap();
-        for f in std::fs::read_dir(&data).unwrap() {
-            let f = f.unwrap();
-            std::fs::copy(f.path(), to.join(f.file_name())).unwrap();
-        }
-    }
 }
 
 #[tokio::test]
@@ -202,13 +186,10 @@ async fn the_granted_directory_is_readable_and_nothing_else_is() {
 #[tokio::test]
 async fn a_granted_environment_variable_is_visible_only_when_the_operator_allows_it() {
     let dir = tempfile::tempdir().unwrap();
-    copy_from(hostile_dir(), "hostile_snoop", dir.path());
+    copy_plugin_from(hostile_dir(), "hostile_snoop", dir.path());
     let manifest = dir.path().join("hostile_snoop.toml");
     let mut text = std::fs::read_to_string(&manifest).unwrap();
-    text = format!(
-        "[permissions]\nenv = [\"PATH\"]\n{}",
-        text.replace("[[permissions.dirs]]", "[[permissions.dirs]]")
-    );
+    text = format!("[permissions]\nenv = [\"PATH\"]\n{}", text);
     std::fs::write(&manifest, text).unwrap();
 
     // Not allowed by the operator: refused at load, with the reason.

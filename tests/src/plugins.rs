@@ -90,9 +90,14 @@ pub fn plugin_subset(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
-/// Copy one built plugin (with its manifest and data) into `dest`.
+/// Copy one built example plugin (with its manifest and data) into `dest`.
 pub fn copy_plugin(name: &str, dest: &Path) {
-    let src = plugin_dir();
+    copy_plugin_from(plugin_dir(), name, dest);
+}
+
+/// Copy plugin `name` (`NAME.wasm`, `NAME.toml`, `NAME.data/`) from `src`
+/// into `dest`.
+pub fn copy_plugin_from(src: &Path, name: &str, dest: &Path) {
     let wasm = src.join(format!("{name}.wasm"));
     assert!(wasm.is_file(), "no built plugin {}", wasm.display());
     std::fs::copy(&wasm, dest.join(format!("{name}.wasm"))).expect("copy wasm");

@@ -4,6 +4,7 @@
 mod call;
 mod inspect;
 mod list;
+mod new;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -46,6 +47,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Run the capped LLM tool loop on a prompt with the plugins' tools.
     Run(run::RunArgs),
+    /// Scaffold a plugin project (source, manifest, build.sh) in rust, python, js, c or go.
+    New(new::NewArgs),
 }
 
 /// Where plugins come from and what the operator allows them.
@@ -101,10 +104,10 @@ impl PluginArgs {
         };
         if self.no_cache {
             config.cache_dir = None;
-        } else if let Some(dir) = self.cache_dir.clone().or_else(default_cache_dir) {
-            if config.cache_dir.is_none() || self.cache_dir.is_some() {
-                config.cache_dir = Some(dir);
-            }
+        } else if let Some(dir) = self.cache_dir.clone() {
+            config.cache_dir = Some(dir);
+        } else if config.cache_dir.is_none() {
+            config.cache_dir = default_cache_dir();
         }
         config.allow.dirs.extend(self.allow_dirs.iter().cloned());
         config
@@ -222,6 +225,7 @@ pub fn main() -> ExitCode {
             Command::Call(args) => call::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::New(args) => new::run(args).await,
         }
     });
     match result {

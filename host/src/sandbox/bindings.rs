@@ -7,6 +7,8 @@ wasmtime::component::bindgen!({
     exports: { default: async },
 });
 
-pub(crate) use exports::toolhost::plugin::tool::ToolError as WitToolError;
-pub(crate) use toolhost::plugin::host::{Host as HostImports, Level};
-pub(crate) use toolhost::plugin::types::Host as TypesHost;
+// `self::` because the generated `toolhost` module shares its name with
+// this crate, which doctests see as an extern crate.
+pub(crate) use self::exports::toolhost::plugin::tool::ToolError as WitToolError;
+pub(crate) use self::toolhost::plugin::host::{Host as HostImports, Level};
+pub(crate) use self::toolhost::plugin::types::Host as TypesHost;

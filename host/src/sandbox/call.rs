@@ -50,8 +50,9 @@ impl Guest {
     fn new_store(&self) -> Result<Store<StoreState>, ToolError> {
         let stderr = MemoryOutputPipe::new(STDIO_CAPTURE);
         let mut wasi = WasiCtxBuilder::new();
-        wasi.stdout(MemoryOutputPipe::new(STDIO_CAPTURE))
-            .stderr(stderr.clone())
+        // stdout is discarded (the builder's default); stderr is kept
+        // because a Rust panic message lands there.
+        wasi.stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);

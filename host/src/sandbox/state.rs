@@ -14,7 +14,7 @@ use super::{LimitHit, PluginIdentity};
 const MAX_LOG_MESSAGE: usize = 4 << 10;
 /// Most log bytes one call may write; the rest is dropped with a note.
 const MAX_LOG_PER_CALL: usize = 64 << 10;
-/// Bytes of guest stdout/stderr kept per call (a panic message lands here).
+/// Bytes of guest stderr kept per call (a panic message lands here).
 pub(crate) const STDIO_CAPTURE: usize = 16 << 10;
 
 pub(crate) struct StoreState {

@@ -282,6 +282,10 @@ fn parse_input(input: &str) -> Result<Value, ToolError> {
 }
 
 fn validate(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+    // The common case, valid input, skips building error descriptions.
+    if validator.is_valid(input) {
+        return Ok(());
+    }
     let problems: Vec<String> = validator
         .iter_errors(input)
         .take(5)

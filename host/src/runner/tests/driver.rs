@@ -273,7 +273,6 @@ fn set_params_and_push_messages_apply_between_iterations() {
         assert_eq!(second.calls[0].status, CallStatus::Succeeded);
         let outcome = run.await.expect("run");
         assert_eq!(outcome.stop_reason, StopReason::Completed);
-        // Awaiting after the stream ended is an error, not a second run.
     });
     let seen = provider.seen();
     assert_eq!(seen[0].tools, [("echo".to_owned(), "Echoes.".to_owned())]);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Builds the {{name}} plugin into dist/: dist/{{name}}.wasm (the component)
+# and dist/{{name}}.toml (its manifest, copied from plugin.toml).
+#
+#   ./build.sh
+#
+# clang (wasm32-wasi, reactor) compiles every *.c here with the toolhost C
+# SDK and its committed wit-bindgen bindings into a WASI preview1 core
+# module; `wasm-tools component new` turns it into a component, with the
+# preview1 reactor adapter mapping WASI to preview2. Needs clang-14, lld-14,
+# wasi-libc, libclang-rt-14-dev-wasm32 and wasm-tools
+# (`.ci/install-guest-toolchains.sh c` in the toolhost checkout). CC=...
+# picks another compiler that takes clang's flags; WASI_SYSROOT=... another
+# wasi-libc. TOOLHOST_SDK=/path/to/toolhost overrides the checkout below.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+name={{name}}
+sdk={{sdk_sh}}
+if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
+c_sdk="$sdk/sdk-guest/c"
+
+if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -f "$c_sdk/toolhost.h" ]; then
+    echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
+    exit 1
+fi
+cc="${CC:-}"
+if [ -z "$cc" ]; then
+    for c in clang-14 clang; do
+        if command -v "$c" >/dev/null 2>&1; then cc="$c"; break; fi
+    done
+fi
+if [ -z "$cc" ]; then
+    echo "build.sh: clang not found; run .ci/install-guest-toolchains.sh c in the toolhost checkout" >&2
+    exit 1
+fi
+if [ -z "${CC:-}" ] && [ -z "${WASI_SYSROOT:-}" ] && [ ! -f /usr/lib/wasm32-wasi/libc.a ]; then
+    echo "build.sh: wasi-libc not found; run .ci/install-guest-toolchains.sh c in the toolhost checkout" >&2
+    exit 1
+fi
+if ! command -v wasm-tools >/dev/null 2>&1; then
+    echo "build.sh: wasm-tools not found; run .ci/install-guest-toolchains.sh c in the toolhost checkout" >&2
+    exit 1
+fi
+sysroot_args=()
+if [ -n "${WASI_SYSROOT:-}" ]; then sysroot_args=(--sysroot="$WASI_SYSROOT"); fi
+adapter="$("$c_sdk/preview1-adapter.sh")"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$here/dist"
+# -mexec-model=reactor: a library with exports, no main(). The
+# component-type object carries the WIT world into the module.
+"$cc" --target=wasm32-wasi -mexec-model=reactor "${sysroot_args[@]}" \
+    -O2 -std=c11 -Wall -Wextra -Werror -fvisibility=hidden \
+    -I "$c_sdk" -I "$c_sdk/bindings" \
+    "$here"/*.c "$c_sdk/toolhost.c" "$c_sdk/toolhost_json.c" \
+    "$c_sdk/bindings/plugin.c" "$c_sdk/bindings/plugin_component_type.o" \
+    -Wl,--strip-debug -o "$tmp/$name.core.wasm"
+wasm-tools component new "$tmp/$name.core.wasm" \
+    --adapt "wasi_snapshot_preview1=$adapter" -o "$tmp/$name.wasm"
+wasm-tools validate "$tmp/$name.wasm"
+# Copy, then rename: a toolhost watching dist/ never sees half a file.
+cp "$tmp/$name.wasm" "$here/dist/$name.wasm.tmp"
+mv -f "$here/dist/$name.wasm.tmp" "$here/dist/$name.wasm"
+cp "$here/plugin.toml" "$here/dist/$name.toml.tmp"
+mv -f "$here/dist/$name.toml.tmp" "$here/dist/$name.toml"
+echo "built dist/$name.wasm and dist/$name.toml"

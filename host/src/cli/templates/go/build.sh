@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds the {{name}} plugin into dist/: dist/{{name}}.wasm (the component)
+# and dist/{{name}}.toml (its manifest, copied from plugin.toml).
+#
+#   ./build.sh
+#
+# The Go files here (package plugin), the toolhost Go SDK, its committed
+# wit-bindgen bindings and the vendored go.bytecodealliance.org/pkg (all
+# from the toolhost checkout's sdk-guest/go; the Go module proxy is not
+# used) are assembled into one module; `GOOS=wasip1 GOARCH=wasm go build
+# -buildmode=c-shared` makes a preview1 reactor module; wasm-tools embeds
+# the WIT world and adapts it to a component. Needs go and wasm-tools
+# (`.ci/install-guest-toolchains.sh go` in the toolhost checkout).
+# TOOLHOST_SDK=/path/to/toolhost overrides the checkout below.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+name={{name}}
+sdk={{sdk_sh}}
+if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
+go_sdk="$sdk/sdk-guest/go"
+
+if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -d "$go_sdk/toolhost" ]; then
+    echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
+    exit 1
+fi
+for tool in go wasm-tools; do
+    if ! command -v "$tool" >/dev/null 2>&1; then
+        echo "build.sh: $tool not found; run .ci/install-guest-toolchains.sh go in the toolhost checkout" >&2
+        exit 1
+    fi
+done
+adapter="$("$sdk/sdk-guest/c/preview1-adapter.sh")"
+# The module's go version: the one the vendored pkg module asks for.
+go_version="$(sed -n 's/^go \([0-9.]*\)$/\1/p' "$go_sdk/pkg/go.mod")"
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+mod="$tmp/module"
+mkdir -p "$mod/plugin"
+cp -R "$go_sdk/bindings/." "$mod/"
+cp -R "$go_sdk/toolhost" "$go_sdk/export_toolhost_plugin_tool" "$mod/"
+cp "$here"/*.go "$mod/plugin/"
+cat >"$mod/go.mod" <<GOMOD
+module wit_component
+
+go ${go_version:-1.25}
+
+require go.bytecodealliance.org/pkg v0.4.0
+
+replace go.bytecodealliance.org/pkg => $go_sdk/pkg
+GOMOD
+cat >"$mod/plugin_import.go" <<'GO'
+package main
+
+// The plugin registers its tools in init().
+import _ "wit_component/plugin"
+GO
+# -checklinkname=0: the wit runtime links to Go runtime internals.
+(cd "$mod" && GOOS=wasip1 GOARCH=wasm GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-mod=mod \
+    go build -buildmode=c-shared -trimpath -ldflags="-checklinkname=0 -s -w" -o "$tmp/$name.core.wasm" .)
+wasm-tools component embed --world plugin "$sdk/wit" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
+wasm-tools component new "$tmp/$name.embed.wasm" \
+    --adapt "wasi_snapshot_preview1=$adapter" -o "$tmp/$name.wasm"
+wasm-tools validate "$tmp/$name.wasm"
+mkdir -p "$here/dist"
+# Copy, then rename: a toolhost watching dist/ never sees half a file.
+cp "$tmp/$name.wasm" "$here/dist/$name.wasm.tmp"
+mv -f "$here/dist/$name.wasm.tmp" "$here/dist/$name.wasm"
+cp "$here/plugin.toml" "$here/dist/$name.toml.tmp"
+mv -f "$here/dist/$name.toml.tmp" "$here/dist/$name.toml"
+echo "built dist/$name.wasm and dist/$name.toml"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds the {{name}} plugin into dist/: dist/{{name}}.wasm (the component)
+# and dist/{{name}}.toml (its manifest, copied from plugin.toml).
+#
+#   ./build.sh
+#
+# Needs componentize-py (`.ci/install-guest-toolchains.sh python` in the
+# toolhost checkout installs the pinned version). The toolhost SDK comes
+# from the checkout below; TOOLHOST_SDK=/path/to/toolhost overrides it.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+name={{name}}
+sdk={{sdk_sh}}
+if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
+
+if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -d "$sdk/sdk-guest/python/toolhost_sdk" ]; then
+    echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
+    exit 1
+fi
+if ! command -v componentize-py >/dev/null 2>&1; then
+    echo "build.sh: componentize-py not found; run .ci/install-guest-toolchains.sh python in the toolhost checkout" >&2
+    exit 1
+fi
+
+mkdir -p "$here/dist"
+# componentize-py imports app.py at build time and snapshots the initialised
+# interpreter, so module-level work is done once, here.
+(cd "$here" && PYTHONDONTWRITEBYTECODE=1 componentize-py \
+    -d "$sdk/wit" -w plugin componentize app \
+    -p "$here" -p "$sdk/sdk-guest/python" \
+    -o "$here/dist/$name.wasm.tmp" >/dev/null)
+# Rename into place: a toolhost watching dist/ never sees half a file.
+mv -f "$here/dist/$name.wasm.tmp" "$here/dist/$name.wasm"
+cp "$here/plugin.toml" "$here/dist/$name.toml.tmp"
+mv -f "$here/dist/$name.toml.tmp" "$here/dist/$name.toml"
+echo "built dist/$name.wasm and dist/$name.toml"

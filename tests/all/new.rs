@@ -1,0 +1,324 @@
+//! `toolhost new`: for every language, the scaffold builds with its one
+//! documented command (`./build.sh`) and its tool answers `toolhost call`;
+//! bad names and occupied directories are refused with exit code 2.
+//!
+//! A language whose toolchain is missing is skipped with a note, unless CI
+//! or TOOLHOST_REQUIRE_TOOLCHAINS=1 is set (as `plugins/build.sh` decides);
+//! then the build runs anyway and its failure fails the test.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+use toolhost_tests::plugins::{toolhost_bin, workspace_root};
+
+fn toolhost(args: &[&str]) -> Output {
+    Command::new(toolhost_bin())
+        .args(args)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            workspace_root().join("target").join("test-cache"),
+        )
+        .env_remove("TOOLHOST_SDK")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("toolhost runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().expect("temp paths are UTF-8")
+}
+
+fn has(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Mirrors `toolchain_present` in plugins/build.sh.
+fn toolchain_present(lang: &str) -> bool {
+    match lang {
+        "rust" => Command::new("rustup")
+            .args(["target", "list", "--installed"])
+            .output()
+            .is_ok_and(|o| text(&o.stdout).lines().any(|l| l == "wasm32-wasip2")),
+        "python" => has("componentize-py"),
+        "js" => has("node"),
+        "c" => (has("clang-14") || has("clang")) && has("wasm-tools"),
+        "go" => has("go") && has("wasm-tools"),
+        other => panic!("unknown language {other}"),
+    }
+}
+
+fn toolchains_required() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+        || std::env::var("TOOLHOST_REQUIRE_TOOLCHAINS").is_ok_and(|v| v == "1")
+}
+
+/// `toolhost call TOOL --json` on the scaffold's dist/ directory.
+fn call(dist: &Path, tool: &str, input: &Value) -> (Value, Output) {
+    let out = toolhost(&[
+        "call",
+        tool,
+        "--input",
+        &input.to_string(),
+        "--plugins",
+        path(dist),
+        "--json",
+    ]);
+    let stdout = text(&out.stdout);
+    let value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON object ({e}): {stdout}\nstderr: {}",
+            text(&out.stderr)
+        )
+    });
+    (value, out)
+}
+
+/// Scaffold plugin `name` in `lang`, build it with `./build.sh` and call its
+/// tool: the greeting comes from the manifest's config, a blank name is the
+/// tool's own `invalid_input` error, and an input off the schema is refused.
+fn scaffold_builds_and_answers(lang: &str, name: &str) {
+    if !toolchain_present(lang) && !toolchains_required() {
+        eprintln!(
+            "note: skipping the {lang} scaffold test: toolchain not found \
+             (run .ci/install-guest-toolchains.sh; CI or TOOLHOST_REQUIRE_TOOLCHAINS=1 makes this a failure)"
+        );
+        return;
+    }
+    let parent = tempfile::tempdir().expect("a temp dir");
+    let out = toolhost(&["new", "--lang", lang, name, "--dir", path(parent.path())]);
+    assert!(
+        out.status.success(),
+        "toolhost new failed: {}",
+        text(&out.stderr)
+    );
+    let project = parent.path().join(name);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("./build.sh") && stdout.contains(&format!("toolhost call {name}_greet")),
+        "no next steps in: {stdout}"
+    );
+    let readme = std::fs::read_to_string(project.join("README.md")).expect("a README");
+    assert!(
+        readme.contains("./build.sh")
+            && readme.contains(&format!(
+                r#"toolhost call {name}_greet --input '{{"name":"Ada"}}' --plugins dist"#
+            )),
+        "{readme}"
+    );
+
+    // The one documented command, run as the README says (it must be executable).
+    let mut build = Command::new(project.join("build.sh"));
+    build.current_dir(&project).env_remove("TOOLHOST_SDK");
+    if lang == "rust" {
+        // Shared across runs so that dependencies build once; the scaffold's
+        // own crate is rebuilt each time (its path differs).
+        build.env(
+            "CARGO_TARGET_DIR",
+            workspace_root().join("target").join("scaffold-target"),
+        );
+    }
+    let built = build.output().expect("build.sh runs");
+    assert!(
+        built.status.success(),
+        "{lang} scaffold: ./build.sh failed\nstdout: {}\nstderr: {}",
+        text(&built.stdout),
+        text(&built.stderr)
+    );
+    let dist = project.join("dist");
+    assert!(dist.join(format!("{name}.wasm")).is_file());
+    assert!(dist.join(format!("{name}.toml")).is_file());
+
+    let tool = format!("{name}_greet");
+    let (value, out) = call(&dist, &tool, &json!({"name": "Ada"}));
+    assert_eq!(
+        value,
+        json!({"ok": true, "output": {"greeting": "Hello, Ada!"}}),
+        "stderr: {}",
+        text(&out.stderr)
+    );
+    assert!(out.status.success());
+
+    // The greeting is the manifest's: change it in dist/NAME.toml.
+    let manifest = dist.join(format!("{name}.toml"));
+    let edited = std::fs::read_to_string(&manifest)
+        .expect("manifest")
+        .replace(r#"greeting = "Hello""#, r#"greeting = "Howdy""#);
+    std::fs::write(&manifest, edited).expect("write manifest");
+    let (value, _) = call(&dist, &tool, &json!({"name": " Grace "}));
+    assert_eq!(
+        value,
+        json!({"ok": true, "output": {"greeting": "Howdy, Grace!"}})
+    );
+
+    let (value, out) = call(&dist, &tool, &json!({"name": "  "}));
+    assert_eq!(value["ok"], false, "{value}");
+    assert_eq!(value["error"]["kind"], "invalid_input", "{value}");
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("blank")),
+        "{value}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+
+    let (value, _) = call(&dist, &tool, &json!({"who": "Ada"}));
+    assert_eq!(value["ok"], false, "{value}");
+    assert_eq!(value["error"]["kind"], "invalid_input", "{value}");
+}
+
+#[test]
+fn rust_scaffold_builds_and_answers_toolhost_call() {
+    scaffold_builds_and_answers("rust", "scaffold_rs");
+}
+
+#[test]
+fn python_scaffold_builds_and_answers_toolhost_call() {
+    scaffold_builds_and_answers("python", "scaffold_py");
+}
+
+#[test]
+fn js_scaffold_builds_and_answers_toolhost_call() {
+    scaffold_builds_and_answers("js", "scaffold_js");
+}
+
+#[test]
+fn c_scaffold_builds_and_answers_toolhost_call() {
+    scaffold_builds_and_answers("c", "scaffold_c");
+}
+
+#[test]
+fn go_scaffold_builds_and_answers_toolhost_call() {
+    scaffold_builds_and_answers("go", "scaffold_go");
+}
+
+#[test]
+fn new_refuses_a_non_empty_directory_with_exit_2() {
+    let parent = tempfile::tempdir().expect("a temp dir");
+    let project = parent.path().join("taken");
+    std::fs::create_dir(&project).expect("mkdir");
+    std::fs::write(project.join("notes.txt"), "mine").expect("write");
+    let out = toolhost(&["new", "--lang", "c", "taken", "--dir", path(parent.path())]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("not empty") && stderr.contains("refusing to overwrite"),
+        "{stderr}"
+    );
+    let entries: Vec<_> = std::fs::read_dir(&project).expect("ls").collect();
+    assert_eq!(
+        entries.len(),
+        1,
+        "files were added to a non-empty directory"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.join("notes.txt")).expect("read"),
+        "mine"
+    );
+
+    // A file in the way is refused too.
+    std::fs::write(parent.path().join("afile"), "x").expect("write");
+    let out = toolhost(&["new", "--lang", "go", "afile", "--dir", path(parent.path())]);
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+}
+
+#[test]
+fn new_fills_an_existing_empty_directory() {
+    let parent = tempfile::tempdir().expect("a temp dir");
+    std::fs::create_dir(parent.path().join("empty")).expect("mkdir");
+    let out = toolhost(&[
+        "new",
+        "--lang",
+        "python",
+        "empty",
+        "--dir",
+        path(parent.path()),
+    ]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let app = std::fs::read_to_string(parent.path().join("empty").join("app.py")).expect("app.py");
+    assert!(app.contains("def empty_greet("), "{app}");
+}
+
+#[test]
+fn new_rejects_an_invalid_name_with_exit_2() {
+    let parent = tempfile::tempdir().expect("a temp dir");
+    for name in ["Bad-Name", "9lives", "with space"] {
+        let out = toolhost(&["new", "--lang", "js", name, "--dir", path(parent.path())]);
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("invalid plugin name"),
+            "{name}: {}",
+            text(&out.stderr)
+        );
+    }
+    let out = toolhost(&[
+        "new",
+        "--lang",
+        "rust",
+        "serde",
+        "--dir",
+        path(parent.path()),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert_eq!(
+        std::fs::read_dir(parent.path()).expect("ls").count(),
+        0,
+        "a rejected name created something"
+    );
+}
+
+#[test]
+fn new_rejects_a_directory_that_is_not_a_toolhost_checkout() {
+    let parent = tempfile::tempdir().expect("a temp dir");
+    let not_sdk = tempfile::tempdir().expect("a temp dir");
+    let out = toolhost(&[
+        "new",
+        "--lang",
+        "c",
+        "demo",
+        "--dir",
+        path(parent.path()),
+        "--sdk-root",
+        path(not_sdk.path()),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("wit/plugin.wit") && stderr.contains("--sdk-root"),
+        "{stderr}"
+    );
+    assert!(!parent.path().join("demo").exists());
+}
+
+#[test]
+fn new_bakes_the_sdk_root_it_was_given_into_the_project() {
+    let parent = tempfile::tempdir().expect("a temp dir");
+    let root = workspace_root();
+    let out = toolhost(&[
+        "new",
+        "--lang",
+        "rust",
+        "pinned",
+        "--dir",
+        path(parent.path()),
+        "--sdk-root",
+        path(&root),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let cargo =
+        std::fs::read_to_string(parent.path().join("pinned").join("Cargo.toml")).expect("read");
+    let sdk = std::fs::canonicalize(root.join("sdk-guest")).expect("sdk-guest");
+    assert!(
+        cargo.contains(&format!("path = \"{}\"", sdk.display())),
+        "{cargo}"
+    );
+    assert!(cargo.contains("[workspace]"), "{cargo}");
+}
