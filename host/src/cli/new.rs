@@ -49,7 +49,7 @@ pub struct NewArgs {
     /// Language of the plugin.
     #[arg(long, value_enum)]
     lang: Lang,
-    /// Create the project in DIR/NAME (which must not exist or be empty).
+    /// Create the project in DIR/NAME, which must be missing or empty.
     #[arg(long, value_name = "DIR", default_value = ".")]
     dir: PathBuf,
     /// The toolhost checkout whose SDK (wit/, sdk-guest/) the project builds

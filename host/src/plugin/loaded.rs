@@ -1,0 +1,190 @@
+//! A loaded plugin and its tools as [`Tool`]s.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::session;
+use crate::sandbox::{CacheStatus, Guest, Limits, Permissions, Sandbox};
+use crate::tools::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
+
+/// One loaded plugin: a compiled component, its limits and grants, its tools.
+pub struct Plugin {
+    pub(super) name: String,
+    pub(super) path: PathBuf,
+    pub(super) manifest_path: Option<PathBuf>,
+    pub(super) digest: blake3::Hash,
+    pub(super) stateful: bool,
+    pub(super) cache: CacheStatus,
+    pub(super) tools: Vec<ToolSpec>,
+    pub(super) component_type: wasmtime::component::types::Component,
+    pub(super) sessions: session::Sessions,
+    pub(super) guest: Guest,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    /// The plugin's name: its file stem.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The `.wasm` file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    /// The manifest file, if there is one.
+    pub fn manifest_path(&self) -> Option<&Path> {
+        self.manifest_path.as_deref()
+    }
+    /// BLAKE3 digest of the component, hex.
+    pub fn digest(&self) -> String {
+        self.digest.to_hex().to_string()
+    }
+    /// Whether it keeps one instance per session.
+    pub fn is_stateful(&self) -> bool {
+        self.stateful
+    }
+    /// Whether the compiled code came from the cache.
+    pub fn cache_status(&self) -> CacheStatus {
+        self.cache
+    }
+    /// Effective limits per call.
+    pub fn limits(&self) -> &Limits {
+        &self.guest.limits
+    }
+    /// Effective grants.
+    pub fn permissions(&self) -> &Permissions {
+        &self.guest.permissions
+    }
+    /// The tools it exports.
+    pub fn tool_specs(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+    /// The component's imports and exports, as `(name, kind)` pairs.
+    pub fn interface(&self, sandbox: &Sandbox) -> ComponentInterface {
+        let engine = sandbox.engine();
+        ComponentInterface {
+            imports: self
+                .component_type
+                .imports(engine)
+                .map(|(n, _)| n.to_owned())
+                .collect(),
+            exports: self
+                .component_type
+                .exports(engine)
+                .map(|(n, _)| n.to_owned())
+                .collect(),
+        }
+    }
+
+    /// Each tool as a [`Tool`] for a registry.
+    pub fn tools(self: &Arc<Self>) -> Vec<WasmTool> {
+        (0..self.tools.len())
+            .map(|index| WasmTool {
+                plugin: Arc::clone(self),
+                index,
+            })
+            .collect()
+    }
+
+    /// Call tool `name` with `input` (JSON text) and return its output text.
+    ///
+    /// Stateless plugins, and calls without a session, get a fresh instance.
+    /// Stateful plugins keep one instance per session; calls within a
+    /// session run one at a time.
+    ///
+    /// # Errors
+    ///
+    /// A [`ToolError`] of the kind that ended the call.
+    pub async fn call(
+        &self,
+        name: &str,
+        input: &str,
+        session: Option<&SessionId>,
+    ) -> Result<String, ToolError> {
+        match session {
+            Some(session) if self.stateful => {
+                self.sessions.call(&self.guest, session, name, input).await
+            }
+            _ => self.guest.call_fresh(name, input).await,
+        }
+    }
+
+    /// Drop the instance kept for `session`.
+    pub fn end_session(&self, session: &SessionId) {
+        self.sessions.end(session);
+    }
+
+    /// How many sessions hold an instance right now.
+    pub fn live_sessions(&self) -> usize {
+        self.sessions.len()
+    }
+}
+
+/// A component's imports and exports by name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ComponentInterface {
+    /// Imported interfaces, e.g. `wasi:cli/environment@0.2.6`.
+    pub imports: Vec<String>,
+    /// Exported interfaces, e.g. `toolhost:plugin/tool@0.1.0`.
+    pub exports: Vec<String>,
+}
+
+/// One tool of a plugin, as a registry sees it.
+#[derive(Debug, Clone)]
+pub struct WasmTool {
+    plugin: Arc<Plugin>,
+    index: usize,
+}
+
+impl WasmTool {
+    /// The plugin this tool belongs to.
+    pub fn plugin(&self) -> &Arc<Plugin> {
+        &self.plugin
+    }
+}
+
+impl Tool for WasmTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.plugin.tools[self.index]
+    }
+
+    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+        let plugin = Arc::clone(&self.plugin);
+        let index = self.index;
+        let session = cx.session.clone();
+        Box::pin(async move {
+            let name = &plugin.tools[index].name;
+            let output = plugin
+                .call(name, &input.to_string(), session.as_ref())
+                .await?;
+            serde_json::from_str(&output).map_err(|e| {
+                ToolError::new(
+                    ToolErrorKind::InvalidOutput,
+                    format!("tool `{name}` returned text that is not JSON ({e}); this is a bug in the plugin"),
+                )
+            })
+        })
+    }
+
+    fn origin(&self) -> ToolOrigin {
+        ToolOrigin::Plugin {
+            plugin: self.plugin.name.clone(),
+            path: self.plugin.path.clone(),
+        }
+    }
+
+    fn end_session(&self, session: &SessionId) {
+        self.plugin.end_session(session);
+    }
+}
