@@ -24,7 +24,9 @@ pub struct InspectArgs {
 pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
     args.plugins.plugins = args.file.clone();
     let config = args.plugins.host_config().map_err(UsageError)?;
-    let host = toolhost::plugin::PluginHost::new(config).map_err(|e| UsageError(e.into()))?;
+    let host = toolhost::plugin::PluginHost::new(config)
+        .map_err(|e| UsageError(e.into()))?
+        .with_observer(super::progress::observer(false));
     let wasm = std::fs::read(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))
         .map_err(UsageError)?;

@@ -5,6 +5,7 @@ mod call;
 mod inspect;
 mod list;
 mod new;
+mod progress;
 mod run;
 
 use std::path::{Path, PathBuf};
@@ -123,6 +124,11 @@ impl PluginArgs {
         Ok(config)
     }
 
+    /// Whether logging was turned down to errors (`-q`).
+    fn quiet_progress(&self) -> bool {
+        QUIET.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     fn plugin_dir(&self) -> &Path {
         if self.plugins.is_file() {
             self.plugins.parent().unwrap_or(Path::new("."))
@@ -136,7 +142,8 @@ impl PluginArgs {
         let config = self.host_config().map_err(UsageError)?;
         let host = PluginHost::new(config)
             .context("cannot set up the sandbox")
-            .map_err(UsageError)?;
+            .map_err(UsageError)?
+            .with_observer(progress::observer(self.quiet_progress()));
         let report = if self.plugins.is_file() {
             let mut report = LoadReport::default();
             match host.load_file(&self.plugins).await {
@@ -206,8 +213,12 @@ fn init_logging(verbose: u8, quiet: bool) {
         .init();
 }
 
+/// Set once from `-q`, read by the progress display.
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
     init_logging(cli.verbose, cli.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

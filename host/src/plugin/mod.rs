@@ -111,12 +111,45 @@ impl PluginError {
     }
 }
 
+/// What happens while a plugin loads, for progress displays: compiling a
+/// big component (a Python or JavaScript interpreter) takes seconds, once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LoadEvent {
+    /// Compilation started (the component was not in the cache).
+    Compiling {
+        /// The plugin's name.
+        plugin: String,
+        /// The component's size.
+        bytes: usize,
+    },
+    /// Compilation ended, successfully or not.
+    Compiled {
+        /// The plugin's name.
+        plugin: String,
+        /// How long it took.
+        elapsed: Duration,
+    },
+}
+
+/// Receives [`LoadEvent`]s.
+pub type LoadObserver = Arc<dyn Fn(&LoadEvent) + Send + Sync>;
+
 /// Loads plugins into one shared [`Sandbox`] under one operator
 /// [`HostConfig`].
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PluginHost {
     sandbox: Sandbox,
     config: Arc<HostConfig>,
+    observer: Option<LoadObserver>,
+}
+
+impl std::fmt::Debug for PluginHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginHost")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
 }
 
 /// What loading a directory produced.
@@ -173,7 +206,29 @@ impl PluginHost {
         Ok(Self {
             sandbox,
             config: Arc::new(config),
+            observer: None,
         })
+    }
+
+    /// Report [`LoadEvent`]s to `observer` (a progress bar, a log).
+    pub fn with_observer(mut self, observer: LoadObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    fn emit(&self, event: LoadEvent) {
+        match &self.observer {
+            Some(observer) => observer(&event),
+            None => {
+                if let LoadEvent::Compiling { plugin, bytes } = &event {
+                    tracing::info!(
+                        plugin,
+                        size_kib = bytes >> 10,
+                        "compiling plugin (done once, then cached)"
+                    );
+                }
+            }
+        }
     }
 
     /// The operator config in force.
@@ -253,24 +308,29 @@ impl PluginHost {
             source,
         })?;
         let digest = Sandbox::digest(&wasm);
-        if self
+        let compiling = self
             .sandbox
             .cache_entry(&digest)
-            .is_none_or(|entry| !entry.exists())
-        {
-            tracing::info!(
-                plugin = %name,
-                size_kib = wasm.len() >> 10,
-                "compiling plugin (done once, then cached)"
-            );
+            .is_none_or(|entry| !entry.exists());
+        let started = std::time::Instant::now();
+        if compiling {
+            self.emit(LoadEvent::Compiling {
+                plugin: name.clone(),
+                bytes: wasm.len(),
+            });
         }
         let sandbox = self.sandbox.clone();
-        let compiled = tokio::task::spawn_blocking(move || sandbox.compile(&wasm, &digest))
-            .await
-            .map_err(|e| PluginError::Describe {
-                path: path.to_owned(),
-                message: format!("the compiler thread failed: {e}"),
-            })?;
+        let compiled = tokio::task::spawn_blocking(move || sandbox.compile(&wasm, &digest)).await;
+        if compiling {
+            self.emit(LoadEvent::Compiled {
+                plugin: name.clone(),
+                elapsed: started.elapsed(),
+            });
+        }
+        let compiled = compiled.map_err(|e| PluginError::Describe {
+            path: path.to_owned(),
+            message: format!("the compiler thread failed: {e}"),
+        })?;
         let (component, cache) = compiled.map_err(|source| PluginError::Component {
             path: path.to_owned(),
             source,
