@@ -107,26 +107,7 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
                     None => println!("manifest: none (defaults, no grants)"),
                 }
                 println!("stateful: {}", plugin.is_stateful());
-                let l = plugin.limits();
-                println!(
-                    "limits: fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
-                    l.fuel,
-                    l.timeout.as_millis(),
-                    l.memory_bytes >> 20,
-                    l.output_bytes >> 10
-                );
-                let p = plugin.permissions();
-                println!("grants:");
-                if p.dirs.is_empty() && p.env.is_empty() {
-                    println!("  none");
-                }
-                for d in &p.dirs {
-                    let mode = if d.writable { "rw" } else { "ro" };
-                    println!("  dir {} -> {} ({mode})", d.host.display(), d.guest);
-                }
-                for (k, _) in &p.env {
-                    println!("  env {k}");
-                }
+                super::list::print_limits_and_grants(plugin, "");
                 println!("tools:");
                 for t in plugin.tool_specs() {
                     println!("  {}: {}", t.name, t.description);

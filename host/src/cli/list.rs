@@ -28,6 +28,33 @@ pub fn plugin_json(plugin: &Plugin) -> serde_json::Value {
     })
 }
 
+/// The effective limits and grants, one per line, for people.
+pub fn print_limits_and_grants(plugin: &Plugin, indent: &str) {
+    let l = plugin.limits();
+    println!(
+        "{indent}limits: fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
+        l.fuel,
+        l.timeout.as_millis(),
+        l.memory_bytes >> 20,
+        l.output_bytes >> 10
+    );
+    let p = plugin.permissions();
+    if p.dirs.is_empty() && p.env.is_empty() {
+        println!("{indent}grants: none");
+    }
+    for d in &p.dirs {
+        let mode = if d.writable { "rw" } else { "ro" };
+        println!(
+            "{indent}grants: dir {} -> {} ({mode})",
+            d.host.display(),
+            d.guest
+        );
+    }
+    for (k, _) in &p.env {
+        println!("{indent}grants: env {k}");
+    }
+}
+
 pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let (_host, report) = args.plugins.load().await?;
     if args.json {
@@ -54,7 +81,6 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for plugin in &report.plugins {
-        let l = plugin.limits();
         println!(
             "{} ({}){}",
             plugin.name(),
@@ -65,25 +91,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
                 ""
             }
         );
-        println!(
-            "  limits: fuel {}, timeout {} ms, memory {} MiB, output {} KiB",
-            l.fuel,
-            l.timeout.as_millis(),
-            l.memory_bytes >> 20,
-            l.output_bytes >> 10
-        );
-        let perms = plugin.permissions();
-        if perms.dirs.is_empty() && perms.env.is_empty() {
-            println!("  grants: none");
-        } else {
-            for d in &perms.dirs {
-                let mode = if d.writable { "rw" } else { "ro" };
-                println!("  grants: dir {} -> {} ({mode})", d.host.display(), d.guest);
-            }
-            for (k, _) in &perms.env {
-                println!("  grants: env {k}");
-            }
-        }
+        print_limits_and_grants(plugin, "  ");
         for tool in plugin.tool_specs() {
             println!("  - {}: {}", tool.name, tool.description);
             println!("      input: {}", tool.input_schema);
