@@ -124,18 +124,27 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// Build the workspace's binaries and examples once per test process.
+///
+/// `--workspace` on purpose: building one package alone resolves
+/// dependency features differently from the test build and would compile
+/// wasmtime a second time.
+fn build_programs() {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    BUILT.get_or_init(|| cargo_build(&["--workspace", "--bins", "--examples"]));
+}
+
 /// The `toolhost` binary, built in the test's own profile.
 pub fn toolhost_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
     BIN.get_or_init(|| {
-        cargo_build(&["-p", "toolhost", "--bin", "toolhost"]);
+        build_programs();
         profile_dir().join("toolhost")
     })
 }
 
 /// An example program from `examples/`, built in the test's own profile.
 pub fn example_bin(name: &str) -> PathBuf {
-    static BUILT: OnceLock<()> = OnceLock::new();
-    BUILT.get_or_init(|| cargo_build(&["-p", "toolhost-examples", "--examples"]));
+    build_programs();
     profile_dir().join("examples").join(name)
 }
