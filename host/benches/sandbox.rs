@@ -263,6 +263,55 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         "time past the deadline".into(),
     ));
 
+    // A fresh instance per call for a tool in each guest language (when its
+    // plugin was built: plugins/build.sh with that language's toolchain).
+    let languages: [(&'static str, &str, &str, Value); 4] = [
+        (
+            "  python: py_convert_units",
+            "py_units",
+            "py_convert_units",
+            json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
+        ),
+        (
+            "  js (QuickJS): js_json_get",
+            "js_json",
+            "js_json_get",
+            json!({"document": "{\"a\":[1,2]}", "path": "a[1]"}),
+        ),
+        ("  c: c_hash", "c_hash", "c_hash", json!({"text": "hello"})),
+        (
+            "  go: go_regex_find",
+            "go_regex",
+            "go_regex_find",
+            json!({"pattern": "l+", "text": "hello"}),
+        ),
+    ];
+    let lang_cache = plugins.parent().unwrap().join("bench-cache");
+    let lang_host = PluginHost::new(HostConfig {
+        cache_dir: Some(lang_cache),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    for (label, plugin, tool, input) in languages {
+        let wasm = plugins.join(format!("{plugin}.wasm"));
+        if !wasm.is_file() {
+            println!("(skipped {plugin}: not built)");
+            continue;
+        }
+        let plugin = lang_host.load_file(&wasm).await.unwrap();
+        let mut registry = ToolRegistry::new();
+        for t in plugin.tools() {
+            registry.register(t).unwrap();
+        }
+        let runs = (n / 100).max(3);
+        time_calls(&registry, tool, &input, &fresh, 3).await;
+        rows.push(summarize(
+            label,
+            time_calls(&registry, tool, &input, &fresh, runs).await,
+            "fresh instance per call".into(),
+        ));
+    }
+
     let floor = rows[0].p50.as_secs_f64();
     println!();
     println!(
