@@ -4,6 +4,8 @@
 //! ```sh
 //! cargo bench -p toolhost --bench sandbox        # full run, prints a table
 //! cargo test  -p toolhost --bench sandbox        # smoke run (few iterations)
+//! # one workload in a loop for 10 s, to run under a profiler:
+//! cargo bench -p toolhost --bench sandbox -- --profile stateless|stateful|warm|py_units|...
 //! ```
 //!
 //! Needs the bundled plugins: it runs `plugins/build.sh rust` if they are
@@ -24,7 +26,12 @@ struct Scale {
 }
 
 fn main() {
-    let full = std::env::args().any(|a| a == "--bench");
+    let args: Vec<String> = std::env::args().collect();
+    let full = args.iter().any(|a| a == "--bench");
+    let profile = args
+        .iter()
+        .position(|a| a == "--profile")
+        .map(|i| args.get(i + 1).cloned().unwrap_or_default());
     let scale = if full {
         Scale {
             calls: 20_000,
@@ -57,7 +64,74 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(run(&scale, &plugins, &hostile));
+    match profile {
+        Some(kind) => rt.block_on(profile_loop(&kind, &plugins)),
+        None => rt.block_on(run(&scale, &plugins, &hostile)),
+    }
+}
+
+/// Run one workload for 10 s so a profiler sees nothing else.
+async fn profile_loop(kind: &str, plugins: &Path) {
+    // Kept between runs: big guests take seconds to compile.
+    let cache = plugins.parent().unwrap().join("bench-cache");
+    let host = PluginHost::new(HostConfig {
+        cache_dir: Some(cache),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let mut registry = ToolRegistry::new();
+    let mut names = vec!["text", "scratchpad"];
+    let language = languages().into_iter().find(|l| l.1 == kind);
+    if let Some((_, plugin, _, _)) = &language {
+        names.push(plugin);
+    }
+    for name in names {
+        let plugin = host
+            .load_file(&plugins.join(format!("{name}.wasm")))
+            .await
+            .unwrap();
+        for tool in plugin.tools() {
+            registry.register(tool).unwrap();
+        }
+    }
+    let (tool, input, cx) = match kind {
+        _ if language.is_some() => {
+            let (_, _, tool, input) = language.unwrap();
+            (tool, input, CallContext::default())
+        }
+        "stateless" => (
+            "text_stats",
+            json!({"text": "the quick brown fox"}),
+            CallContext::default(),
+        ),
+        "stateful" => (
+            "scratchpad_get",
+            json!({"key": "k"}),
+            CallContext::in_session(SessionId::new("bench")),
+        ),
+        "warm" => {
+            let calc = plugins.join("calc.wasm");
+            host.load_file(&calc).await.unwrap();
+            let end = Instant::now() + Duration::from_secs(10);
+            let mut n = 0u64;
+            while Instant::now() < end {
+                host.load_file(&calc).await.unwrap();
+                n += 1;
+            }
+            println!("{n} warm loads");
+            return;
+        }
+        other => panic!(
+            "--profile takes stateless, stateful, warm or a language plugin (py_units, js_json, c_hash, go_regex), not `{other}`"
+        ),
+    };
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut n = 0u64;
+    while Instant::now() < end {
+        time_calls(&registry, tool, &input, &cx, 100).await;
+        n += 100;
+    }
+    println!("{n} {kind} calls");
 }
 
 /// The same work as the `text_stats` plugin tool, natively.
@@ -69,6 +143,31 @@ fn native_stats(input: Value) -> Result<Value, ToolError> {
         "words": text.split_whitespace().count(),
         "lines": text.lines().count(),
     }))
+}
+
+/// A tool per guest language: (row label, plugin, tool, input).
+fn languages() -> [(&'static str, &'static str, &'static str, Value); 4] {
+    [
+        (
+            "  python: py_convert_units",
+            "py_units",
+            "py_convert_units",
+            json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
+        ),
+        (
+            "  js (QuickJS): js_json_get",
+            "js_json",
+            "js_json_get",
+            json!({"document": "{\"a\":[1,2]}", "path": "a[1]"}),
+        ),
+        ("  c: c_hash", "c_hash", "c_hash", json!({"text": "hello"})),
+        (
+            "  go: go_regex_find",
+            "go_regex",
+            "go_regex_find",
+            json!({"pattern": "l+", "text": "hello"}),
+        ),
+    ]
 }
 
 struct Row {
@@ -100,8 +199,31 @@ async fn time_calls(
     cx: &CallContext,
     n: usize,
 ) -> Vec<Duration> {
+    time_calls_paced(registry, tool, input, cx, n, Duration::ZERO).await
+}
+
+/// As [`time_calls`], with at least `gap` between the starts of two calls
+/// (as in an agent loop, where calls come between model turns).
+async fn time_calls_paced(
+    registry: &ToolRegistry,
+    tool: &str,
+    input: &Value,
+    cx: &CallContext,
+    n: usize,
+    gap: Duration,
+) -> Vec<Duration> {
     let mut samples = Vec::with_capacity(n);
+    let mut next = Instant::now();
     for _ in 0..n {
+        if !gap.is_zero() {
+            // Spin rather than sleep: a timer's wake-up jitter would be
+            // charged to nothing, but a sleeping thread's cold caches would
+            // be charged to the call.
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+            next = Instant::now() + gap;
+        }
         let start = Instant::now();
         registry
             .call_value(tool, input.clone(), cx)
@@ -187,8 +309,21 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
     ));
     rows.push(summarize(
         "stateless call (fresh instance)",
+        time_calls_paced(
+            &registry,
+            "text_stats",
+            &input,
+            &fresh,
+            n,
+            Duration::from_micros(100),
+        )
+        .await,
+        "calls 100 µs apart".into(),
+    ));
+    rows.push(summarize(
+        "stateless call, back to back",
         time_calls(&registry, "text_stats", &input, &fresh, n).await,
-        String::new(),
+        "saturated: spares cannot keep up".into(),
     ));
     rows.push(summarize(
         "stateful call (reused instance)",
@@ -205,6 +340,26 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
 
     let one = throughput(Arc::clone(&registry), 1, n).await;
     let two = throughput(Arc::clone(&registry), 2, n).await;
+    // The same without spare instances: every call instantiates inline, so
+    // this shows how the instantiate/drop path itself scales across cores.
+    let plain_host = PluginHost::new(HostConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        spare_instances: 0,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let mut plain = ToolRegistry::new();
+    for tool in plain_host
+        .load_file(&plugins.join("text.wasm"))
+        .await
+        .unwrap()
+        .tools()
+    {
+        plain.register(tool).unwrap();
+    }
+    let plain = Arc::new(plain);
+    let plain_one = throughput(Arc::clone(&plain), 1, n).await;
+    let plain_two = throughput(Arc::clone(&plain), 2, n).await;
 
     // Load: cold compiles (no cache), warm deserializes from the cache.
     let calc = plugins.join("calc.wasm");
@@ -265,34 +420,13 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
 
     // A fresh instance per call for a tool in each guest language (when its
     // plugin was built: plugins/build.sh with that language's toolchain).
-    let languages: [(&'static str, &str, &str, Value); 4] = [
-        (
-            "  python: py_convert_units",
-            "py_units",
-            "py_convert_units",
-            json!({"value": 10, "from_unit": "km", "to_unit": "mi"}),
-        ),
-        (
-            "  js (QuickJS): js_json_get",
-            "js_json",
-            "js_json_get",
-            json!({"document": "{\"a\":[1,2]}", "path": "a[1]"}),
-        ),
-        ("  c: c_hash", "c_hash", "c_hash", json!({"text": "hello"})),
-        (
-            "  go: go_regex_find",
-            "go_regex",
-            "go_regex_find",
-            json!({"pattern": "l+", "text": "hello"}),
-        ),
-    ];
     let lang_cache = plugins.parent().unwrap().join("bench-cache");
     let lang_host = PluginHost::new(HostConfig {
         cache_dir: Some(lang_cache),
         ..HostConfig::default()
     })
     .unwrap();
-    for (label, plugin, tool, input) in languages {
+    for (label, plugin, tool, input) in languages() {
         let wasm = plugins.join(format!("{plugin}.wasm"));
         if !wasm.is_file() {
             println!("(skipped {plugin}: not built)");
@@ -337,6 +471,16 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         "throughput, 2 callers (stateless)",
         two,
         two / one
+    );
+    println!(
+        "{:<40} {:>12.0} calls/s",
+        "  spares off, 1 caller", plain_one
+    );
+    println!(
+        "{:<40} {:>12.0} calls/s {:>10.2}x one caller",
+        "  spares off, 2 callers",
+        plain_two,
+        plain_two / plain_one
     );
     if std::env::var_os("TOOLHOST_BENCH_KEEP").is_some() {
         let kept: PathBuf = cache.keep();

@@ -418,6 +418,96 @@ async fn a_tool_error_in_a_stateful_session_keeps_its_state() {
     assert_eq!(out["value"], json!(2));
 }
 
+/// Wait until `plugin` has at least `n` spare instances (they are made in
+/// the background), or fail after a generous while.
+async fn spares_reach(plugin: &toolhost::plugin::Plugin, n: usize) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while plugin.spare_instances() < n {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expected {n} spare instances, have {}",
+            plugin.spare_instances()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spare_instances_serve_one_call_each_and_survive_hostile_calls() {
+    let (_dir, report) = hostile_registry().await;
+    let scratchpad_dir = plugin_subset(&["scratchpad"]);
+    let scratchpad = host()
+        .load_file(&scratchpad_dir.path().join("scratchpad.wasm"))
+        .await
+        .unwrap();
+    // None are made before the first call: loading a directory costs no
+    // instances for plugins nobody calls.
+    assert_eq!(scratchpad.spare_instances(), 0);
+    let mut registry = ToolRegistry::new();
+    for tool in scratchpad.tools() {
+        registry.register(tool).unwrap();
+    }
+    for round in 0..20 {
+        // Without a session each call gets a never-used instance, whether it
+        // was made ahead of time or not: the counter always starts at 0.
+        let out = call(&registry, "scratchpad_increment", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out["value"], json!(1), "round {round}");
+        // The pool is refilled when it runs dry, so one is always ready
+        // once calls have started.
+        if round % 4 == 0 {
+            spares_reach(&scratchpad, 1).await;
+        }
+    }
+    // The first call found none and had the pool filled to the target.
+    assert!(scratchpad.spare_instances() <= 2);
+    spares_reach(&scratchpad, 1).await;
+
+    // A guest that traps, panics or runs out of fuel on a spare instance
+    // gets its error kind; the next call still gets a working instance.
+    let hostile = report.registry();
+    let crash = report
+        .plugins
+        .iter()
+        .find(|p| p.name() == "hostile_crash")
+        .unwrap();
+    for _ in 0..3 {
+        let e = call(&hostile, "hostile_panic", json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ToolErrorKind::Trap, "{e}");
+        spares_reach(crash, 1).await;
+    }
+    let e = call(&hostile, "hostile_burn", json!({})).await.unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::OutOfFuel, "{e}");
+    let out = call(&hostile, "calc_eval", json!({"expression": "1 + 2"}))
+        .await
+        .unwrap();
+    assert_eq!(out["value"], json!(3.0));
+}
+
+#[tokio::test]
+async fn with_spare_instances_off_none_are_made() {
+    let dir = plugin_subset(&["text"]);
+    let report = load(
+        &host_with(HostConfig {
+            spare_instances: 0,
+            ..HostConfig::default()
+        }),
+        dir.path(),
+    )
+    .await;
+    let registry = report.registry();
+    for _ in 0..3 {
+        call(&registry, "text_stats", json!({"text": "a b"}))
+            .await
+            .unwrap();
+    }
+    tokio::task::yield_now().await;
+    assert_eq!(report.plugins[0].spare_instances(), 0);
+}
+
 #[tokio::test]
 async fn many_concurrent_calls_all_complete_correctly() {
     let (_dir, registry) = registry_of(&["calc", "text"]).await;

@@ -60,11 +60,11 @@ impl Plugin {
     }
     /// Effective limits per call.
     pub fn limits(&self) -> &Limits {
-        &self.guest.limits
+        self.guest.limits()
     }
     /// Effective grants.
     pub fn permissions(&self) -> &Permissions {
-        &self.guest.permissions
+        self.guest.permissions()
     }
     /// The tools it exports.
     pub fn tool_specs(&self) -> &[ToolSpec] {
@@ -123,6 +123,12 @@ impl Plugin {
     /// Drop the instance kept for `session`.
     pub fn end_session(&self, session: &SessionId) {
         self.sessions.end(session);
+    }
+
+    /// How many fresh instances are made and waiting for a call right now
+    /// (see `HostConfig::spare_instances`).
+    pub fn spare_instances(&self) -> usize {
+        self.guest.spares_ready()
     }
 
     /// How many sessions hold an instance right now.

@@ -120,6 +120,7 @@ pub struct SessionSpec {
 /// ```toml
 /// cache_dir = "/var/cache/toolhost"
 /// max_instances = 1000
+/// spare_instances = 2
 /// session_idle_ttl_secs = 600
 /// [limits.default]
 /// timeout_ms = 5000
@@ -135,8 +136,14 @@ pub struct SessionSpec {
 pub struct HostConfig {
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
-    /// Instance slots: calls running at once plus live sessions.
+    /// Instance slots: calls running at once, live sessions and spares.
     pub max_instances: u32,
+    /// Fresh instances kept ready per plugin once it is called, so a call
+    /// does not wait for instantiation and the used instance is dropped in
+    /// the background. Each serves one call, as any fresh instance. Each
+    /// holds an instance slot and the memory its start-up touched; 0 turns
+    /// this off. Default 2 (enough for two calls at once).
+    pub spare_instances: u32,
     /// Default idle time after which a session's instance is dropped.
     pub session_idle_ttl_secs: u64,
     /// Default and maximum limits.
@@ -150,6 +157,7 @@ impl Default for HostConfig {
         Self {
             cache_dir: None,
             max_instances: 1000,
+            spare_instances: 2,
             session_idle_ttl_secs: 600,
             limits: HostLimits::default(),
             allow: Allow::default(),

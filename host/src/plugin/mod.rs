@@ -341,7 +341,13 @@ impl PluginHost {
         });
         let guest = self
             .sandbox
-            .prepare(&component, identity, resolved.limits, resolved.permissions)
+            .prepare(
+                &component,
+                identity,
+                resolved.limits,
+                resolved.permissions,
+                self.config.spare_instances as usize,
+            )
             .map_err(|source| PluginError::Component {
                 path: path.to_owned(),
                 source,

@@ -1,6 +1,7 @@
 //! Running one call: a store with its budgets, then the error kind by type.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use wasmtime::{Store, Trap, UpdateDeadline};
@@ -15,19 +16,56 @@ use crate::tools::{ToolError, ToolErrorKind};
 pub(crate) use super::bindings::exports::toolhost::plugin::tool::ToolInfo as WitToolInfo;
 
 /// A component linked and ready to instantiate under fixed limits and
-/// permissions.
+/// permissions. Cheap to clone.
+#[derive(Clone)]
 pub(crate) struct Guest {
+    inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
     sandbox: Sandbox,
     pre: PluginPre<StoreState>,
     identity: Arc<PluginIdentity>,
-    pub(crate) limits: Limits,
-    pub(crate) permissions: Permissions,
+    limits: Limits,
+    permissions: Permissions,
+    spares: Spares,
+}
+
+/// Fresh instances made ahead of time, off the caller's path.
+///
+/// Instantiating is most of what a fresh-instance call costs, and dropping
+/// the used instance (resetting its memory for the pool) most of the rest.
+/// Both are work no caller has to wait for: a background task keeps up to
+/// `target` never-used instances ready and drops used ones. Each instance
+/// still serves exactly one call, so no state can leak between calls.
+struct Spares {
+    target: usize,
+    ready: Mutex<Vec<Live>>,
+    /// Used instances waiting to be dropped by the background task.
+    retired: Mutex<Vec<Live>>,
+    /// Whether the background task is running (at most one per guest).
+    working: AtomicBool,
+    /// Set when making a spare failed: the next calls instantiate inline and
+    /// report the error; a successful inline instantiation clears it.
+    failing: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The locks guard plain lists; a panic elsewhere leaves them consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// An instance kept alive between calls (stateful plugins).
 pub(crate) struct Live {
     store: Store<StoreState>,
     plugin: Plugin,
+}
+
+impl std::ops::Deref for Guest {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.inner
+    }
 }
 
 impl Guest {
@@ -37,16 +75,43 @@ impl Guest {
         identity: Arc<PluginIdentity>,
         limits: Limits,
         permissions: Permissions,
+        spares: usize,
     ) -> Self {
         Self {
-            sandbox,
-            pre,
-            identity,
-            limits,
-            permissions,
+            inner: Arc::new(Inner {
+                sandbox,
+                pre,
+                identity,
+                limits,
+                permissions,
+                spares: Spares {
+                    target: spares,
+                    ready: Mutex::new(Vec::with_capacity(spares)),
+                    retired: Mutex::new(Vec::new()),
+                    working: AtomicBool::new(false),
+                    failing: AtomicBool::new(false),
+                },
+            }),
         }
     }
 
+    /// Effective limits per call.
+    pub(crate) fn limits(&self) -> &Limits {
+        &self.inner.limits
+    }
+
+    /// Effective grants.
+    pub(crate) fn permissions(&self) -> &Permissions {
+        &self.inner.permissions
+    }
+
+    /// How many never-used instances are ready right now.
+    pub(crate) fn spares_ready(&self) -> usize {
+        lock(&self.inner.spares.ready).len()
+    }
+}
+
+impl Inner {
     fn new_store(&self) -> Result<Store<StoreState>, ToolError> {
         let stderr = MemoryOutputPipe::new(STDIO_CAPTURE);
         let mut wasi = WasiCtxBuilder::new();
@@ -138,8 +203,8 @@ impl Guest {
         .await
     }
 
-    /// One call on a fresh instance that is dropped afterwards.
-    pub(crate) async fn call_fresh(&self, name: &str, input: &str) -> Result<String, ToolError> {
+    /// One call on a fresh instance made inline, dropped afterwards.
+    async fn call_inline(&self, name: &str, input: &str) -> Result<String, ToolError> {
         let mut store = self.new_store()?;
         let result = self
             .bounded(&mut store, async |store| {
@@ -153,8 +218,8 @@ impl Guest {
         self.finish(result)
     }
 
-    /// A new instance to keep for a session.
-    pub(crate) async fn instantiate(&self) -> Result<Live, ToolError> {
+    /// A new instance, made now.
+    async fn instantiate_now(&self) -> Result<Live, ToolError> {
         let mut store = self.new_store()?;
         let plugin = self
             .bounded(&mut store, async |store| {
@@ -193,7 +258,10 @@ impl Guest {
         &self,
         result: Result<Result<String, WitToolError>, ToolError>,
     ) -> Result<String, ToolError> {
-        let output = result?.map_err(from_wit)?;
+        self.check_output(result?.map_err(from_wit)?)
+    }
+
+    fn check_output(&self, output: String) -> Result<String, ToolError> {
         if output.len() as u64 > self.limits.output_bytes {
             return Err(ToolError::new(
                 ToolErrorKind::OutputTooLarge,
@@ -205,6 +273,127 @@ impl Guest {
             ));
         }
         Ok(output)
+    }
+}
+
+impl Guest {
+    /// One call on a fresh instance that serves no other call: a spare made
+    /// ahead of time when there is one, else one made now.
+    pub(crate) async fn call_fresh(&self, name: &str, input: &str) -> Result<String, ToolError> {
+        let Some(mut live) = self.take_spare() else {
+            let result = self.call_inline(name, input).await;
+            self.after_inline(&result);
+            return result;
+        };
+        let result = self.call_live(&mut live, name, input).await;
+        self.retire(live);
+        result
+    }
+
+    /// A fresh instance to keep for a session.
+    pub(crate) async fn instantiate(&self) -> Result<Live, ToolError> {
+        if let Some(live) = self.take_spare() {
+            self.replenish();
+            return Ok(live);
+        }
+        let result = self.instantiate_now().await;
+        self.after_inline(&result);
+        result
+    }
+
+    /// Hand a used instance to the background task. The task is woken only
+    /// when the pool has run dry (or too many used instances wait): a
+    /// wake-up is a futex call and a context switch, a few µs a call should
+    /// not pay each time.
+    fn retire(&self, live: Live) {
+        let waiting = {
+            let mut retired = lock(&self.spares.retired);
+            retired.push(live);
+            retired.len()
+        };
+        if waiting >= self.spares.target || lock(&self.spares.ready).is_empty() {
+            self.replenish();
+        }
+    }
+
+    fn take_spare(&self) -> Option<Live> {
+        if self.spares.target == 0 {
+            return None;
+        }
+        let live = lock(&self.spares.ready).pop();
+        if live.is_none() {
+            // Fill the pool while this call instantiates inline. A call that
+            // got a spare asks for a new one after it is done instead: waking
+            // the task costs a few µs the call should not wait for.
+            self.replenish();
+        }
+        live
+    }
+
+    /// After an inline instantiation: if it worked, spares may be made again.
+    fn after_inline<T>(&self, result: &Result<T, ToolError>) {
+        let instantiated = match result {
+            Ok(_) => true,
+            Err(e) => matches!(
+                e.kind,
+                ToolErrorKind::InvalidInput
+                    | ToolErrorKind::ToolFailed
+                    | ToolErrorKind::PermissionDenied
+                    | ToolErrorKind::UnknownTool
+                    | ToolErrorKind::OutputTooLarge
+                    | ToolErrorKind::InvalidOutput
+            ),
+        };
+        if instantiated && self.spares.failing.swap(false, Ordering::Relaxed) {
+            self.replenish();
+        }
+    }
+
+    /// Start the background task unless it runs already or has nothing to do.
+    fn replenish(&self) {
+        if self.spares.target == 0 || self.spares.failing.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.spares.working.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.spares.working.store(false, Ordering::Release);
+            return;
+        };
+        let guest = self.clone();
+        runtime.spawn(async move { guest.maintain().await });
+    }
+
+    /// Drop used instances and make spares until there are `target`.
+    async fn maintain(&self) {
+        loop {
+            loop {
+                let retired = std::mem::take(&mut *lock(&self.spares.retired));
+                drop(retired);
+                if self.spares.failing.load(Ordering::Relaxed)
+                    || lock(&self.spares.ready).len() >= self.spares.target
+                {
+                    break;
+                }
+                match self.instantiate_now().await {
+                    Ok(live) => lock(&self.spares.ready).push(live),
+                    Err(e) => {
+                        tracing::debug!(plugin = %self.identity.name, error = %e, "could not make a spare instance; instantiating per call");
+                        self.spares.failing.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+            self.spares.working.store(false, Ordering::Release);
+            // A call may have retired or taken an instance after the last
+            // look and before the flag was cleared: look once more.
+            let more = !lock(&self.spares.retired).is_empty()
+                || (!self.spares.failing.load(Ordering::Relaxed)
+                    && lock(&self.spares.ready).len() < self.spares.target);
+            if !more || self.spares.working.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
     }
 }
 

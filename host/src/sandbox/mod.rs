@@ -217,12 +217,15 @@ impl Sandbox {
     }
 
     /// Link `component` against the host and check it implements the world.
+    /// `spares` fresh instances are kept ready once calls start (see
+    /// `HostConfig::spare_instances`).
     pub(crate) fn prepare(
         &self,
         component: &Component,
         identity: Arc<PluginIdentity>,
         limits: Limits,
         permissions: Permissions,
+        spares: usize,
     ) -> Result<Guest, SandboxError> {
         let pre = self
             .inner
@@ -231,7 +234,14 @@ impl Sandbox {
             .map_err(|e| SandboxError::World(format!("{e:#}")))?;
         let pre =
             bindings::PluginPre::new(pre).map_err(|e| SandboxError::World(format!("{e:#}")))?;
-        Ok(Guest::new(self.clone(), pre, identity, limits, permissions))
+        Ok(Guest::new(
+            self.clone(),
+            pre,
+            identity,
+            limits,
+            permissions,
+            spares,
+        ))
     }
 }
 
