@@ -2,13 +2,9 @@
 //!
 //! An entry is named after the component's BLAKE3 digest and a hash of the
 //! engine's compilation settings, so a changed plugin or a changed engine
-//! never hits a stale entry. Each entry is two files: `KEY.cwasm`, exactly
-//! what `Component::serialize` wrote, and `KEY.cwasm.sum`, a magic tag and
-//! the BLAKE3 digest of the first. An entry whose digest does not match (or
-//! has no sum) is rebuilt, because deserializing compiled code trusts its
-//! bytes. Keeping the artifact bare lets wasmtime map it straight from the
-//! page cache instead of copying it into fresh memory: that copy and its page
-//! faults were most of a warm load.
+//! never hits a stale entry. Each file starts with a magic tag and the BLAKE3
+//! digest of the rest; an entry whose digest does not match is deleted and
+//! rebuilt, because deserializing compiled code trusts its bytes.
 
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -17,8 +13,8 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"THCSUM02";
-const SUM_LEN: usize = MAGIC.len() + 32;
+const MAGIC: &[u8; 8] = b"THCWASM1";
+const HEADER: usize = MAGIC.len() + 32;
 
 /// Whether a load compiled the component or found it in the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -44,7 +40,6 @@ impl CompileCache {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
-        MAGIC.hash(&mut hasher);
         Self {
             dir,
             engine_tag: format!("{:016x}", hasher.finish()),
@@ -68,23 +63,24 @@ impl CompileCache {
             return Ok((Component::from_binary(engine, wasm)?, CacheStatus::Disabled));
         };
         let mut status = CacheStatus::Compiled;
-        match verify(&path) {
-            // SAFETY: the file is exactly what `Component::serialize` wrote
-            // for this engine configuration: its digest matches the one
-            // stored beside it. Entries are replaced by rename, never
-            // rewritten in place, so the mapped file does not change under us.
-            Ok(true) => match unsafe { Component::deserialize_file(engine, &path) } {
-                Ok(component) => return Ok((component, CacheStatus::Hit)),
-                Err(e) => {
-                    tracing::warn!(path = %path.display(), "cache entry rejected, recompiling: {e}");
+        match std::fs::read(&path) {
+            Ok(bytes) => match verified_payload(&bytes) {
+                // SAFETY: the payload is exactly what `Component::serialize`
+                // wrote for this engine configuration: its digest matches
+                // the one stored when it was written, so no byte changed.
+                Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
+                    Ok(component) => return Ok((component, CacheStatus::Hit)),
+                    Err(e) => {
+                        tracing::warn!(path = %path.display(), "cache entry rejected, recompiling: {e}");
+                        status = CacheStatus::Rebuilt;
+                    }
+                },
+                None => {
+                    tracing::warn!(path = %path.display(), "cache entry is corrupt, recompiling");
                     status = CacheStatus::Rebuilt;
                 }
             },
-            Ok(false) => {
-                tracing::warn!(path = %path.display(), "cache entry is corrupt, recompiling");
-                status = CacheStatus::Rebuilt;
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !path.exists() => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => {
                 tracing::warn!(path = %path.display(), "cache entry unreadable, recompiling: {e}");
                 status = CacheStatus::Rebuilt;
@@ -99,35 +95,16 @@ impl CompileCache {
     }
 }
 
-fn sum_path(entry: &Path) -> PathBuf {
-    let mut name = entry.as_os_str().to_owned();
-    name.push(".sum");
-    PathBuf::from(name)
+fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
+    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
+        return None;
+    }
+    let (digest, payload) = bytes[MAGIC.len()..].split_at(32);
+    (blake3::hash(payload).as_bytes() == digest).then_some(payload)
 }
 
-/// Whether the entry at `path` matches its stored digest. The artifact is
-/// streamed through the hasher, not read into memory.
-fn verify(path: &Path) -> io::Result<bool> {
-    let sum = std::fs::read(sum_path(path))?;
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_reader(std::fs::File::open(path)?)?;
-    Ok(sum_matches(&sum, &hasher.finalize()))
-}
-
-fn sum_matches(sum: &[u8], digest: &blake3::Hash) -> bool {
-    sum.len() == SUM_LEN && &sum[..MAGIC.len()] == MAGIC && &sum[MAGIC.len()..] == digest.as_bytes()
-}
-
-/// Write atomically, artifact first: a reader sees the old entry, no entry,
-/// an artifact without a matching sum (rebuilt), or the new entry.
+/// Write atomically: a reader sees the old entry, no entry, or the new one.
 fn store(path: &Path, payload: &[u8]) -> io::Result<()> {
-    let mut sum = MAGIC.to_vec();
-    sum.extend_from_slice(blake3::hash(payload).as_bytes());
-    write_atomically(path, payload)?;
-    write_atomically(&sum_path(path), &sum)
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(
@@ -135,7 +112,11 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
         std::process::id()
     ));
-    std::fs::write(&tmp, bytes)?;
+    let mut bytes = Vec::with_capacity(HEADER + payload.len());
+    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(blake3::hash(payload).as_bytes());
+    bytes.extend_from_slice(payload);
+    std::fs::write(&tmp, &bytes)?;
     std::fs::rename(&tmp, path)
 }
 
@@ -144,17 +125,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_flipped_byte_or_a_missing_sum_fails_verification() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("entry.cwasm");
-        store(&path, b"compiled code").unwrap();
-        assert!(verify(&path).unwrap());
-        let mut bytes = std::fs::read(&path).unwrap();
-        bytes[0] ^= 1;
-        std::fs::write(&path, &bytes).unwrap();
-        assert!(!verify(&path).unwrap());
-        std::fs::remove_file(sum_path(&path)).unwrap();
-        assert!(verify(&path).is_err());
-        assert!(!sum_matches(b"short", &blake3::hash(b"")));
+    fn a_flipped_byte_fails_verification() {
+        let payload = b"compiled code".to_vec();
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+        bytes.extend_from_slice(&payload);
+        assert_eq!(verified_payload(&bytes), Some(&payload[..]));
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert_eq!(verified_payload(&bytes), None);
+        assert_eq!(verified_payload(b"short"), None);
     }
 }

@@ -162,10 +162,6 @@ impl Sandbox {
         wasm.consume_fuel(true)
             .epoch_interruption(true)
             .wasm_component_model(true)
-            // Cached artifacts are mapped from their file; keep the initial
-            // memory images in memfds anyway. Images backed by the cache
-            // file made every fresh instance twice as slow.
-            .force_memory_init_memfd(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&wasm).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
 
