@@ -70,6 +70,24 @@ fn main() {
     }
 }
 
+/// Load `names` from `plugins` and register their tools.
+async fn register_plugins(
+    host: &PluginHost,
+    plugins: &Path,
+    names: &[&str],
+    registry: &mut ToolRegistry,
+) {
+    for name in names {
+        let plugin = host
+            .load_file(&plugins.join(format!("{name}.wasm")))
+            .await
+            .unwrap();
+        for tool in plugin.tools() {
+            registry.register(tool).unwrap();
+        }
+    }
+}
+
 /// Run one workload for 10 s so a profiler sees nothing else.
 async fn profile_loop(kind: &str, plugins: &Path) {
     // Kept between runs: big guests take seconds to compile.
@@ -85,15 +103,7 @@ async fn profile_loop(kind: &str, plugins: &Path) {
     if let Some((_, plugin, _, _)) = &language {
         names.push(plugin);
     }
-    for name in names {
-        let plugin = host
-            .load_file(&plugins.join(format!("{name}.wasm")))
-            .await
-            .unwrap();
-        for tool in plugin.tools() {
-            registry.register(tool).unwrap();
-        }
-    }
+    register_plugins(&host, plugins, &names, &mut registry).await;
     let (tool, input, cx) = match kind {
         _ if language.is_some() => {
             let (_, _, tool, input) = language.unwrap();
@@ -266,15 +276,7 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
     })
     .unwrap();
     let mut registry = ToolRegistry::new();
-    for name in ["text", "scratchpad"] {
-        let plugin = host
-            .load_file(&plugins.join(format!("{name}.wasm")))
-            .await
-            .unwrap();
-        for tool in plugin.tools() {
-            registry.register(tool).unwrap();
-        }
-    }
+    register_plugins(&host, plugins, &["text", "scratchpad"], &mut registry).await;
     let text_spec = registry.get("text_stats").unwrap().spec().clone();
     registry
         .register(NativeTool::new(

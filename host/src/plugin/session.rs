@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::sandbox::{Guest, Live};
-use crate::tools::{SessionId, ToolError, ToolErrorKind};
+use crate::tools::{SessionId, ToolError};
 
 /// A session's instance. The async mutex makes calls within one session run
 /// one at a time; `None` means "instantiate on the next call".
@@ -76,17 +76,9 @@ impl Sessions {
             None => guest.instantiate().await?,
         };
         let result = guest.call_live(&mut live, name, input).await;
-        let reusable = match &result {
-            Ok(_) => true,
-            Err(e) => matches!(
-                e.kind,
-                ToolErrorKind::InvalidInput
-                    | ToolErrorKind::ToolFailed
-                    | ToolErrorKind::PermissionDenied
-                    | ToolErrorKind::UnknownTool
-                    | ToolErrorKind::OutputTooLarge
-            ),
-        };
+        let reusable = result
+            .as_ref()
+            .map_or_else(|e| e.kind.leaves_instance_intact(), |_| true);
         if reusable {
             *guard = Some(live);
         } else {

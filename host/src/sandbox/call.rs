@@ -332,18 +332,9 @@ impl Guest {
 
     /// After an inline instantiation: if it worked, spares may be made again.
     fn after_inline<T>(&self, result: &Result<T, ToolError>) {
-        let instantiated = match result {
-            Ok(_) => true,
-            Err(e) => matches!(
-                e.kind,
-                ToolErrorKind::InvalidInput
-                    | ToolErrorKind::ToolFailed
-                    | ToolErrorKind::PermissionDenied
-                    | ToolErrorKind::UnknownTool
-                    | ToolErrorKind::OutputTooLarge
-                    | ToolErrorKind::InvalidOutput
-            ),
-        };
+        let instantiated = result
+            .as_ref()
+            .map_or_else(|e| e.kind.leaves_instance_intact(), |_| true);
         if instantiated && self.spares.failing.swap(false, Ordering::Relaxed) {
             self.replenish();
         }

@@ -60,6 +60,22 @@ impl ToolErrorKind {
     pub fn is_transient(self) -> bool {
         matches!(self, Self::Timeout)
     }
+
+    /// Whether the guest ran to its own end: it returned an error of its
+    /// own or one about its output. After any other kind (a trap, a limit,
+    /// a cut-off call) its instance may be half-way through something and
+    /// must not be used again.
+    pub(crate) fn leaves_instance_intact(self) -> bool {
+        matches!(
+            self,
+            Self::InvalidInput
+                | Self::ToolFailed
+                | Self::PermissionDenied
+                | Self::UnknownTool
+                | Self::OutputTooLarge
+                | Self::InvalidOutput
+        )
+    }
 }
 
 impl fmt::Display for ToolErrorKind {
