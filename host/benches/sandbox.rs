@@ -6,6 +6,8 @@
 //! cargo test  -p toolhost --bench sandbox        # smoke run (few iterations)
 //! # one workload in a loop for 10 s, to run under a profiler:
 //! cargo bench -p toolhost --bench sandbox -- --profile stateless|stateful|warm|py_units|...
+//! # the same with calls N µs apart (spares made between calls):
+//! cargo bench -p toolhost --bench sandbox -- --profile py_units --gap-us 5000
 //! ```
 //!
 //! Needs the bundled plugins: it runs `plugins/build.sh rust` if they are
@@ -32,6 +34,11 @@ fn main() {
         .iter()
         .position(|a| a == "--profile")
         .map(|i| args.get(i + 1).cloned().unwrap_or_default());
+    let gap = args
+        .iter()
+        .position(|a| a == "--gap-us")
+        .and_then(|i| args.get(i + 1)?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_micros);
     let scale = if full {
         Scale {
             calls: 20_000,
@@ -65,7 +72,7 @@ fn main() {
         .build()
         .unwrap();
     match profile {
-        Some(kind) => rt.block_on(profile_loop(&kind, &plugins)),
+        Some(kind) => rt.block_on(profile_loop(&kind, gap, &plugins)),
         None => rt.block_on(run(&scale, &plugins, &hostile)),
     }
 }
@@ -89,7 +96,7 @@ async fn register_plugins(
 }
 
 /// Run one workload for 10 s so a profiler sees nothing else.
-async fn profile_loop(kind: &str, plugins: &Path) {
+async fn profile_loop(kind: &str, gap: Duration, plugins: &Path) {
     // Kept between runs: big guests take seconds to compile.
     let cache = plugins.parent().unwrap().join("bench-cache");
     let host = PluginHost::new(HostConfig {
@@ -137,11 +144,17 @@ async fn profile_loop(kind: &str, plugins: &Path) {
     };
     let end = Instant::now() + Duration::from_secs(10);
     let mut n = 0u64;
+    let mut samples = Vec::new();
     while Instant::now() < end {
-        time_calls(&registry, tool, &input, &cx, 100).await;
+        samples.extend(time_calls_paced(&registry, tool, &input, &cx, 100, gap).await);
         n += 100;
     }
-    println!("{n} {kind} calls");
+    samples.sort();
+    println!(
+        "{n} {kind} calls, p50 {}, p90 {}",
+        fmt(percentile(&samples, 0.5)),
+        fmt(percentile(&samples, 0.9))
+    );
 }
 
 /// The same work as the `text_stats` plugin tool, natively.
@@ -154,6 +167,12 @@ fn native_stats(input: Value) -> Result<Value, ToolError> {
         "lines": text.lines().count(),
     }))
 }
+
+/// Time between two calls in the per-language rows: enough for a spare
+/// instance of the slowest guest (Python, ~2 ms to instantiate) to be made
+/// between calls, as between the turns of an agent loop (which are model
+/// round trips, hundreds of milliseconds apart).
+const LANGUAGE_GAP: Duration = Duration::from_millis(5);
 
 /// A tool per guest language: (row label, plugin, tool, input).
 fn languages() -> [(&'static str, &'static str, &'static str, Value); 4] {
@@ -181,7 +200,7 @@ fn languages() -> [(&'static str, &'static str, &'static str, Value); 4] {
 }
 
 struct Row {
-    name: &'static str,
+    name: String,
     p50: Duration,
     p99: Duration,
     note: String,
@@ -192,10 +211,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[i]
 }
 
-fn summarize(name: &'static str, mut samples: Vec<Duration>, note: String) -> Row {
+fn summarize(name: impl Into<String>, mut samples: Vec<Duration>, note: String) -> Row {
     samples.sort();
     Row {
-        name,
+        name: name.into(),
         p50: percentile(&samples, 0.5),
         p99: percentile(&samples, 0.99),
         note,
@@ -374,12 +393,18 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
     }
     host.load_file(&calc).await.unwrap();
     let mut warm = Vec::new();
+    // Kept until the end, as in a process that loads its plugin directory:
+    // otherwise each load would also pay for tearing down the one before
+    // (the pool drops an old image when a slot is reused).
+    let mut loaded = Vec::with_capacity(scale.loads);
     for _ in 0..scale.loads {
         let start = Instant::now();
         let p = host.load_file(&calc).await.unwrap();
         warm.push(start.elapsed());
         assert_eq!(p.cache_status(), toolhost::sandbox::CacheStatus::Hit);
+        loaded.push(p);
     }
+    drop(loaded);
     rows.push(summarize(
         "plugin load, cold (compile)",
         cold,
@@ -443,8 +468,13 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         time_calls(&registry, tool, &input, &fresh, 3).await;
         rows.push(summarize(
             label,
+            time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await,
+            "fresh instance, calls 5 ms apart".into(),
+        ));
+        rows.push(summarize(
+            format!("{label}, back to back"),
             time_calls(&registry, tool, &input, &fresh, runs).await,
-            "fresh instance per call".into(),
+            "saturated: instantiation is the limit".into(),
         ));
     }
 

@@ -2,9 +2,20 @@
 //!
 //! An entry is named after the component's BLAKE3 digest and a hash of the
 //! engine's compilation settings, so a changed plugin or a changed engine
-//! never hits a stale entry. Each file starts with a magic tag and the BLAKE3
-//! digest of the rest; an entry whose digest does not match is deleted and
-//! rebuilt, because deserializing compiled code trusts its bytes.
+//! never hits a stale entry. Each file starts with a magic tag and an XXH3
+//! checksum of the rest; an entry whose checksum does not match is deleted
+//! and rebuilt, because deserializing compiled code trusts its bytes.
+//!
+//! The checksum guards against damage (a torn write, a bad disk, a stray
+//! edit), not against an attacker: whoever can write the cache directory can
+//! write a matching checksum too, so the directory must be as trusted as the
+//! host binary. That is why a fast non-cryptographic checksum is enough.
+//!
+//! On Linux a verified entry is copied into a sealed memfd and wasmtime maps
+//! it from there, so loading copies the entry once and never maps the cache
+//! file itself (a mapped file truncated by someone else kills the process
+//! with SIGBUS; a sealed memfd cannot change at all). Elsewhere the entry is
+//! read into memory and deserialized from there.
 
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -13,8 +24,8 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"THCWASM1";
-const HEADER: usize = MAGIC.len() + 32;
+const MAGIC: &[u8; 8] = b"THCWASM2";
+const HEADER: usize = MAGIC.len() + 16;
 
 /// Whether a load compiled the component or found it in the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -33,6 +44,26 @@ pub enum CacheStatus {
 pub(crate) struct CompileCache {
     dir: Option<PathBuf>,
     engine_tag: String,
+}
+
+/// Why an existing entry was not used.
+enum Unusable {
+    /// Reading it failed.
+    Io(io::Error),
+    /// Wrong magic, short, or a checksum mismatch.
+    Corrupt,
+    /// wasmtime refused it (say, a different wasmtime version).
+    Rejected(wasmtime::Error),
+}
+
+impl From<io::Error> for Unusable {
+    fn from(e: io::Error) -> Self {
+        if e.kind() == io::ErrorKind::UnexpectedEof {
+            Unusable::Corrupt
+        } else {
+            Unusable::Io(e)
+        }
+    }
 }
 
 impl CompileCache {
@@ -62,30 +93,25 @@ impl CompileCache {
         let Some(path) = self.entry_path(digest) else {
             return Ok((Component::from_binary(engine, wasm)?, CacheStatus::Disabled));
         };
-        let mut status = CacheStatus::Compiled;
-        match std::fs::read(&path) {
-            Ok(bytes) => match verified_payload(&bytes) {
-                // SAFETY: the payload is exactly what `Component::serialize`
-                // wrote for this engine configuration: its digest matches
-                // the one stored when it was written, so no byte changed.
-                Some(payload) => match unsafe { Component::deserialize(engine, payload) } {
-                    Ok(component) => return Ok((component, CacheStatus::Hit)),
-                    Err(e) => {
-                        tracing::warn!(path = %path.display(), "cache entry rejected, recompiling: {e}");
-                        status = CacheStatus::Rebuilt;
+        let status = match open_entry(engine, &path) {
+            Ok(Some(component)) => return Ok((component, CacheStatus::Hit)),
+            Ok(None) => CacheStatus::Compiled,
+            Err(why) => {
+                let path = path.display();
+                match why {
+                    Unusable::Io(e) => {
+                        tracing::warn!(%path, "cache entry unreadable, recompiling: {e}");
                     }
-                },
-                None => {
-                    tracing::warn!(path = %path.display(), "cache entry is corrupt, recompiling");
-                    status = CacheStatus::Rebuilt;
+                    Unusable::Corrupt => {
+                        tracing::warn!(%path, "cache entry is corrupt, recompiling");
+                    }
+                    Unusable::Rejected(e) => {
+                        tracing::warn!(%path, "cache entry rejected, recompiling: {e}");
+                    }
                 }
-            },
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => {
-                tracing::warn!(path = %path.display(), "cache entry unreadable, recompiling: {e}");
-                status = CacheStatus::Rebuilt;
+                CacheStatus::Rebuilt
             }
-        }
+        };
         let component = Component::from_binary(engine, wasm)?;
         if let Err(e) = store(&path, &component.serialize()?) {
             // A cache that cannot be written costs speed, never correctness.
@@ -95,12 +121,98 @@ impl CompileCache {
     }
 }
 
+fn checksum(payload: &[u8]) -> [u8; 16] {
+    xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes()
+}
+
+/// The entry at `path`, verified and deserialized; `None` if there is none.
+#[cfg(target_os = "linux")]
+fn open_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+
+    if !Path::new("/proc/self/fd").is_dir() {
+        // No /proc to hand wasmtime the memfd by path.
+        return read_entry(engine, path);
+    }
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut header = [0; HEADER];
+    file.read_exact(&mut header)?;
+    let (magic, expected) = header.split_at(MAGIC.len());
+    if magic != MAGIC {
+        return Err(Unusable::Corrupt);
+    }
+    let memfd = memfd::MemfdOptions::new()
+        .close_on_exec(true)
+        .allow_sealing(true)
+        .create("toolhost-cwasm")
+        .map_err(|e| Unusable::Io(io::Error::other(e)))?;
+    // Copy and checksum in one pass; the copy is what gets mapped, so the
+    // bytes checked are the bytes run.
+    let mut sum = xxhash_rust::xxh3::Xxh3Default::new();
+    let mut buf = vec![0; 64 << 10];
+    let mut out = memfd.as_file();
+    loop {
+        let n = match file.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e.into()),
+        };
+        sum.update(&buf[..n]);
+        out.write_all(&buf[..n])?;
+    }
+    if sum.digest128().to_le_bytes() != expected {
+        return Err(Unusable::Corrupt);
+    }
+    use memfd::FileSeal::{SealGrow, SealSeal, SealShrink, SealWrite};
+    memfd
+        .add_seals(&[SealShrink, SealGrow, SealWrite, SealSeal])
+        .map_err(|e| Unusable::Io(io::Error::other(e)))?;
+    // wasmtime maps the file it opens; the memfd's /proc link opens the
+    // same sealed in-memory file.
+    let sealed = format!("/proc/self/fd/{}", memfd.as_file().as_raw_fd());
+    // SAFETY: the memfd holds exactly what `Component::serialize` wrote for
+    // this engine configuration (its checksum matches the one stored when
+    // the entry was written), and it is sealed: nobody, us included, can
+    // change, shrink or grow it while wasmtime has it mapped.
+    unsafe { Component::deserialize_file(engine, &sealed) }
+        .map(Some)
+        .map_err(Unusable::Rejected)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
+    read_entry(engine, path)
+}
+
+/// Like `open_entry`, through a copy of the whole entry in memory.
+fn read_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
+    match std::fs::read(path) {
+        Ok(bytes) => deserialize_verified(engine, &bytes).map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn deserialize_verified(engine: &Engine, bytes: &[u8]) -> Result<Component, Unusable> {
+    let payload = verified_payload(bytes).ok_or(Unusable::Corrupt)?;
+    // SAFETY: the payload is exactly what `Component::serialize` wrote for
+    // this engine configuration: its checksum matches the one stored when it
+    // was written, so no byte changed.
+    unsafe { Component::deserialize(engine, payload) }.map_err(Unusable::Rejected)
+}
+
 fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
     if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
         return None;
     }
-    let (digest, payload) = bytes[MAGIC.len()..].split_at(32);
-    (blake3::hash(payload).as_bytes() == digest).then_some(payload)
+    let (sum, payload) = bytes[MAGIC.len()..].split_at(HEADER - MAGIC.len());
+    (checksum(payload) == sum).then_some(payload)
 }
 
 /// Write atomically: a reader sees the old entry, no entry, or the new one.
@@ -114,7 +226,7 @@ fn store(path: &Path, payload: &[u8]) -> io::Result<()> {
     ));
     let mut bytes = Vec::with_capacity(HEADER + payload.len());
     bytes.extend_from_slice(MAGIC);
-    bytes.extend_from_slice(blake3::hash(payload).as_bytes());
+    bytes.extend_from_slice(&checksum(payload));
     bytes.extend_from_slice(payload);
     std::fs::write(&tmp, &bytes)?;
     std::fs::rename(&tmp, path)
@@ -128,7 +240,7 @@ mod tests {
     fn a_flipped_byte_fails_verification() {
         let payload = b"compiled code".to_vec();
         let mut bytes = MAGIC.to_vec();
-        bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+        bytes.extend_from_slice(&checksum(&payload));
         bytes.extend_from_slice(&payload);
         assert_eq!(verified_payload(&bytes), Some(&payload[..]));
         let last = bytes.len() - 1;

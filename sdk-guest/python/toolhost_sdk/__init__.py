@@ -104,6 +104,9 @@ class _Declared:
     schema: Dict[str, Any]
     func: Callable[..., Any]
     raw_input: bool
+    # Computed once at import (inside the pre-initialized snapshot), not per
+    # call: building a Signature is most of what a fresh-instance call costs.
+    signature: Optional[inspect.Signature]
 
 
 _TOOLS: Dict[str, _Declared] = {}
@@ -136,10 +139,12 @@ def tool(func=None, *, name=None, description=None, schema=None):
             raise SchemaError(f"tool {tool_name!r} is declared twice")
         if schema is not None:
             doc_description = (f.__doc__ or "").strip()
-            declared = _Declared(tool_name, description or doc_description, dict(schema), f, True)
+            declared = _Declared(tool_name, description or doc_description, dict(schema), f, True, None)
         else:
             derived_description, derived = function_schema(f)
-            declared = _Declared(tool_name, description or derived_description, derived, f, False)
+            declared = _Declared(
+                tool_name, description or derived_description, derived, f, False, inspect.signature(f)
+            )
         if not declared.description:
             raise SchemaError(f"tool {tool_name!r} needs a description: write a docstring or pass description=")
         _TOOLS[tool_name] = declared
@@ -169,9 +174,9 @@ def call(name: str, input_json: str) -> str:
         raise InvalidInput(f"input is not JSON: {e}") from None
     if not isinstance(args, dict):
         raise InvalidInput("input must be a JSON object")
-    if not declared.raw_input:
+    if declared.signature is not None:
         try:  # the host validated against the schema; this catches a schema= that drifted
-            inspect.signature(declared.func).bind(**args)
+            declared.signature.bind(**args)
         except TypeError as e:
             raise InvalidInput(f"{name}: {e}") from None
     try:
