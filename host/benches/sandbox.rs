@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::sandbox::MemoryInit;
 use toolhost::tools::{CallContext, NativeTool, SessionId, ToolError, ToolRegistry};
 
 struct Scale {
@@ -168,11 +169,12 @@ fn native_stats(input: Value) -> Result<Value, ToolError> {
     }))
 }
 
-/// Time between two calls in the per-language rows: enough for a spare
-/// instance of the slowest guest (Python, ~2 ms to instantiate) to be made
-/// between calls, as between the turns of an agent loop (which are model
-/// round trips, hundreds of milliseconds apart).
-const LANGUAGE_GAP: Duration = Duration::from_millis(5);
+/// Time between two calls in the per-language rows: enough for the spare
+/// instances of the slowest guest (Python: ~2 ms to instantiate, ~5 ms when
+/// its 10 MB of memory is copied) to be made between calls, as between the
+/// turns of an agent loop (which are model round trips, hundreds of
+/// milliseconds apart).
+const LANGUAGE_GAP: Duration = Duration::from_millis(20);
 
 /// A tool per guest language: (row label, plugin, tool, input).
 fn languages() -> [(&'static str, &'static str, &'static str, Value); 4] {
@@ -263,6 +265,13 @@ async fn time_calls_paced(
     samples
 }
 
+/// `text_stats` calls on fresh instances, 100 µs apart (the stateless rows).
+async fn stateless_paced(registry: &ToolRegistry, input: &Value, n: usize) -> Vec<Duration> {
+    let gap = Duration::from_micros(100);
+    let fresh = CallContext::default();
+    time_calls_paced(registry, "text_stats", input, &fresh, n, gap).await
+}
+
 /// Calls per second with `callers` tasks each making `per_caller` calls.
 async fn throughput(registry: Arc<ToolRegistry>, callers: usize, per_caller: usize) -> f64 {
     let input = json!({"text": "the quick brown fox"});
@@ -330,15 +339,7 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
     ));
     rows.push(summarize(
         "stateless call (fresh instance)",
-        time_calls_paced(
-            &registry,
-            "text_stats",
-            &input,
-            &fresh,
-            n,
-            Duration::from_micros(100),
-        )
-        .await,
+        stateless_paced(&registry, &input, n).await,
         "calls 100 µs apart".into(),
     ));
     rows.push(summarize(
@@ -446,36 +447,60 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
     ));
 
     // A fresh instance per call for a tool in each guest language (when its
-    // plugin was built: plugins/build.sh with that language's toolchain).
+    // plugin was built: plugins/build.sh with that language's toolchain),
+    // with memory images mapped copy-on-write (the default) and copied into
+    // each instance when it is made.
     let lang_cache = plugins.parent().unwrap().join("bench-cache");
-    let lang_host = PluginHost::new(HostConfig {
-        cache_dir: Some(lang_cache),
-        ..HostConfig::default()
-    })
-    .unwrap();
-    for (label, plugin, tool, input) in languages() {
-        let wasm = plugins.join(format!("{plugin}.wasm"));
-        if !wasm.is_file() {
-            println!("(skipped {plugin}: not built)");
-            continue;
+    for memory_init in [MemoryInit::Cow, MemoryInit::Copy] {
+        let lang_host = PluginHost::new(HostConfig {
+            cache_dir: Some(lang_cache.clone()),
+            memory_init,
+            ..HostConfig::default()
+        })
+        .unwrap();
+        let mode = match memory_init {
+            MemoryInit::Cow => "",
+            MemoryInit::Copy => " [copy]",
+        };
+        if memory_init == MemoryInit::Copy {
+            // The text plugin's stateless call, for comparison with the rows
+            // at the top (which use copy-on-write).
+            let mut registry = ToolRegistry::new();
+            register_plugins(&lang_host, plugins, &["text"], &mut registry).await;
+            time_calls(&registry, "text_stats", &input, &fresh, n / 10 + 1).await;
+            rows.push(summarize(
+                "stateless call [copy]",
+                stateless_paced(&registry, &input, n).await,
+                "memory_init = copy; calls 100 µs apart".into(),
+            ));
         }
-        let plugin = lang_host.load_file(&wasm).await.unwrap();
-        let mut registry = ToolRegistry::new();
-        for t in plugin.tools() {
-            registry.register(t).unwrap();
+        for (label, plugin, tool, input) in languages() {
+            let wasm = plugins.join(format!("{plugin}.wasm"));
+            if !wasm.is_file() {
+                println!("(skipped {plugin}: not built)");
+                continue;
+            }
+            let plugin = lang_host.load_file(&wasm).await.unwrap();
+            let mut registry = ToolRegistry::new();
+            for t in plugin.tools() {
+                registry.register(t).unwrap();
+            }
+            let runs = (n / 200).max(3);
+            time_calls(&registry, tool, &input, &fresh, 3).await;
+            rows.push(summarize(
+                format!("{label}{mode}"),
+                time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await,
+                format!(
+                    "fresh instance, calls {} ms apart",
+                    LANGUAGE_GAP.as_millis()
+                ),
+            ));
+            rows.push(summarize(
+                format!("{label}{mode}, back to back"),
+                time_calls(&registry, tool, &input, &fresh, runs).await,
+                "saturated: instantiation is the limit".into(),
+            ));
         }
-        let runs = (n / 100).max(3);
-        time_calls(&registry, tool, &input, &fresh, 3).await;
-        rows.push(summarize(
-            label,
-            time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await,
-            "fresh instance, calls 5 ms apart".into(),
-        ));
-        rows.push(summarize(
-            format!("{label}, back to back"),
-            time_calls(&registry, tool, &input, &fresh, runs).await,
-            "saturated: instantiation is the limit".into(),
-        ));
     }
 
     let floor = rows[0].p50.as_secs_f64();

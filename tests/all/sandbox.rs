@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolhost::plugin::{HostConfig, LoadReport, PluginError, PluginHost};
-use toolhost::sandbox::CacheStatus;
+use toolhost::sandbox::{CacheStatus, MemoryInit};
 use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{
     copy_plugin, copy_plugin_from, hostile_dir, plugin_subset, workspace_root,
@@ -506,6 +506,45 @@ async fn with_spare_instances_off_none_are_made() {
     }
     tokio::task::yield_now().await;
     assert_eq!(report.plugins[0].spare_instances(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_memory_copied_at_instantiation_calls_stay_isolated() {
+    let dir = plugin_subset(&["scratchpad", "text"]);
+    let host = host_with(HostConfig {
+        memory_init: MemoryInit::Copy,
+        ..HostConfig::default()
+    });
+    let report = load(&host, dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let registry = report.registry();
+    // Each stateless call starts from the component's own initial memory,
+    // on spares and inline instances alike: the counter is always 1.
+    for round in 0..10 {
+        let out = call(&registry, "scratchpad_increment", json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out["value"], json!(1), "round {round}");
+        let out = call(&registry, "text_stats", json!({"text": "a b c"}))
+            .await
+            .unwrap();
+        assert_eq!(out["words"], json!(3));
+    }
+    // A session keeps its own instance and state.
+    let cx = CallContext::in_session(SessionId::new("copy"));
+    for expected in 1..=3 {
+        let out = registry
+            .call_value("scratchpad_increment", json!({}), &cx)
+            .await
+            .unwrap();
+        assert_eq!(out["value"], json!(expected));
+    }
+    // Limits hold as before.
+    let hostile = load(&host, hostile_dir()).await.registry();
+    let e = call(&hostile, "hostile_membomb", json!({}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::MemoryLimit, "{e}");
 }
 
 #[tokio::test]

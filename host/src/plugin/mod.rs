@@ -202,6 +202,7 @@ impl PluginHost {
             cache_dir: config.cache_dir.clone(),
             max_instances: config.max_instances,
             max_memory_bytes: config.limits.ceiling().memory_bytes,
+            memory_init: config.memory_init,
         })?;
         Ok(Self {
             sandbox,
