@@ -487,6 +487,9 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
             }
             let runs = (n / 200).max(3);
             time_calls(&registry, tool, &input, &fresh, 3).await;
+            // The warm-up used up the spares; let them be made again, as
+            // between two model turns, before the paced calls are timed.
+            tokio::time::sleep(LANGUAGE_GAP * 5).await;
             rows.push(summarize(
                 format!("{label}{mode}"),
                 time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await,

@@ -360,20 +360,26 @@ impl Guest {
     async fn maintain(&self) {
         loop {
             loop {
-                let retired = std::mem::take(&mut *lock(&self.spares.retired));
-                drop(retired);
-                if self.spares.failing.load(Ordering::Relaxed)
-                    || lock(&self.spares.ready).len() >= self.spares.target
+                // Refill first: the next call waits for a spare, nobody
+                // waits for a used instance to be dropped (for big guests
+                // both take milliseconds).
+                if !self.spares.failing.load(Ordering::Relaxed)
+                    && lock(&self.spares.ready).len() < self.spares.target
                 {
+                    match self.instantiate_now().await {
+                        Ok(live) => lock(&self.spares.ready).push(live),
+                        Err(e) => {
+                            tracing::debug!(plugin = %self.identity.name, error = %e, "could not make a spare instance; instantiating per call");
+                            self.spares.failing.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    continue;
+                }
+                let retired = std::mem::take(&mut *lock(&self.spares.retired));
+                if retired.is_empty() {
                     break;
                 }
-                match self.instantiate_now().await {
-                    Ok(live) => lock(&self.spares.ready).push(live),
-                    Err(e) => {
-                        tracing::debug!(plugin = %self.identity.name, error = %e, "could not make a spare instance; instantiating per call");
-                        self.spares.failing.store(true, Ordering::Relaxed);
-                    }
-                }
+                drop(retired);
             }
             self.spares.working.store(false, Ordering::Release);
             // A call may have retired or taken an instance after the last
