@@ -571,14 +571,19 @@ async fn many_concurrent_calls_all_complete_correctly() {
     }
 }
 
+/// A host config with a cache directory of the test's own.
+fn own_cache(dir: &Path) -> HostConfig {
+    HostConfig {
+        cache_dir: Some(dir.to_owned()),
+        ..HostConfig::default()
+    }
+}
+
 #[tokio::test]
 async fn the_compile_cache_is_used_and_a_corrupt_entry_is_rebuilt() {
     let cache = tempfile::tempdir().unwrap();
     let dir = plugin_subset(&["text"]);
-    let config = HostConfig {
-        cache_dir: Some(cache.path().to_owned()),
-        ..HostConfig::default()
-    };
+    let config = own_cache(cache.path());
     let new_host = || PluginHost::new(config.clone()).unwrap();
     let wasm = dir.path().join("text.wasm");
 
@@ -630,10 +635,7 @@ async fn the_compile_cache_is_used_and_a_corrupt_entry_is_rebuilt() {
 async fn a_plugin_loaded_from_the_cache_survives_its_entry_being_rewritten_in_place() {
     let cache = tempfile::tempdir().unwrap();
     let dir = plugin_subset(&["text"]);
-    let config = HostConfig {
-        cache_dir: Some(cache.path().to_owned()),
-        ..HostConfig::default()
-    };
+    let config = own_cache(cache.path());
     let wasm = dir.path().join("text.wasm");
     PluginHost::new(config.clone())
         .unwrap()
