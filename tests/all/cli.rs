@@ -291,8 +291,11 @@ fn inspect_shows_the_world_the_manifest_and_the_cache_state() {
             .unwrap()
             .ends_with("files.toml")
     );
+    assert_eq!(first["cache"]["tools_from_cache"], json!(false));
     let second = run();
     assert_eq!(second["cache"]["cached_before"], json!(true));
+    assert_eq!(second["cache"]["tools_from_cache"], json!(true));
+    assert_eq!(second["tools"], first["tools"]);
 
     let text = Command::new(toolhost_bin())
         .args(["inspect", dir(&wasm), "--cache-dir", dir(cache.path())])

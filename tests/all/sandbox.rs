@@ -632,6 +632,66 @@ async fn the_compile_cache_is_used_and_a_corrupt_entry_is_rebuilt() {
 }
 
 #[tokio::test]
+async fn the_tool_list_is_remembered_per_manifest_and_a_damaged_one_is_asked_again() {
+    let cache = tempfile::tempdir().unwrap();
+    let dir = plugin_subset(&["text"]);
+    let config = own_cache(cache.path());
+    let wasm = dir.path().join("text.wasm");
+    let load = || async {
+        PluginHost::new(config.clone())
+            .unwrap()
+            .load_file(&wasm)
+            .await
+            .unwrap()
+    };
+    let notes = || -> Vec<PathBuf> {
+        std::fs::read_dir(cache.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "tools"))
+            .collect()
+    };
+
+    let first = load().await;
+    assert!(!first.tools_from_cache(), "nothing to remember yet");
+    assert_eq!(notes().len(), 1, "the answer is kept beside the entry");
+    let second = load().await;
+    assert!(second.tools_from_cache());
+    assert_eq!(second.tool_specs(), first.tool_specs());
+
+    // What `describe` sees changed (a config value): ask it again.
+    let manifest = dir.path().join("text.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap_or_default();
+    text.push_str("\n[config]\nnote = \"changed\"\n");
+    std::fs::write(&manifest, text).unwrap();
+    let third = load().await;
+    assert!(!third.tools_from_cache(), "a changed manifest asks again");
+    assert_eq!(third.tool_specs(), first.tool_specs());
+    assert!(load().await.tools_from_cache());
+
+    // A damaged note is not trusted: describe runs and the note is rewritten.
+    let note = &notes()[0];
+    let mut bytes = std::fs::read(note).unwrap();
+    let last = bytes.len() - 2;
+    bytes[last] ^= 0x20;
+    std::fs::write(note, &bytes).unwrap();
+    let fourth = load().await;
+    assert!(!fourth.tools_from_cache());
+    assert_eq!(fourth.tool_specs(), first.tool_specs());
+    assert!(load().await.tools_from_cache());
+    std::fs::write(note, b"").unwrap();
+    assert!(!load().await.tools_from_cache());
+
+    // Without a cache there is nothing to remember.
+    let uncached = PluginHost::new(HostConfig::default())
+        .unwrap()
+        .load_file(&wasm)
+        .await
+        .unwrap();
+    assert!(!uncached.tools_from_cache());
+}
+
+#[tokio::test]
 async fn a_plugin_loaded_from_the_cache_survives_its_entry_being_rewritten_in_place() {
     let cache = tempfile::tempdir().unwrap();
     let dir = plugin_subset(&["text"]);

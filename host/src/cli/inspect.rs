@@ -73,6 +73,7 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
             Ok(plugin) => {
                 out["plugin"] = super::list::plugin_json(plugin);
                 out["tools"] = json!(plugin.tool_specs());
+                out["cache"]["tools_from_cache"] = json!(plugin.tools_from_cache());
             }
             Err(message) => out["error"] = json!(message),
         }
@@ -108,7 +109,11 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
                 }
                 println!("stateful: {}", plugin.is_stateful());
                 super::list::print_limits_and_grants(plugin, "");
-                println!("tools:");
+                if plugin.tools_from_cache() {
+                    println!("tools (remembered in the cache; describe was not called):");
+                } else {
+                    println!("tools:");
+                }
                 for t in plugin.tool_specs() {
                     println!("  {}: {}", t.name, t.description);
                 }

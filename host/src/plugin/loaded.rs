@@ -19,6 +19,7 @@ pub struct Plugin {
     pub(super) stateful: bool,
     pub(super) cache: CacheStatus,
     pub(super) tools: Vec<ToolSpec>,
+    pub(super) tools_from_cache: bool,
     pub(super) component_type: wasmtime::component::types::Component,
     pub(super) sessions: session::Sessions,
     pub(super) guest: Guest,
@@ -65,6 +66,12 @@ impl Plugin {
     /// Effective grants.
     pub fn permissions(&self) -> &Permissions {
         self.guest.permissions()
+    }
+    /// Whether the tool list came from the compile cache (remembered from
+    /// an earlier load with the same component and manifest inputs) rather
+    /// than from calling the component's `describe`.
+    pub fn tools_from_cache(&self) -> bool {
+        self.tools_from_cache
     }
     /// The tools it exports.
     pub fn tool_specs(&self) -> &[ToolSpec] {

@@ -5,6 +5,7 @@
 //! loaded on its own, and the [`LoadReport`] lists what loaded and what did
 //! not, with the file and the reason.
 
+mod catalog;
 mod loaded;
 mod manifest;
 mod session;
@@ -336,6 +337,7 @@ impl PluginHost {
             path: path.to_owned(),
             source,
         })?;
+        let inputs = catalog::inputs_key(&manifest.config, &resolved.limits, &resolved.permissions);
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
             config: manifest.config.clone(),
@@ -353,7 +355,20 @@ impl PluginHost {
                 path: path.to_owned(),
                 source,
             })?;
-        let tools = describe(&guest, path).await?;
+        let remembered = inputs
+            .as_deref()
+            .and_then(|key| catalog::recall(&self.sandbox, &digest, key));
+        let tools_from_cache = remembered.is_some();
+        let tools = match remembered {
+            Some(tools) => tools,
+            None => {
+                let tools = describe(&guest, path).await?;
+                if let Some(key) = inputs {
+                    catalog::remember(&self.sandbox, &digest, key, &tools);
+                }
+                tools
+            }
+        };
         let idle_ttl = Duration::from_secs(
             manifest
                 .session
@@ -368,6 +383,7 @@ impl PluginHost {
             stateful: manifest.stateful,
             cache,
             tools,
+            tools_from_cache,
             component_type: component.component_type(),
             sessions: session::Sessions::new(idle_ttl),
             guest,

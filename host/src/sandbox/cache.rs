@@ -11,6 +11,9 @@
 //! write a matching checksum too, so the directory must be as trusted as the
 //! host binary. That is why a fast non-cryptographic checksum is enough.
 //!
+//! Beside an entry the cache keeps small *notes* about the component (the
+//! tools its `describe` returned), checksummed the same way.
+//!
 //! On Linux a verified entry is copied into a sealed memfd and wasmtime maps
 //! it from there, so loading copies the entry once and never maps the cache
 //! file itself (a mapped file truncated by someone else kills the process
@@ -25,6 +28,8 @@ use wasmtime::Engine;
 use wasmtime::component::Component;
 
 const MAGIC: &[u8; 8] = b"THCWASM2";
+/// Tags a note: a small record kept beside an entry (see [`CompileCache::read_note`]).
+const NOTE_MAGIC: &[u8; 8] = b"THCNOTE1";
 const HEADER: usize = MAGIC.len() + 16;
 
 /// Whether a load compiled the component or found it in the cache.
@@ -83,6 +88,49 @@ impl CompileCache {
         Some(dir.join(format!("{}-{}.cwasm", digest.to_hex(), self.engine_tag)))
     }
 
+    /// The note called `name` kept beside the entry for `digest`, if there
+    /// is one and its checksum matches. A damaged note is deleted and
+    /// reported as missing, so the caller recomputes and rewrites it.
+    ///
+    /// Notes hold what is worth remembering about a component besides its
+    /// code (the tools it describes); like entries, they are named after the
+    /// component and the engine, so a changed plugin or host never reads a
+    /// stale one.
+    pub(crate) fn read_note(&self, digest: &blake3::Hash, name: &str) -> Option<Vec<u8>> {
+        let path = self.note_path(digest, name)?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), "cache note unreadable, ignoring it: {e}");
+                return None;
+            }
+        };
+        match verified_payload(&bytes, NOTE_MAGIC) {
+            Some(payload) => Some(payload.to_vec()),
+            None => {
+                tracing::warn!(path = %path.display(), "cache note is corrupt, rebuilding it");
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Keep `payload` as the note called `name` beside the entry for
+    /// `digest`. Failing to write costs speed, never correctness, so it is
+    /// only logged.
+    pub(crate) fn write_note(&self, digest: &blake3::Hash, name: &str, payload: &[u8]) {
+        if let Some(path) = self.note_path(digest, name)
+            && let Err(e) = store(&path, NOTE_MAGIC, payload)
+        {
+            tracing::warn!(path = %path.display(), "could not write cache note: {e}");
+        }
+    }
+
+    fn note_path(&self, digest: &blake3::Hash, name: &str) -> Option<PathBuf> {
+        Some(self.entry_path(digest)?.with_extension(name))
+    }
+
     /// The compiled component for `wasm`, from the cache or freshly compiled.
     pub(crate) fn load(
         &self,
@@ -113,7 +161,7 @@ impl CompileCache {
             }
         };
         let component = Component::from_binary(engine, wasm)?;
-        if let Err(e) = store(&path, &component.serialize()?) {
+        if let Err(e) = store(&path, MAGIC, &component.serialize()?) {
             // A cache that cannot be written costs speed, never correctness.
             tracing::warn!(path = %path.display(), "could not write cache entry: {e}");
         }
@@ -200,15 +248,16 @@ fn read_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusabl
 }
 
 fn deserialize_verified(engine: &Engine, bytes: &[u8]) -> Result<Component, Unusable> {
-    let payload = verified_payload(bytes).ok_or(Unusable::Corrupt)?;
+    let payload = verified_payload(bytes, MAGIC).ok_or(Unusable::Corrupt)?;
     // SAFETY: the payload is exactly what `Component::serialize` wrote for
     // this engine configuration: its checksum matches the one stored when it
     // was written, so no byte changed.
     unsafe { Component::deserialize(engine, payload) }.map_err(Unusable::Rejected)
 }
 
-fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
-    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != MAGIC {
+/// What follows `magic` and a matching checksum in `bytes`.
+fn verified_payload<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<&'a [u8]> {
+    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != magic {
         return None;
     }
     let (sum, payload) = bytes[MAGIC.len()..].split_at(HEADER - MAGIC.len());
@@ -216,20 +265,26 @@ fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
 }
 
 /// Write atomically: a reader sees the old entry, no entry, or the new one.
-fn store(path: &Path, payload: &[u8]) -> io::Result<()> {
+fn store(path: &Path, magic: &[u8; 8], payload: &[u8]) -> io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
+    // Unique per writer, so two loads of one plugin never share a file.
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let tmp = dir.join(format!(
-        ".{}.{}.tmp",
+        ".{}.{}.{}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
-        std::process::id()
+        std::process::id(),
+        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     ));
     let mut bytes = Vec::with_capacity(HEADER + payload.len());
-    bytes.extend_from_slice(MAGIC);
+    bytes.extend_from_slice(magic);
     bytes.extend_from_slice(&checksum(payload));
     bytes.extend_from_slice(payload);
-    std::fs::write(&tmp, &bytes)?;
-    std::fs::rename(&tmp, path)
+    let written = std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 #[cfg(test)]
@@ -242,10 +297,11 @@ mod tests {
         let mut bytes = MAGIC.to_vec();
         bytes.extend_from_slice(&checksum(&payload));
         bytes.extend_from_slice(&payload);
-        assert_eq!(verified_payload(&bytes), Some(&payload[..]));
+        assert_eq!(verified_payload(&bytes, MAGIC), Some(&payload[..]));
+        assert_eq!(verified_payload(&bytes, NOTE_MAGIC), None);
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        assert_eq!(verified_payload(&bytes), None);
-        assert_eq!(verified_payload(b"short"), None);
+        assert_eq!(verified_payload(&bytes, MAGIC), None);
+        assert_eq!(verified_payload(b"short", MAGIC), None);
     }
 }

@@ -238,6 +238,19 @@ impl Sandbox {
             .map_err(|e| SandboxError::Compile(format!("{e:#}")))
     }
 
+    /// The note called `name` that the compile cache keeps for the
+    /// component with `digest`; `None` if there is none, it is damaged, or
+    /// caching is off.
+    pub(crate) fn cached_note(&self, digest: &blake3::Hash, name: &str) -> Option<Vec<u8>> {
+        self.inner.cache.read_note(digest, name)
+    }
+
+    /// Keep `payload` as the note called `name` for the component with
+    /// `digest` (nothing happens when caching is off).
+    pub(crate) fn keep_note(&self, digest: &blake3::Hash, name: &str, payload: &[u8]) {
+        self.inner.cache.write_note(digest, name, payload);
+    }
+
     /// The engine, for inspecting component types.
     pub fn engine(&self) -> &Engine {
         &self.inner.engine

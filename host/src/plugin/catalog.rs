@@ -1,0 +1,82 @@
+//! The tools a component described, remembered in the compile cache.
+//!
+//! Asking a component for its tools means making an instance and calling
+//! `describe`, which is most of what a warm load costs once the compiled
+//! code is cached. The answer only depends on the component and on what its
+//! manifest gives it (config values, environment, directories, limits), so it
+//! is kept as a cache note keyed on all of those: a changed component,
+//! manifest, operator grant or host version asks the component again.
+//!
+//! The WIT contract says `describe` must not depend on anything else (files,
+//! clocks, randomness); `docs/wit.md` spells it out for plugin authors.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sandbox::{Limits, Permissions, Sandbox};
+use crate::tools::{ToolSpec, is_valid_tool_name};
+
+/// The cache note's name.
+const NOTE: &str = "tools";
+
+/// What `describe` may depend on besides the component itself.
+#[derive(Serialize)]
+struct Inputs<'a> {
+    config: &'a BTreeMap<String, String>,
+    limits: &'a Limits,
+    permissions: &'a Permissions,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Note {
+    /// BLAKE3 of the [`Inputs`], hex.
+    inputs: String,
+    tools: Vec<ToolSpec>,
+}
+
+/// A fingerprint of what a plugin's `describe` sees; `None` if it cannot be
+/// taken (a granted path that is not UTF-8), in which case nothing is cached.
+pub(super) fn inputs_key(
+    config: &BTreeMap<String, String>,
+    limits: &Limits,
+    permissions: &Permissions,
+) -> Option<String> {
+    let inputs = Inputs {
+        config,
+        limits,
+        permissions,
+    };
+    let bytes = serde_json::to_vec(&inputs).ok()?;
+    Some(blake3::hash(&bytes).to_hex().to_string())
+}
+
+/// The tools remembered for this component and these inputs, if any.
+pub(super) fn recall(sandbox: &Sandbox, digest: &blake3::Hash, key: &str) -> Option<Vec<ToolSpec>> {
+    let bytes = sandbox.cached_note(digest, NOTE)?;
+    let note: Note = serde_json::from_slice(&bytes).ok()?;
+    if note.inputs != key || !well_formed(&note.tools) {
+        return None;
+    }
+    Some(note.tools)
+}
+
+/// Remember what `describe` returned (already checked by the caller).
+pub(super) fn remember(sandbox: &Sandbox, digest: &blake3::Hash, key: String, tools: &[ToolSpec]) {
+    let note = Note {
+        inputs: key,
+        tools: tools.to_vec(),
+    };
+    if let Ok(bytes) = serde_json::to_vec(&note) {
+        sandbox.keep_note(digest, NOTE, &bytes);
+    }
+}
+
+/// The checks a fresh `describe` gets that are cheap enough to repeat; the
+/// schemas are compiled again anyway when the tools are registered.
+fn well_formed(tools: &[ToolSpec]) -> bool {
+    !tools.is_empty()
+        && tools.iter().enumerate().all(|(i, t)| {
+            is_valid_tool_name(&t.name) && tools[..i].iter().all(|other| other.name != t.name)
+        })
+}
