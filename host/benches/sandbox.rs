@@ -403,9 +403,34 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         let p = host.load_file(&calc).await.unwrap();
         warm.push(start.elapsed());
         assert_eq!(p.cache_status(), toolhost::sandbox::CacheStatus::Hit);
+        assert!(p.tools_from_cache());
         loaded.push(p);
     }
+    // A plugin directory, as `toolhost` loads it at start: the plugins load
+    // side by side.
+    let set = ["calc", "text", "scratchpad"];
+    let set_dir = tempfile::tempdir().unwrap();
+    for name in set {
+        for ext in ["wasm", "toml"] {
+            let from = plugins.join(format!("{name}.{ext}"));
+            if from.is_file() {
+                std::fs::copy(&from, set_dir.path().join(format!("{name}.{ext}"))).unwrap();
+            }
+        }
+    }
+    host.load_dir(set_dir.path()).await.unwrap();
+    let mut per_plugin = Vec::new();
+    let mut loaded_dirs = Vec::with_capacity(scale.loads);
+    for _ in 0..scale.loads {
+        let start = Instant::now();
+        let report = host.load_dir(set_dir.path()).await.unwrap();
+        per_plugin.push(start.elapsed() / set.len() as u32);
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        assert_eq!(report.plugins.len(), set.len());
+        loaded_dirs.push(report);
+    }
     drop(loaded);
+    drop(loaded_dirs);
     rows.push(summarize(
         "plugin load, cold (compile)",
         cold,
@@ -415,6 +440,11 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         "plugin load, warm (cache)",
         warm,
         "calc.wasm".into(),
+    ));
+    rows.push(summarize(
+        "plugin dir load, warm, per plugin",
+        per_plugin,
+        format!("{}: whole directory / {}", set.join(", "), set.len()),
     ));
 
     // Deadline: a CPU-bound guest with a 10 ms deadline; how late it stops.

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::Value;
 
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
@@ -218,21 +219,6 @@ impl PluginHost {
         self
     }
 
-    fn emit(&self, event: LoadEvent) {
-        match &self.observer {
-            Some(observer) => observer(&event),
-            None => {
-                if let LoadEvent::Compiling { plugin, bytes } = &event {
-                    tracing::info!(
-                        plugin,
-                        size_kib = bytes >> 10,
-                        "compiling plugin (done once, then cached)"
-                    );
-                }
-            }
-        }
-    }
-
     /// The operator config in force.
     pub fn config(&self) -> &HostConfig {
         &self.config
@@ -262,10 +248,21 @@ impl PluginHost {
             }
         }
         files.sort();
+        // Plugins load side by side, one per core: most of a load is reading
+        // and mapping compiled code or compiling it, on blocking threads.
+        // Results still come back in file-name order, so which of two
+        // plugins offering the same tool name loses does not depend on timing.
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut loads = futures::stream::iter(files)
+            .map(|path| async move {
+                let loaded = self.load_file(&path).await;
+                (path, loaded)
+            })
+            .buffered(parallel);
         let mut report = LoadReport::default();
         let mut owners: HashMap<String, PathBuf> = HashMap::new();
-        for path in files {
-            match self.load_file(&path).await {
+        while let Some((path, loaded)) = loads.next().await {
+            match loaded {
                 Ok(plugin) => {
                     let clash = plugin
                         .tool_specs()
@@ -305,38 +302,43 @@ impl PluginHost {
         let (manifest, manifest_path) = read_manifest(path)?;
         let resolved = self.resolve(&manifest, manifest_path.as_deref().unwrap_or(path))?;
 
-        let wasm = std::fs::read(path).map_err(|source| PluginError::Read {
-            path: path.to_owned(),
-            source,
-        })?;
-        let digest = Sandbox::digest(&wasm);
-        let compiling = self
-            .sandbox
-            .cache_entry(&digest)
-            .is_none_or(|entry| !entry.exists());
-        let started = std::time::Instant::now();
-        if compiling {
-            self.emit(LoadEvent::Compiling {
-                plugin: name.clone(),
-                bytes: wasm.len(),
-            });
-        }
+        // Reading, hashing and loading (or compiling) the component all
+        // block, so they run off the executor, in one hop.
         let sandbox = self.sandbox.clone();
-        let compiled = tokio::task::spawn_blocking(move || sandbox.compile(&wasm, &digest)).await;
-        if compiling {
-            self.emit(LoadEvent::Compiled {
-                plugin: name.clone(),
-                elapsed: started.elapsed(),
-            });
-        }
-        let compiled = compiled.map_err(|e| PluginError::Describe {
+        let observer = self.observer.clone();
+        let (file, plugin) = (path.to_owned(), name.clone());
+        let compiled = tokio::task::spawn_blocking(move || {
+            let wasm = std::fs::read(&file).map_err(|source| PluginError::Read {
+                path: file.clone(),
+                source,
+            })?;
+            let digest = Sandbox::digest(&wasm);
+            let compiling = sandbox
+                .cache_entry(&digest)
+                .is_none_or(|entry| !entry.exists());
+            let started = std::time::Instant::now();
+            if compiling {
+                let bytes = wasm.len();
+                let event = LoadEvent::Compiling {
+                    plugin: plugin.clone(),
+                    bytes,
+                };
+                emit(observer.as_ref(), event);
+            }
+            let compiled = sandbox.compile(&wasm, &digest);
+            if compiling {
+                let elapsed = started.elapsed();
+                emit(observer.as_ref(), LoadEvent::Compiled { plugin, elapsed });
+            }
+            compiled
+                .map(|(component, cache)| (digest, component, cache))
+                .map_err(|source| PluginError::Component { path: file, source })
+        })
+        .await;
+        let (digest, component, cache) = compiled.map_err(|e| PluginError::Describe {
             path: path.to_owned(),
             message: format!("the compiler thread failed: {e}"),
-        })?;
-        let (component, cache) = compiled.map_err(|source| PluginError::Component {
-            path: path.to_owned(),
-            source,
-        })?;
+        })??;
         let inputs = catalog::inputs_key(&manifest.config, &resolved.limits, &resolved.permissions);
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
@@ -494,6 +496,22 @@ fn read_manifest(wasm: &Path) -> Result<(Manifest, Option<PathBuf>), PluginError
         message: e.to_string(),
     })?;
     Ok((manifest, Some(path)))
+}
+
+/// Tell `observer` (or the log, without one) about a load's progress.
+fn emit(observer: Option<&LoadObserver>, event: LoadEvent) {
+    match observer {
+        Some(observer) => observer(&event),
+        None => {
+            if let LoadEvent::Compiling { plugin, bytes } = &event {
+                tracing::info!(
+                    plugin,
+                    size_kib = bytes >> 10,
+                    "compiling plugin (done once, then cached)"
+                );
+            }
+        }
+    }
 }
 
 /// Ask the component for its tools and check each one.
