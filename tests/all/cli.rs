@@ -228,6 +228,41 @@ fn list_shows_every_tool_with_its_plugin_limits_and_grants() {
 }
 
 #[test]
+fn a_cold_start_reports_each_compile_and_a_warm_start_compiles_nothing() {
+    let plugins = plugin_subset(&["calc", "text", "scratchpad"]);
+    let cache = tempfile::tempdir().unwrap();
+    let list = || {
+        let out = toolhost(&[
+            "list",
+            "-p",
+            dir(plugins.path()),
+            "--cache-dir",
+            dir(cache.path()),
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let tools = json_out(&out)["tools"].as_array().unwrap().len();
+        (tools, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // The three compile side by side; each start and end is reported.
+    let (tools, stderr) = list();
+    assert!(tools >= 3, "{stderr}");
+    for name in ["calc", "text", "scratchpad"] {
+        assert!(
+            stderr.contains(&format!("compiling plugin {name} ")),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("compiled plugin {name} in")),
+            "{stderr}"
+        );
+    }
+    let (warm_tools, stderr) = list();
+    assert_eq!(warm_tools, tools);
+    assert!(!stderr.contains("compil"), "{stderr}");
+}
+
+#[test]
 fn list_reports_a_broken_plugin_and_still_lists_the_rest() {
     let plugins = plugin_subset(&["calc"]);
     std::fs::write(plugins.path().join("broken.wasm"), b"nope").unwrap();
