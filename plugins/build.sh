@@ -39,6 +39,10 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# The guest toolchains live in the checkout (.ci/install-guest-toolchains.sh).
+# shellcheck source=.ci/toolchains.sh
+. "$root/.ci/toolchains.sh"
+trap 'echo "plugins/build.sh: FAILED: \`$BASH_COMMAND\` exited $? (line $LINENO)" >&2' ERR
 out="$root/target/plugins"
 out_hostile="$root/target/plugins-hostile"
 guest_target="$root/target/guest"

@@ -9,9 +9,11 @@
 //!   [`ToolRegistry`](tools::ToolRegistry) every caller goes through.
 //! - [`llm`]: provider-neutral messages and one module per wire format.
 //! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
+//! - [`text`]: clipping and escaping text that comes from plugins.
 
 pub mod llm;
 pub mod plugin;
 pub mod runner;
 pub mod sandbox;
+pub mod text;
 pub mod tools;

@@ -20,6 +20,9 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# shellcheck source=.ci/toolchains.sh
+. "$root/.ci/toolchains.sh"
+trap 'echo "plugins/c/build.sh: FAILED: \`$BASH_COMMAND\` exited $? (line $LINENO)" >&2' ERR
 sdk="$root/sdk-guest/c"
 out="${1:?usage: plugins/c/build.sh OUT_DIR [NAME...]}"
 shift

@@ -13,6 +13,9 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# shellcheck source=.ci/toolchains.sh
+. "$root/.ci/toolchains.sh"
+trap 'echo "plugins/js/build.sh: FAILED: \`$BASH_COMMAND\` exited $? (line $LINENO)" >&2' ERR
 out="${1:?usage: plugins/js/build.sh OUT_DIR [NAME...]}"
 shift
 mkdir -p "$out"

@@ -12,6 +12,9 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
+# shellcheck source=.ci/toolchains.sh
+. "$root/.ci/toolchains.sh"
+trap 'echo "plugins/python/build.sh: FAILED: \`$BASH_COMMAND\` exited $? (line $LINENO)" >&2' ERR
 out="${1:?usage: plugins/python/build.sh OUT_DIR [NAME...]}"
 shift
 mkdir -p "$out"

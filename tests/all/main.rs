@@ -7,3 +7,4 @@ mod llm;
 mod new;
 mod runner;
 mod sandbox;
+mod trust;

@@ -50,8 +50,8 @@ pub fn print_limits_and_grants(plugin: &Plugin, indent: &str) {
             d.guest
         );
     }
-    for (k, _) in &p.env {
-        println!("{indent}grants: env {k}");
+    for var in &p.env {
+        println!("{indent}grants: env {}", var.name());
     }
 }
 

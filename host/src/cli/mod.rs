@@ -58,8 +58,10 @@ pub struct PluginArgs {
     /// Plugin directory (every NAME.wasm with its NAME.toml), or one .wasm file.
     #[arg(long, short = 'p', env = "TOOLHOST_PLUGINS", default_value = "plugins")]
     pub plugins: PathBuf,
-    /// Host config (toolhost.toml): default and maximum limits, allowed grants.
-    /// Default: ./toolhost.toml if it exists.
+    /// Host config (toolhost.toml): default and maximum limits, allowed grants,
+    /// the cache directory. Default: $XDG_CONFIG_HOME/toolhost/toolhost.toml
+    /// (~/.config/toolhost/toolhost.toml) if it exists. Never read from the
+    /// current directory: a checkout must not widen its own grants.
     #[arg(long, env = "TOOLHOST_CONFIG")]
     pub config: Option<PathBuf>,
     /// Cache compiled components here. Default: $XDG_CACHE_HOME/toolhost or ~/.cache/toolhost.
@@ -92,8 +94,22 @@ impl PluginArgs {
     pub fn host_config(&self) -> anyhow::Result<HostConfig> {
         let path = match &self.config {
             Some(p) => Some(p.clone()),
-            None => Some(PathBuf::from("toolhost.toml")).filter(|p| p.is_file()),
+            None => user_config_file().filter(|p| p.is_file()),
         };
+        let here = Path::new("toolhost.toml");
+        if here.is_file() && path.as_deref().is_none_or(|p| !same_file(p, here)) {
+            // Policy never comes from where the process happens to run: a
+            // cloned repository could otherwise widen its own grants or
+            // point the cache (native code) at a directory it controls.
+            tracing::warn!(
+                "ignoring ./toolhost.toml: the host config is read only from --config, \
+                 TOOLHOST_CONFIG or {} (pass --config toolhost.toml to use this one)",
+                user_config_file().map_or_else(
+                    || "$XDG_CONFIG_HOME/toolhost/toolhost.toml".to_owned(),
+                    |p| p.display().to_string()
+                )
+            );
+        }
         let mut config = match path {
             Some(path) => {
                 let text = std::fs::read_to_string(&path)
@@ -187,12 +203,30 @@ impl std::fmt::Display for ChainDisplay<'_> {
 
 impl std::error::Error for ChainDisplay<'_> {}
 
-fn default_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
+/// `$XDG_<var>` if it is an absolute path, else `~/<fallback>`, joined with
+/// `toolhost` (the XDG base directory rules).
+fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
+    let base = std::env::var_os(var)
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
     Some(base.join("toolhost"))
+}
+
+fn default_cache_dir() -> Option<PathBuf> {
+    xdg_dir("XDG_CACHE_HOME", ".cache")
+}
+
+/// The user's own host config: `$XDG_CONFIG_HOME/toolhost/toolhost.toml`.
+fn user_config_file() -> Option<PathBuf> {
+    Some(xdg_dir("XDG_CONFIG_HOME", ".config")?.join("toolhost.toml"))
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 fn init_logging(verbose: u8, quiet: bool) {

@@ -80,10 +80,17 @@ pub struct RunArgs {
     /// The model (default: an inexpensive one of the provider).
     #[arg(long)]
     pub model: Option<String>,
-    /// The API key. Default: OPENAI_API_KEY (DEEPSEEK_API_KEY for a DeepSeek
-    /// base URL), ANTHROPIC_API_KEY, GEMINI_API_KEY.
-    #[arg(long, hide_env_values = true)]
+    /// The API key. Default, for the provider's own host only (exact match,
+    /// HTTPS): OPENAI_API_KEY (DEEPSEEK_API_KEY for https://api.deepseek.com),
+    /// ANTHROPIC_API_KEY, GEMINI_API_KEY; for another base URL, OPENAI_API_KEY
+    /// (ANTHROPIC_API_KEY) only when OPENAI_BASE_URL (ANTHROPIC_BASE_URL)
+    /// names that same URL.
+    #[arg(long, hide_env_values = true, conflicts_with = "api_key_env")]
     pub api_key: Option<String>,
+    /// Read the API key from this environment variable, for whatever base
+    /// URL is given (a local server, a proxy).
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
     /// The recording to play with --provider replay.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
@@ -144,14 +151,50 @@ impl RunArgs {
         }
     }
 
-    /// The API key: the flag, else the first set variable the provider names.
-    fn api_key(&self, kind: ProviderKind) -> Option<String> {
-        self.api_key.clone().or_else(|| {
-            kind.api_key_env(self.base_url.as_deref())
-                .iter()
-                .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+    /// The base URL: the flag, else the SDKs' variable for it
+    /// (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`), else the provider's own.
+    fn base_url(&self, kind: ProviderKind) -> Option<String> {
+        self.base_url.clone().or_else(|| {
+            let (var, _) = kind.base_url_env()?;
+            env_value(var)
         })
     }
+
+    /// The API key for `base_url`, and a note of where it came from.
+    ///
+    /// An environment key is only sent where it belongs: the provider's own
+    /// host (matched exactly), or the base URL its SDK pair variable names.
+    /// Anything else needs `--api-key` or `--api-key-env`.
+    fn api_key(&self, kind: ProviderKind, base_url: Option<&str>) -> anyhow::Result<Option<String>> {
+        if let Some(key) = &self.api_key {
+            return Ok(Some(key.clone()));
+        }
+        if let Some(var) = &self.api_key_env {
+            return env_value(var).map(Some).ok_or_else(|| {
+                anyhow::anyhow!("--api-key-env {var}: the variable is not set (or empty); export it or pass another")
+            });
+        }
+        let official = kind.api_key_env(base_url);
+        if let Some(key) = official.iter().find_map(|var| env_value(var)) {
+            return Ok(Some(key));
+        }
+        if let (Some(url), Some((url_var, key_var))) = (base_url, kind.base_url_env())
+            && env_value(url_var).is_some_and(|paired| same_url(&paired, url))
+        {
+            return Ok(env_value(key_var));
+        }
+        Ok(None)
+    }
+}
+
+/// A set, non-empty environment variable.
+fn env_value(var: &str) -> Option<String> {
+    std::env::var(var).ok().filter(|v| !v.is_empty())
+}
+
+/// Whether two base URLs are the same, trailing slashes aside.
+fn same_url(a: &str, b: &str) -> bool {
+    a.trim_end_matches('/') == b.trim_end_matches('/')
 }
 
 /// Run `toolhost run`.
@@ -165,11 +208,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.replay.is_some() && kind != ProviderKind::Replay {
         return Err(UsageError(anyhow::anyhow!("--replay needs --provider replay")).into());
     }
+    let base_url = args.base_url(kind);
+    let api_key = args.api_key(kind, base_url.as_deref()).map_err(UsageError)?;
     let provider = kind
         .build(ProviderOptions {
-            base_url: args.base_url.clone(),
+            base_url,
             model: args.model.clone(),
-            api_key: args.api_key(kind),
+            api_key,
             replay_file: args.replay.clone(),
         })
         .context("cannot set up the provider")

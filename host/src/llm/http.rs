@@ -183,6 +183,10 @@ impl HttpClient {
         let client = reqwest::Client::builder()
             .default_headers(headers)
             .connect_timeout(config.timeout)
+            // Never follow a redirect: reqwest would carry the key headers
+            // (`x-api-key`, `x-goog-api-key`) to wherever it points. A
+            // provider that answers 3xx is an error to report, not follow.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| config_error(format!("could not build the HTTP client: {e}")))?;
         Ok(Self {

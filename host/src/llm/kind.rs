@@ -68,18 +68,43 @@ impl ProviderKind {
         }
     }
 
-    /// The environment variables the caller should read for the API key,
-    /// in order of preference, for a server at `base_url` (`None`: the
-    /// default). An OpenAI-compatible base URL on a DeepSeek host asks for
-    /// `DEEPSEEK_API_KEY` only, so that an OpenAI key is never sent to
-    /// another company. [`ProviderKind::Replay`] needs none.
+    /// The environment variables the caller may read for the API key, in
+    /// order of preference, for a server at `base_url` (`None`: the
+    /// default). Only a provider's own API host gets its variables, matched
+    /// exactly, over HTTPS on the default port: `OPENAI_API_KEY` for
+    /// `api.openai.com`, `DEEPSEEK_API_KEY` for `api.deepseek.com`,
+    /// `ANTHROPIC_API_KEY` for `api.anthropic.com`, `GEMINI_API_KEY` or
+    /// `GOOGLE_API_KEY` for `generativelanguage.googleapis.com`. Any other
+    /// base URL (a local server, a proxy, a look-alike) gets none: its key
+    /// is passed explicitly, or comes from the pair of variables the
+    /// official SDKs use together ([`base_url_env`](Self::base_url_env)).
+    /// [`ProviderKind::Replay`] needs none.
     pub fn api_key_env(&self, base_url: Option<&str>) -> &'static [&'static str] {
+        match (self, base_url.map(official_host)) {
+            (Self::Replay, _) => &[],
+            (Self::OpenAi, None) => &["OPENAI_API_KEY"],
+            (Self::Anthropic, None) => &["ANTHROPIC_API_KEY"],
+            (Self::Gemini, None) => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+            (_, Some(host)) => match (self, host) {
+                (Self::OpenAi, Some(OfficialHost::OpenAi)) => &["OPENAI_API_KEY"],
+                (Self::OpenAi, Some(OfficialHost::DeepSeek)) => &["DEEPSEEK_API_KEY"],
+                (Self::Anthropic, Some(OfficialHost::Anthropic)) => &["ANTHROPIC_API_KEY"],
+                (Self::Gemini, Some(OfficialHost::Gemini)) => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+                _ => &[],
+            },
+        }
+    }
+
+    /// The variable that, set together with the first of
+    /// [`api_key_env`](Self::api_key_env)`(None)`, names another server
+    /// for that key, as the official SDKs read them: `OPENAI_BASE_URL`
+    /// with `OPENAI_API_KEY`, `ANTHROPIC_BASE_URL` with `ANTHROPIC_API_KEY`.
+    /// A caller that reads the pair sends the key to that base URL only.
+    pub fn base_url_env(&self) -> Option<(&'static str, &'static str)> {
         match self {
-            Self::OpenAi if base_url.is_some_and(is_deepseek) => &["DEEPSEEK_API_KEY"],
-            Self::OpenAi => &["OPENAI_API_KEY"],
-            Self::Anthropic => &["ANTHROPIC_API_KEY"],
-            Self::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
-            Self::Replay => &[],
+            Self::OpenAi => Some(("OPENAI_BASE_URL", "OPENAI_API_KEY")),
+            Self::Anthropic => Some(("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")),
+            Self::Gemini | Self::Replay => None,
         }
     }
 
@@ -97,7 +122,9 @@ impl ProviderKind {
     /// model explicitly for anything that matters: names change.
     pub fn default_model(&self, base_url: Option<&str>) -> &'static str {
         match self {
-            Self::OpenAi if base_url.is_some_and(is_deepseek) => "deepseek-chat",
+            Self::OpenAi if base_url.map(official_host) == Some(Some(OfficialHost::DeepSeek)) => {
+                "deepseek-chat"
+            }
             Self::OpenAi => "gpt-4.1-mini",
             Self::Anthropic => "claude-sonnet-4-5",
             Self::Gemini => "gemini-2.5-flash",
@@ -120,7 +147,7 @@ impl ProviderKind {
         let model = options
             .model
             .unwrap_or_else(|| self.default_model(Some(&base_url)).to_owned());
-        let official = base_url.trim_end_matches('/') == default_url || is_deepseek(&base_url);
+        let official = official_host(&base_url).is_some();
         if options.api_key.is_none() && official {
             let vars = self.api_key_env(Some(&base_url)).join(" or ");
             return Err(LlmError::Config {
@@ -150,8 +177,34 @@ fn replay(path: Option<PathBuf>) -> Result<Arc<dyn Provider>, LlmError> {
     Ok(Arc::new(ReplayProvider::from_file(path)?))
 }
 
-fn is_deepseek(base_url: &str) -> bool {
-    HttpConfig::new(base_url).host().contains("deepseek")
+/// A provider's own API host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OfficialHost {
+    OpenAi,
+    DeepSeek,
+    Anthropic,
+    Gemini,
+}
+
+/// Whose API `base_url` is: an exact host over HTTPS on port 443 with no
+/// user info, or `None` (a look-alike such as `api.openai.com.evil.example`,
+/// plain HTTP, another port, or an unparsable URL is nobody's).
+fn official_host(base_url: &str) -> Option<OfficialHost> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    if url.scheme() != "https"
+        || url.port().is_some_and(|p| p != 443)
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return None;
+    }
+    match url.host_str()?.trim_end_matches('.') {
+        "api.openai.com" => Some(OfficialHost::OpenAi),
+        "api.deepseek.com" => Some(OfficialHost::DeepSeek),
+        "api.anthropic.com" => Some(OfficialHost::Anthropic),
+        "generativelanguage.googleapis.com" => Some(OfficialHost::Gemini),
+        _ => None,
+    }
 }
 
 impl fmt::Display for ProviderKind {
@@ -194,6 +247,30 @@ mod tests {
             ["DEEPSEEK_API_KEY"]
         );
         assert_eq!(ProviderKind::OpenAi.api_key_env(None), ["OPENAI_API_KEY"]);
+        assert_eq!(
+            ProviderKind::OpenAi.api_key_env(Some("https://api.openai.com/v1/")),
+            ["OPENAI_API_KEY"]
+        );
+        for elsewhere in [
+            "https://deepseek.evil.example/v1",
+            "https://api.deepseek.com.evil.example",
+            "https://api.openai.com.evil.example/v1",
+            "http://api.openai.com/v1",
+            "https://api.openai.com:8443/v1",
+            "https://user@api.openai.com/v1",
+            "http://127.0.0.1:8080/v1",
+            "not a url",
+        ] {
+            assert!(
+                ProviderKind::OpenAi.api_key_env(Some(elsewhere)).is_empty(),
+                "{elsewhere}"
+            );
+        }
+        assert!(
+            ProviderKind::Anthropic
+                .api_key_env(Some("https://api.openai.com/v1"))
+                .is_empty()
+        );
     }
 
     #[test]

@@ -21,11 +21,16 @@ use crate::tools::{ToolSpec, is_valid_tool_name};
 const NOTE: &str = "tools";
 
 /// What `describe` may depend on besides the component itself.
+///
+/// Environment values are part of the key (a plugin may describe itself
+/// differently with another value) but only as this hash: the note holds
+/// no value, and `Permissions` serializes variable names alone.
 #[derive(Serialize)]
 struct Inputs<'a> {
     config: &'a BTreeMap<String, String>,
     limits: &'a Limits,
     permissions: &'a Permissions,
+    env_values: Vec<&'a str>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -46,6 +51,7 @@ pub(super) fn inputs_key(
         config,
         limits,
         permissions,
+        env_values: permissions.env.iter().map(|v| v.value()).collect(),
     };
     let bytes = serde_json::to_vec(&inputs).ok()?;
     Some(blake3::hash(&bytes).to_hex().to_string())

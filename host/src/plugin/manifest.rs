@@ -3,11 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::sandbox::{Limits, MemoryInit};
+use crate::sandbox::{LimitError, Limits, MemoryInit};
 
 /// Limits as written in a manifest or host config, in friendly units. An
 /// absent field means "the default".
@@ -26,16 +25,27 @@ pub struct LimitsSpec {
 
 impl LimitsSpec {
     /// `base` with every field this spec sets replaced.
-    pub fn apply_to(&self, base: Limits) -> Limits {
-        Limits {
+    ///
+    /// # Errors
+    ///
+    /// A value whose conversion to bytes or a deadline would overflow, or
+    /// that is above the absolute maximum (see [`Limits::ABSOLUTE_MAX_TIMEOUT_MS`]).
+    pub fn apply_to(&self, base: Limits) -> Result<Limits, LimitError> {
+        Ok(Limits {
             fuel: self.fuel.unwrap_or(base.fuel),
-            timeout: self
-                .timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(base.timeout),
-            memory_bytes: self.memory_mb.map(|m| m << 20).unwrap_or(base.memory_bytes),
-            output_bytes: self.output_kb.map(|k| k << 10).unwrap_or(base.output_bytes),
-        }
+            timeout: match self.timeout_ms {
+                Some(ms) => Limits::timeout_from_ms("timeout_ms", ms)?,
+                None => base.timeout,
+            },
+            memory_bytes: match self.memory_mb {
+                Some(mb) => Limits::memory_from_mb("memory_mb", mb)?,
+                None => base.memory_bytes,
+            },
+            output_bytes: match self.output_kb {
+                Some(kb) => Limits::output_from_kb("output_kb", kb)?,
+                None => base.output_bytes,
+            },
+        })
     }
 }
 
@@ -182,12 +192,20 @@ pub struct HostLimits {
 
 impl HostLimits {
     /// The effective default limits.
-    pub fn default_limits(&self) -> Limits {
+    ///
+    /// # Errors
+    ///
+    /// A value in `[limits.default]` is out of range.
+    pub fn default_limits(&self) -> Result<Limits, LimitError> {
         self.default.apply_to(Limits::default())
     }
 
     /// The effective ceiling.
-    pub fn ceiling(&self) -> Limits {
+    ///
+    /// # Errors
+    ///
+    /// A value in `[limits.max]` is out of range.
+    pub fn ceiling(&self) -> Result<Limits, LimitError> {
         self.max.apply_to(Limits::default_ceiling())
     }
 }

@@ -22,7 +22,7 @@ pub use loaded::{ComponentInterface, Plugin, WasmTool};
 pub use manifest::{Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec};
 
 use crate::sandbox::{
-    DirGrant, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig, SandboxError,
+    DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig, SandboxError,
 };
 use crate::tools::{ToolRegistry, ToolSpec, is_valid_tool_name};
 
@@ -143,6 +143,9 @@ pub type LoadObserver = Arc<dyn Fn(&LoadEvent) + Send + Sync>;
 pub struct PluginHost {
     sandbox: Sandbox,
     config: Arc<HostConfig>,
+    /// `config.limits`, checked and converted once.
+    defaults: Limits,
+    ceiling: Limits,
     observer: Option<LoadObserver>,
 }
 
@@ -200,15 +203,26 @@ impl PluginHost {
     ///
     /// The sandbox could not be set up.
     pub fn new(config: HostConfig) -> Result<Self, SandboxError> {
+        let invalid = |e: crate::sandbox::LimitError| SandboxError::Config(e.to_string());
+        let defaults = config.limits.default_limits().map_err(invalid)?;
+        let ceiling = config.limits.ceiling().map_err(invalid)?;
+        if config.spare_instances > config.max_instances {
+            return Err(SandboxError::Config(format!(
+                "`spare_instances` = {} is more than `max_instances` = {}; lower it",
+                config.spare_instances, config.max_instances
+            )));
+        }
         let sandbox = Sandbox::new(&SandboxConfig {
             cache_dir: config.cache_dir.clone(),
             max_instances: config.max_instances,
-            max_memory_bytes: config.limits.ceiling().memory_bytes,
+            max_memory_bytes: ceiling.memory_bytes,
             memory_init: config.memory_init,
         })?;
         Ok(Self {
             sandbox,
             config: Arc::new(config),
+            defaults,
+            ceiling,
             observer: None,
         })
     }
@@ -400,9 +414,12 @@ impl PluginHost {
         };
         let limits = manifest
             .limits
-            .apply_to(self.config.limits.default_limits());
-        let ceiling = self.config.limits.ceiling();
-        if let Some((what, asked, max)) = limits.first_excess(&ceiling) {
+            .apply_to(self.defaults)
+            .map_err(|e| PluginError::Manifest {
+                path: manifest_path.to_owned(),
+                message: format!("[limits] {e}; lower it"),
+            })?;
+        if let Some((what, asked, max)) = limits.first_excess(&self.ceiling) {
             return Err(not_allowed(format!(
                 "`{what}` = {asked}, the most allowed is {max}; lower it, or raise `limits.max.{what}` in the host config"
             )));
@@ -418,7 +435,7 @@ impl PluginHost {
             // The grant is the operator's explicit decision to pass this
             // variable through; an unset variable is simply absent.
             if let Ok(value) = std::env::var(key) {
-                env.push((key.clone(), value));
+                env.push(EnvVar::new(key.clone(), value));
             }
         }
         let base = manifest_path.parent().unwrap_or(Path::new("."));
@@ -463,11 +480,15 @@ impl PluginHost {
                     host.display()
                 )));
             }
-            dirs.push(DirGrant {
-                host,
-                guest: dir.guest.clone(),
-                writable: dir.rw,
-            });
+            // Opened now, and every call maps this very directory: a
+            // symlink swapped in later cannot widen the grant.
+            let grant = DirGrant::open(host, dir.guest.clone(), dir.rw).map_err(|e| {
+                PluginError::Manifest {
+                    path: manifest_path.to_owned(),
+                    message: format!("granted directory cannot be opened: {e}"),
+                }
+            })?;
+            dirs.push(grant);
         }
         Ok(Resolved {
             limits,

@@ -9,7 +9,12 @@
 //! The checksum guards against damage (a torn write, a bad disk, a stray
 //! edit), not against an attacker: whoever can write the cache directory can
 //! write a matching checksum too, so the directory must be as trusted as the
-//! host binary. That is why a fast non-cryptographic checksum is enough.
+//! host binary. That is why a fast non-cryptographic checksum is enough, and
+//! why the cache refuses a directory that anyone but the user could write
+//! (on Unix: owned by another user, or writable by group or others). It
+//! creates its directory `0700` and its files `0600`, under random names
+//! that it never follows through a symlink, and ignores (and rebuilds) an
+//! entry that is not a regular file of its own.
 //!
 //! Beside an entry the cache keeps small *notes* about the component (the
 //! tools its `describe` returned), checksummed the same way.
@@ -72,14 +77,23 @@ impl From<io::Error> for Unusable {
 }
 
 impl CompileCache {
-    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
+    /// The cache in `dir` (created if missing), or no cache.
+    ///
+    /// # Errors
+    ///
+    /// `dir` cannot be created, or is not safe to load native code from: a
+    /// message that says why and what to do.
+    pub(crate) fn open(engine: &Engine, dir: Option<PathBuf>) -> Result<Self, String> {
+        if let Some(dir) = &dir {
+            prepare_dir(dir)?;
+        }
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
-        Self {
+        Ok(Self {
             dir,
             engine_tag: format!("{:016x}", hasher.finish()),
-        }
+        })
     }
 
     /// Where the entry for a component with `digest` lives.
@@ -98,9 +112,9 @@ impl CompileCache {
     /// stale one.
     pub(crate) fn read_note(&self, digest: &blake3::Hash, name: &str) -> Option<Vec<u8>> {
         let path = self.note_path(digest, name)?;
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+        let bytes = match read_own(&path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return None,
             Err(e) => {
                 tracing::warn!(path = %path.display(), "cache note unreadable, ignoring it: {e}");
                 return None;
@@ -183,10 +197,8 @@ fn open_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusabl
         // No /proc to hand wasmtime the memfd by path.
         return read_entry(engine, path);
     }
-    let mut file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.into()),
+    let Some(mut file) = open_own(path)? else {
+        return Ok(None);
     };
     let mut header = [0; HEADER];
     file.read_exact(&mut header)?;
@@ -240,10 +252,9 @@ fn open_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusabl
 
 /// Like `open_entry`, through a copy of the whole entry in memory.
 fn read_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
-    match std::fs::read(path) {
-        Ok(bytes) => deserialize_verified(engine, &bytes).map(Some),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.into()),
+    match read_own(path)? {
+        Some(bytes) => deserialize_verified(engine, &bytes).map(Some),
+        None => Ok(None),
     }
 }
 
@@ -266,25 +277,129 @@ fn verified_payload<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<&'a [u8]> {
 
 /// Write atomically: a reader sees the old entry, no entry, or the new one.
 fn store(path: &Path, magic: &[u8; 8], payload: &[u8]) -> io::Result<()> {
+    use std::io::Write;
+
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    // Unique per writer, so two loads of one plugin never share a file.
-    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // A random name, created exclusively and never through a symlink: no
+    // one can guess it ahead of us, and no two writers share it.
     let tmp = dir.join(format!(
-        ".{}.{}.{}.tmp",
+        ".{}.{:032x}.tmp",
         path.file_name().and_then(|n| n.to_str()).unwrap_or("entry"),
-        std::process::id(),
-        SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        rand::random::<u128>()
     ));
-    let mut bytes = Vec::with_capacity(HEADER + payload.len());
-    bytes.extend_from_slice(magic);
-    bytes.extend_from_slice(&checksum(payload));
-    bytes.extend_from_slice(payload);
-    let written = std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, path));
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    }
+    let mut file = options.open(&tmp)?;
+    let written = file
+        .write_all(magic)
+        .and_then(|()| file.write_all(&checksum(payload)))
+        .and_then(|()| file.write_all(payload))
+        .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Create `dir` (owner-only) if missing, and check nobody else can write it.
+fn prepare_dir(dir: &Path) -> Result<(), String> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir).map_err(|e| {
+        format!(
+            "cannot create the compile cache directory {}: {e}; create it yourself \
+             (owned by you, mode 0700), choose another with --cache-dir or `cache_dir`, \
+             or pass --no-cache",
+            dir.display()
+        )
+    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(dir).map_err(|e| {
+            format!("cannot read the compile cache directory {}: {e}", dir.display())
+        })?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let me = unsafe { libc::geteuid() };
+        let why = if !meta.is_dir() {
+            Some("it is not a directory".to_owned())
+        } else if meta.uid() != me {
+            Some(format!("it is owned by uid {}, not by you (uid {me})", meta.uid()))
+        } else if meta.mode() & 0o022 != 0 {
+            Some(format!(
+                "it is writable by {} (mode {:o})",
+                if meta.mode() & 0o002 != 0 { "everyone" } else { "its group" },
+                meta.mode() & 0o7777
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(format!(
+                "refusing the compile cache directory {}: {why}, and its entries are \
+                 loaded as native code, so whoever else can write there could run code \
+                 as you; run `chmod 700 {}` if it is yours, or choose another directory \
+                 with --cache-dir or `cache_dir`, or pass --no-cache",
+                dir.display(),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Open the cache file at `path` for reading if it is a regular file of
+/// ours that only we can write; `None` if there is none. Never follows a
+/// symlink and never blocks on a FIFO. A file that fails the check is an
+/// error, so the caller rebuilds it.
+fn open_own(path: &Path) -> io::Result<Option<std::fs::File>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let file = match options.open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    let mut own = meta.is_file();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        own &= meta.uid() == unsafe { libc::geteuid() } && meta.mode() & 0o022 == 0;
+    }
+    if !own {
+        return Err(io::Error::other(
+            "not a regular file owned by this user and writable only by it",
+        ));
+    }
+    Ok(Some(file))
+}
+
+/// The whole of [`open_own`]'s file.
+fn read_own(path: &Path) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let Some(mut file) = open_own(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 #[cfg(test)]

@@ -121,8 +121,8 @@ impl Inner {
             .allow_tcp(false)
             .allow_udp(false)
             .allow_ip_name_lookup(false);
-        for (key, value) in &self.permissions.env {
-            wasi.env(key, value);
+        for var in &self.permissions.env {
+            wasi.env(var.name(), var.value());
         }
         for dir in &self.permissions.dirs {
             let perms = if dir.writable {
@@ -130,16 +130,18 @@ impl Inner {
             } else {
                 FsPerms::ReadOnly
             };
-            wasi.preopened_dir(&dir.host, &dir.guest, perms)
-                .map_err(|e| {
-                    ToolError::new(
-                        ToolErrorKind::PluginLoad,
-                        format!(
-                            "could not open granted directory {}: {e:#}",
-                            dir.host.display()
-                        ),
-                    )
-                })?;
+            let cannot_open = |e: &dyn std::fmt::Display| {
+                ToolError::new(
+                    ToolErrorKind::PluginLoad,
+                    format!(
+                        "could not open granted directory {}: {e}",
+                        dir.host.display()
+                    ),
+                )
+            };
+            let path = dir.preopen_path().map_err(|e| cannot_open(&e))?;
+            wasi.preopened_dir(&path, &dir.guest, perms)
+                .map_err(|e| cannot_open(&format!("{e:#}")))?;
         }
         let state = StoreState::new(
             wasi.build(),

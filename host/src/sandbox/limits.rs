@@ -82,6 +82,67 @@ impl Limits {
     }
 }
 
+/// A limit written in a manifest or host config that no host can honour:
+/// its unit conversion overflows, or it is above the absolute maximum.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{key}` = {value} is out of range: the most any host accepts is {max}")]
+pub struct LimitError {
+    /// The key as written, e.g. `memory_mb`.
+    pub key: &'static str,
+    /// The value as written.
+    pub value: u64,
+    /// The absolute maximum for that key, in the key's own unit.
+    pub max: u64,
+}
+
+impl Limits {
+    /// The absolute maximum of each limit, whatever an operator configures:
+    /// a day of wall time, 64 GiB of memory, 1 GiB of output. Above these a
+    /// value is a typo or an attack, and some would overflow the arithmetic
+    /// a call does with them (a deadline of `now + u64::MAX ms` panics).
+    pub const ABSOLUTE_MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
+    /// See [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS).
+    pub const ABSOLUTE_MAX_MEMORY_MB: u64 = 64 << 10;
+    /// See [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS).
+    pub const ABSOLUTE_MAX_OUTPUT_KB: u64 = 1 << 20;
+
+    /// A timeout in milliseconds as a [`Duration`], within the absolute maximum.
+    ///
+    /// # Errors
+    ///
+    /// `ms` is above [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS).
+    pub fn timeout_from_ms(key: &'static str, ms: u64) -> Result<Duration, LimitError> {
+        scaled(key, ms, Self::ABSOLUTE_MAX_TIMEOUT_MS, 1).map(Duration::from_millis)
+    }
+
+    /// A memory cap in MiB as bytes, within the absolute maximum.
+    ///
+    /// # Errors
+    ///
+    /// `mb` is above [`ABSOLUTE_MAX_MEMORY_MB`](Self::ABSOLUTE_MAX_MEMORY_MB).
+    pub fn memory_from_mb(key: &'static str, mb: u64) -> Result<u64, LimitError> {
+        scaled(key, mb, Self::ABSOLUTE_MAX_MEMORY_MB, 1 << 20)
+    }
+
+    /// An output cap in KiB as bytes, within the absolute maximum.
+    ///
+    /// # Errors
+    ///
+    /// `kb` is above [`ABSOLUTE_MAX_OUTPUT_KB`](Self::ABSOLUTE_MAX_OUTPUT_KB).
+    pub fn output_from_kb(key: &'static str, kb: u64) -> Result<u64, LimitError> {
+        scaled(key, kb, Self::ABSOLUTE_MAX_OUTPUT_KB, 1 << 10)
+    }
+}
+
+/// `value * unit`, refused above `max` (checked, so it can never wrap).
+fn scaled(key: &'static str, value: u64, max: u64, unit: u64) -> Result<u64, LimitError> {
+    let error = LimitError { key, value, max };
+    if value > max {
+        return Err(error);
+    }
+    value.checked_mul(unit).ok_or(error)
+}
+
 mod millis {
     use std::time::Duration;
 
@@ -99,6 +160,20 @@ mod millis {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn values_that_would_overflow_are_refused_by_name() {
+        assert_eq!(Limits::memory_from_mb("memory_mb", 32), Ok(32 << 20));
+        let e = Limits::memory_from_mb("memory_mb", 1 << 60).unwrap_err();
+        assert_eq!(e.key, "memory_mb");
+        assert!(e.to_string().contains("`memory_mb` = 1152921504606846976"));
+        assert!(Limits::output_from_kb("output_kb", u64::MAX).is_err());
+        assert!(Limits::timeout_from_ms("timeout_ms", u64::MAX).is_err());
+        assert_eq!(
+            Limits::timeout_from_ms("timeout_ms", 2000),
+            Ok(Duration::from_secs(2))
+        );
+    }
 
     #[test]
     fn excess_names_the_first_limit_over_the_ceiling() {

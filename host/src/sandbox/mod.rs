@@ -17,6 +17,7 @@
 mod bindings;
 mod cache;
 mod call;
+mod grants;
 mod limits;
 mod state;
 mod watchdog;
@@ -31,30 +32,11 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 
 pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
-pub use limits::Limits;
+pub use grants::{DirGrant, EnvVar, Permissions};
+pub use limits::{LimitError, Limits};
 
 use crate::tools::ToolError;
 use state::StoreState;
-
-/// What a plugin may touch. Empty means nothing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Permissions {
-    /// Host directories visible to the guest.
-    pub dirs: Vec<DirGrant>,
-    /// Environment variables the guest sees, with their values.
-    pub env: Vec<(String, String)>,
-}
-
-/// One host directory mapped into the guest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DirGrant {
-    /// The directory on the host (canonical).
-    pub host: PathBuf,
-    /// Where the guest sees it, e.g. `/data`.
-    pub guest: String,
-    /// Whether the guest may create, change and delete files in it.
-    pub writable: bool,
-}
 
 /// How a fresh instance's linear memory gets its initial contents.
 ///
@@ -108,6 +90,12 @@ impl Default for SandboxConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
+    /// A setting of the host config is out of range.
+    #[error("invalid host config: {0}")]
+    Config(String),
+    /// The compile cache directory is not safe to load native code from.
+    #[error("{0}")]
+    UnsafeCache(String),
     /// The engine rejected the configuration.
     #[error("could not configure the WebAssembly engine: {0}")]
     Engine(String),
@@ -198,7 +186,8 @@ impl Sandbox {
         bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
 
-        let cache = cache::CompileCache::new(&engine, config.cache_dir.clone());
+        let cache = cache::CompileCache::open(&engine, config.cache_dir.clone())
+            .map_err(SandboxError::UnsafeCache)?;
         let watchdog = watchdog::Watchdog::start(engine.clone()).map_err(SandboxError::Watchdog)?;
         Ok(Self {
             inner: Arc::new(Inner {

@@ -18,6 +18,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 name={{name}}
 sdk={{sdk_sh}}
 if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
+# The toolhost checkout keeps its guest toolchains in target/toolchains
+# (.ci/install-guest-toolchains.sh there); use them when they are there.
+if [ -f "$sdk/.ci/toolchains.sh" ]; then . "$sdk/.ci/toolchains.sh"; fi
 go_sdk="$sdk/sdk-guest/go"
 
 if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -d "$go_sdk/toolhost" ]; then

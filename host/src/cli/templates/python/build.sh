@@ -13,6 +13,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 name={{name}}
 sdk={{sdk_sh}}
 if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
+# The toolhost checkout keeps its guest toolchains in target/toolchains
+# (.ci/install-guest-toolchains.sh there); use them when they are there.
+if [ -f "$sdk/.ci/toolchains.sh" ]; then . "$sdk/.ci/toolchains.sh"; fi
 
 if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -d "$sdk/sdk-guest/python/toolhost_sdk" ]; then
     echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2

@@ -1,0 +1,94 @@
+//! Showing text that came from outside the host: a plugin's tool names,
+//! descriptions, log lines and error messages, a manifest's parse error.
+//!
+//! Such text is data with a budget of its own. Before it reaches a log line,
+//! a terminal or an error message it is *clipped* (at most N bytes, cut on a
+//! character boundary, with a note of how much was cut) and its control
+//! characters are *escaped*, so that a newline cannot start a forged log
+//! line and an escape sequence cannot repaint a terminal.
+//!
+//! ```
+//! use toolhost::text::untrusted;
+//!
+//! assert_eq!(untrusted("ok\n[ERROR] forged\x1b[2J", 64), r"ok\n[ERROR] forged\u{1b}[2J");
+//! assert_eq!(untrusted("abcdef", 3), "abc... [3 more bytes]");
+//! ```
+
+use std::borrow::Cow;
+use std::fmt::Write;
+
+/// `text` cut to at most `max_bytes` bytes (on a character boundary), with
+/// `... [N more bytes]` appended when anything was cut.
+pub fn clip(text: &str, max_bytes: usize) -> Cow<'_, str> {
+    if text.len() <= max_bytes {
+        return Cow::Borrowed(text);
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!(
+        "{}... [{} more bytes]",
+        &text[..end],
+        text.len() - end
+    ))
+}
+
+/// Whether `c` must not reach a log or terminal as it is: C0 and C1
+/// controls, DEL, and the Unicode bidirectional overrides and isolates
+/// (which reorder what a reader sees).
+fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every control character written as an escape (`\n`, `\t`,
+/// `\r`, `\\u{1b}`, ...), so it stays on one line and prints as itself.
+/// Backslashes are left alone: the result is for reading, not parsing.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str(r"\n"),
+            '\r' => out.push_str(r"\r"),
+            '\t' => out.push_str(r"\t"),
+            c if is_unsafe(c) => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Text from outside the host, fit for a log line, a terminal or an error
+/// message: clipped to `max_bytes` (before escaping), then escaped.
+pub fn untrusted(text: &str, max_bytes: usize) -> String {
+    escape_controls(&clip(text, max_bytes)).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clipping_respects_character_boundaries() {
+        assert_eq!(clip("héllo", 2), "h... [5 more bytes]");
+        assert_eq!(clip("héllo", 3), "hé... [3 more bytes]");
+        assert_eq!(clip("short", 5), "short");
+    }
+
+    #[test]
+    fn every_control_and_bidi_override_is_escaped() {
+        assert_eq!(escape_controls("a\r\n\tb"), r"a\r\n\tb");
+        assert_eq!(escape_controls("\x1b[31m\x7f\u{85}"), r"\u{1b}[31m\u{7f}\u{85}");
+        assert_eq!(escape_controls("x\u{202e}y"), r"x\u{202e}y");
+        assert!(matches!(escape_controls("plain ü"), Cow::Borrowed(_)));
+        for c in (0u32..0x100).filter_map(char::from_u32) {
+            let shown = escape_controls(&c.to_string()).into_owned();
+            assert!(!shown.chars().any(is_unsafe), "{c:?} shown as {shown:?}");
+        }
+    }
+}
