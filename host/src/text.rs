@@ -83,7 +83,10 @@ mod tests {
     #[test]
     fn every_control_and_bidi_override_is_escaped() {
         assert_eq!(escape_controls("a\r\n\tb"), r"a\r\n\tb");
-        assert_eq!(escape_controls("\x1b[31m\x7f\u{85}"), r"\u{1b}[31m\u{7f}\u{85}");
+        assert_eq!(
+            escape_controls("\x1b[31m\x7f\u{85}"),
+            r"\u{1b}[31m\u{7f}\u{85}"
+        );
         assert_eq!(escape_controls("x\u{202e}y"), r"x\u{202e}y");
         assert!(matches!(escape_controls("plain ü"), Cow::Borrowed(_)));
         for c in (0u32..0x100).filter_map(char::from_u32) {

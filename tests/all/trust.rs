@@ -79,11 +79,21 @@ fn a_toolhost_toml_in_the_working_directory_grants_nothing() {
     let report = json_out(&out);
     assert!(report["tools"].as_array().unwrap().is_empty(), "{report}");
     let errors = report["errors"].to_string();
-    assert!(errors.contains("TRUST_PROBE") && errors.contains("not allowed"), "{errors}");
-    assert!(text(&out).contains("ignoring ./toolhost.toml"), "{}", text(&out));
+    assert!(
+        errors.contains("TRUST_PROBE") && errors.contains("not allowed"),
+        "{errors}"
+    );
+    assert!(
+        text(&out).contains("ignoring ./toolhost.toml"),
+        "{}",
+        text(&out)
+    );
 
     // The same file, named by the user, is honoured; so is the user's own.
-    let named: Vec<&str> = list.into_iter().chain(["--config", "toolhost.toml"]).collect();
+    let named: Vec<&str> = list
+        .into_iter()
+        .chain(["--config", "toolhost.toml"])
+        .collect();
     let out = toolhost_in(cwd.path(), &named, &[]);
     assert_eq!(json_out(&out)["errors"], json!([]), "{}", text(&out));
     let user = cwd.path().join(".config-home").join("toolhost");
@@ -104,7 +114,13 @@ fn a_cache_directory_others_can_write_is_refused() {
     copy_plugin("calc", &plugins);
     let cache = cwd.path().join("shared-cache");
     std::fs::create_dir(&cache).unwrap();
-    let args = ["list", "--plugins", "plugins", "--cache-dir", "shared-cache"];
+    let args = [
+        "list",
+        "--plugins",
+        "plugins",
+        "--cache-dir",
+        "shared-cache",
+    ];
 
     for mode in [0o770, 0o777, 0o1777] {
         std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -116,7 +132,11 @@ fn a_cache_directory_others_can_write_is_refused() {
                 && message.contains("chmod 700"),
             "{message}"
         );
-        assert_eq!(std::fs::read_dir(&cache).unwrap().count(), 0, "nothing written");
+        assert_eq!(
+            std::fs::read_dir(&cache).unwrap().count(),
+            0,
+            "nothing written"
+        );
     }
 
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -126,7 +146,13 @@ fn a_cache_directory_others_can_write_is_refused() {
     let fresh = cwd.path().join("fresh").join("cache");
     let out = toolhost_in(
         cwd.path(),
-        &["list", "--plugins", "plugins", "--cache-dir", fresh.to_str().unwrap()],
+        &[
+            "list",
+            "--plugins",
+            "plugins",
+            "--cache-dir",
+            fresh.to_str().unwrap(),
+        ],
         &[],
     );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -147,8 +173,10 @@ async fn a_symlink_swapped_into_a_grant_between_calls_is_not_followed() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("allowed.txt"), "OUTSIDE THE GRANT").unwrap();
 
-    let mut config = HostConfig::default();
-    config.cache_dir = Some(workspace_root().join("target").join("test-cache"));
+    let mut config = HostConfig {
+        cache_dir: Some(workspace_root().join("target").join("test-cache")),
+        ..HostConfig::default()
+    };
     config.allow.dirs.push(plugins.clone());
     let host = PluginHost::new(config).unwrap();
     let report = host.load_dir(&plugins).await.unwrap();
@@ -179,7 +207,13 @@ fn no_environment_value_appears_in_any_json() {
     snoop_asking_for_env(&plugins, "TRUST_PROBE");
     let secret = "s3cret-value-that-must-not-print";
     let env = [("TRUST_PROBE", secret)];
-    let allow = ["--plugins", "plugins", "--allow-env", "TRUST_PROBE", "--json"];
+    let allow = [
+        "--plugins",
+        "plugins",
+        "--allow-env",
+        "TRUST_PROBE",
+        "--json",
+    ];
     let with = |cmd: &[&'static str]| cmd.iter().chain(&allow).copied().collect::<Vec<&str>>();
 
     let list = toolhost_in(cwd.path(), &with(&["list"]), &env);
@@ -192,10 +226,17 @@ fn no_environment_value_appears_in_any_json() {
     assert_eq!(inspect.status.code(), Some(0), "{}", text(&inspect));
     for out in [&list, &inspect] {
         let all = text(out);
-        assert!(all.contains("TRUST_PROBE"), "the grant is listed by name: {all}");
+        assert!(
+            all.contains("TRUST_PROBE"),
+            "the grant is listed by name: {all}"
+        );
         assert!(!all.contains(secret), "the value leaked: {all}");
     }
-    let human = toolhost_in(cwd.path(), &["list", "--plugins", "plugins", "--allow-env", "TRUST_PROBE"], &env);
+    let human = toolhost_in(
+        cwd.path(),
+        &["list", "--plugins", "plugins", "--allow-env", "TRUST_PROBE"],
+        &env,
+    );
     assert!(!text(&human).contains(secret), "{}", text(&human));
 
     // The guest itself does get the value: the grant works.
@@ -204,7 +245,12 @@ fn no_environment_value_appears_in_any_json() {
         &with(&["call", "hostile_env", "--input", r#"{"key":"TRUST_PROBE"}"#]),
         &env,
     );
-    assert_eq!(json_out(&call)["output"]["value"], json!(secret), "{}", text(&call));
+    assert_eq!(
+        json_out(&call)["output"]["value"],
+        json!(secret),
+        "{}",
+        text(&call)
+    );
 }
 
 /// Keys set in the environment of every `run` below.
@@ -216,7 +262,14 @@ const KEYS: [(&str, &str); 2] = [
 /// `toolhost run hello --provider openai EXTRA` in `cwd` with [`KEYS`] and
 /// `env`, off the runtime (the fake provider serves on it meanwhile).
 async fn run_openai(cwd: &Path, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let base = ["run", "hello", "--provider", "openai", "--plugins", "plugins"];
+    let base = [
+        "run",
+        "hello",
+        "--provider",
+        "openai",
+        "--plugins",
+        "plugins",
+    ];
     let args: Vec<String> = base.iter().chain(extra).map(|s| s.to_string()).collect();
     let env: Vec<(String, String)> = KEYS
         .iter()
@@ -274,15 +327,22 @@ async fn an_api_key_goes_only_where_it_belongs() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let requests = fake.requests();
     assert_eq!(requests.len(), 1, "{}", text(&out));
-    assert_eq!(requests[0].header("host"), Some("api.deepseek.com.evil.example"));
+    assert_eq!(
+        requests[0].header("host"),
+        Some("api.deepseek.com.evil.example")
+    );
     assert_eq!(auth_headers(&fake), [None]);
 
     // The key for another server comes from --api-key-env ...
     let fake = FakeOpenAi::start().await;
     fake.push(Turn::text("hi"));
     let url = fake.url();
-    let out = run_openai(cwd.path(), &["--base-url", &url, "--api-key-env", "MY_LOCAL_KEY"], &[("MY_LOCAL_KEY", "local-key")])
-        .await;
+    let out = run_openai(
+        cwd.path(),
+        &["--base-url", &url, "--api-key-env", "MY_LOCAL_KEY"],
+        &[("MY_LOCAL_KEY", "local-key")],
+    )
+    .await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(auth_headers(&fake), [Some("Bearer local-key".to_owned())]);
 
@@ -292,7 +352,10 @@ async fn an_api_key_goes_only_where_it_belongs() {
     let url = fake.url();
     let out = run_openai(cwd.path(), &[], &[("OPENAI_BASE_URL", &url)]).await;
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
-    assert_eq!(auth_headers(&fake), [Some("Bearer sk-openai-secret".to_owned())]);
+    assert_eq!(
+        auth_headers(&fake),
+        [Some("Bearer sk-openai-secret".to_owned())]
+    );
 }
 
 #[test]
@@ -308,14 +371,25 @@ fn limits_that_overflow_are_refused_by_name() {
         ("output_kb", "18446744073709551615"),
         ("timeout_ms", "18446744073709551615"),
     ] {
-        std::fs::write(&manifest, format!("{original}\n[limits]\n{key} = {value}\n")).unwrap();
+        std::fs::write(&manifest, format!("[limits]\n{key} = {value}\n")).unwrap();
         let out = toolhost_in(
             cwd.path(),
-            &["call", "calc_eval", "--input", r#"{"expression":"1+1"}"#, "--plugins", "plugins"],
+            &[
+                "call",
+                "calc_eval",
+                "--input",
+                r#"{"expression":"1+1"}"#,
+                "--plugins",
+                "plugins",
+            ],
             &[],
         );
         assert_ne!(out.status.code(), Some(0), "{}", text(&out));
-        assert!(text(&out).contains(&format!("`{key}` = {value}")), "{}", text(&out));
+        assert!(
+            text(&out).contains(&format!("`{key}` = {value}")),
+            "{}",
+            text(&out)
+        );
         assert!(!text(&out).contains("panicked"), "{}", text(&out));
     }
 
@@ -332,5 +406,9 @@ fn limits_that_overflow_are_refused_by_name() {
         &[],
     );
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    assert!(text(&out).contains("`timeout_ms` = 18446744073709551615"), "{}", text(&out));
+    assert!(
+        text(&out).contains("`timeout_ms` = 18446744073709551615"),
+        "{}",
+        text(&out)
+    );
 }

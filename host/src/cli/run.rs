@@ -165,7 +165,11 @@ impl RunArgs {
     /// An environment key is only sent where it belongs: the provider's own
     /// host (matched exactly), or the base URL its SDK pair variable names.
     /// Anything else needs `--api-key` or `--api-key-env`.
-    fn api_key(&self, kind: ProviderKind, base_url: Option<&str>) -> anyhow::Result<Option<String>> {
+    fn api_key(
+        &self,
+        kind: ProviderKind,
+        base_url: Option<&str>,
+    ) -> anyhow::Result<Option<String>> {
         if let Some(key) = &self.api_key {
             return Ok(Some(key.clone()));
         }
@@ -209,7 +213,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Err(UsageError(anyhow::anyhow!("--replay needs --provider replay")).into());
     }
     let base_url = args.base_url(kind);
-    let api_key = args.api_key(kind, base_url.as_deref()).map_err(UsageError)?;
+    let api_key = args
+        .api_key(kind, base_url.as_deref())
+        .map_err(UsageError)?;
     let provider = kind
         .build(ProviderOptions {
             base_url,

@@ -22,7 +22,8 @@ pub use loaded::{ComponentInterface, Plugin, WasmTool};
 pub use manifest::{Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec};
 
 use crate::sandbox::{
-    DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig, SandboxError,
+    DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig,
+    SandboxError,
 };
 use crate::tools::{ToolRegistry, ToolSpec, is_valid_tool_name};
 
@@ -412,13 +413,14 @@ impl PluginHost {
             path: manifest_path.to_owned(),
             message,
         };
-        let limits = manifest
-            .limits
-            .apply_to(self.defaults)
-            .map_err(|e| PluginError::Manifest {
-                path: manifest_path.to_owned(),
-                message: format!("[limits] {e}; lower it"),
-            })?;
+        let limits =
+            manifest
+                .limits
+                .apply_to(self.defaults)
+                .map_err(|e| PluginError::Manifest {
+                    path: manifest_path.to_owned(),
+                    message: format!("[limits] {e}; lower it"),
+                })?;
         if let Some((what, asked, max)) = limits.first_excess(&self.ceiling) {
             return Err(not_allowed(format!(
                 "`{what}` = {asked}, the most allowed is {max}; lower it, or raise `limits.max.{what}` in the host config"

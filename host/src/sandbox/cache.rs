@@ -292,7 +292,9 @@ fn store(path: &Path, magic: &[u8; 8], payload: &[u8]) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
     }
     let mut file = options.open(&tmp)?;
     let written = file
@@ -327,18 +329,28 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
     {
         use std::os::unix::fs::MetadataExt;
         let meta = std::fs::metadata(dir).map_err(|e| {
-            format!("cannot read the compile cache directory {}: {e}", dir.display())
+            format!(
+                "cannot read the compile cache directory {}: {e}",
+                dir.display()
+            )
         })?;
         // SAFETY: geteuid has no preconditions and cannot fail.
         let me = unsafe { libc::geteuid() };
         let why = if !meta.is_dir() {
             Some("it is not a directory".to_owned())
         } else if meta.uid() != me {
-            Some(format!("it is owned by uid {}, not by you (uid {me})", meta.uid()))
+            Some(format!(
+                "it is owned by uid {}, not by you (uid {me})",
+                meta.uid()
+            ))
         } else if meta.mode() & 0o022 != 0 {
             Some(format!(
                 "it is writable by {} (mode {:o})",
-                if meta.mode() & 0o002 != 0 { "everyone" } else { "its group" },
+                if meta.mode() & 0o002 != 0 {
+                    "everyone"
+                } else {
+                    "its group"
+                },
                 meta.mode() & 0o7777
             ))
         } else {

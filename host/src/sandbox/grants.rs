@@ -103,7 +103,10 @@ impl DirGrant {
         let file = open_dir_nofollow(&host)?;
         let meta = file.metadata()?;
         if !meta.is_dir() {
-            return Err(io::Error::other(format!("{} is not a directory", host.display())));
+            return Err(io::Error::other(format!(
+                "{} is not a directory",
+                host.display()
+            )));
         }
         #[cfg(target_os = "linux")]
         if let Some(opened) = fd_path(&file)
@@ -226,7 +229,10 @@ mod tests {
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(json, r#"{"dirs":[],"env":["TOKEN"]}"#);
         let debug = format!("{p:?}");
-        assert!(debug.contains("TOKEN") && !debug.contains("s3cr3t"), "{debug}");
+        assert!(
+            debug.contains("TOKEN") && !debug.contains("s3cr3t"),
+            "{debug}"
+        );
     }
 
     #[cfg(unix)]
@@ -239,15 +245,17 @@ mod tests {
         std::fs::create_dir(&outside).unwrap();
         std::fs::write(granted.join("mine.txt"), "mine").unwrap();
         std::fs::write(outside.join("secret.txt"), "secret").unwrap();
-        let grant = DirGrant::open(granted.canonicalize().unwrap(), "/data".into(), false)
-            .unwrap();
+        let grant = DirGrant::open(granted.canonicalize().unwrap(), "/data".into(), false).unwrap();
 
         std::fs::rename(&granted, root.path().join("moved")).unwrap();
         std::os::unix::fs::symlink(&outside, &granted).unwrap();
 
         match grant.preopen_path() {
             Ok(path) => {
-                assert!(path.join("mine.txt").exists(), "still the granted directory");
+                assert!(
+                    path.join("mine.txt").exists(),
+                    "still the granted directory"
+                );
                 assert!(!path.join("secret.txt").exists());
             }
             Err(e) => assert!(e.to_string().contains("no longer"), "{e}"),
