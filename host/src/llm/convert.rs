@@ -2,8 +2,6 @@
 
 use serde_json::{Map, Value};
 
-use super::Message;
-
 /// The key under which arguments that are not a JSON object are kept, for
 /// wire formats whose tool calls carry an object (Anthropic `input`,
 /// Gemini `args`).
@@ -38,31 +36,6 @@ pub(crate) fn arguments_object(arguments: &str) -> Value {
     }
 }
 
-/// How many assistant turns `messages` holds: the index the next turn
-/// will have, used for deterministic synthetic call ids.
-pub(crate) fn next_turn_index(messages: &[Message]) -> usize {
-    messages
-        .iter()
-        .filter(|m| matches!(m, Message::Assistant(_)))
-        .count()
-}
-
-/// Make the ids of one response unique and non-empty: a missing id becomes
-/// `{prefix}_{turn}_{position}`, and a repeated one gets `_{position}`
-/// appended, so that each result can name exactly one call.
-pub(crate) fn fill_call_ids(calls: &mut [super::ToolCall], prefix: &str, turn: usize) {
-    let mut seen = std::collections::HashSet::new();
-    for (position, call) in calls.iter_mut().enumerate() {
-        if call.id.is_empty() {
-            call.id = format!("{prefix}_{turn}_{position}");
-        }
-        if !seen.insert(call.id.clone()) {
-            call.id = format!("{}_{position}", call.id);
-            seen.insert(call.id.clone());
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,19 +53,5 @@ mod tests {
             arguments_object("[1]"),
             json!({"_unparsed_arguments": "[1]"})
         );
-    }
-
-    #[test]
-    fn ids_are_filled_and_deduplicated() {
-        let call = |id: &str| super::super::ToolCall {
-            id: id.into(),
-            name: "t".into(),
-            arguments: "{}".into(),
-            signature: None,
-        };
-        let mut calls = vec![call(""), call("call_0"), call("call_0"), call("")];
-        fill_call_ids(&mut calls, "call", 3);
-        let ids: Vec<_> = calls.iter().map(|c| c.id.as_str()).collect();
-        assert_eq!(ids, ["call_3_0", "call_0", "call_0_2", "call_3_3"]);
     }
 }

@@ -74,20 +74,35 @@ impl HttpConfig {
         self.api_key = Some(api_key.into());
         self
     }
+}
 
-    /// The host part of [`base_url`](Self::base_url), lowercased, or `""`.
-    pub(crate) fn host(&self) -> String {
-        let rest = self
-            .base_url
-            .split_once("://")
-            .map_or(self.base_url.as_str(), |(_, r)| r);
-        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        let host_port = authority.rsplit('@').next().unwrap_or("");
-        host_port
-            .split(':')
-            .next()
-            .unwrap_or("")
-            .to_ascii_lowercase()
+/// A provider's own API host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum OfficialHost {
+    OpenAi,
+    DeepSeek,
+    Anthropic,
+    Gemini,
+}
+
+/// Whose API `base_url` is: an exact host over HTTPS on port 443 with no
+/// user info, or `None` (a look-alike such as `api.openai.com.evil.example`,
+/// plain HTTP, another port, or an unparsable URL is nobody's).
+pub(crate) fn official_host(base_url: &str) -> Option<OfficialHost> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    if url.scheme() != "https"
+        || url.port().is_some_and(|p| p != 443)
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return None;
+    }
+    match url.host_str()?.trim_end_matches('.') {
+        "api.openai.com" => Some(OfficialHost::OpenAi),
+        "api.deepseek.com" => Some(OfficialHost::DeepSeek),
+        "api.anthropic.com" => Some(OfficialHost::Anthropic),
+        "generativelanguage.googleapis.com" => Some(OfficialHost::Gemini),
+        _ => None,
     }
 }
 
@@ -519,6 +534,5 @@ mod tests {
         assert!(!shown.contains("sk-secret-123"), "{shown}");
         assert!(!shown.contains("org-secret"), "{shown}");
         assert!(shown.contains("<redacted>"));
-        assert_eq!(config.host(), "api.example.com");
     }
 }

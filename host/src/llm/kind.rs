@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::anthropic::{ANTHROPIC_BASE_URL, AnthropicConfig, AnthropicProvider};
 use super::gemini::{GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
-use super::http::HttpConfig;
+use super::http::{HttpConfig, OfficialHost, official_host};
 use super::openai::{OPENAI_BASE_URL, OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
 use super::{LlmError, Provider};
@@ -175,36 +175,6 @@ fn replay(path: Option<PathBuf>) -> Result<Arc<dyn Provider>, LlmError> {
         });
     };
     Ok(Arc::new(ReplayProvider::from_file(path)?))
-}
-
-/// A provider's own API host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum OfficialHost {
-    OpenAi,
-    DeepSeek,
-    Anthropic,
-    Gemini,
-}
-
-/// Whose API `base_url` is: an exact host over HTTPS on port 443 with no
-/// user info, or `None` (a look-alike such as `api.openai.com.evil.example`,
-/// plain HTTP, another port, or an unparsable URL is nobody's).
-fn official_host(base_url: &str) -> Option<OfficialHost> {
-    let url = reqwest::Url::parse(base_url).ok()?;
-    if url.scheme() != "https"
-        || url.port().is_some_and(|p| p != 443)
-        || !url.username().is_empty()
-        || url.password().is_some()
-    {
-        return None;
-    }
-    match url.host_str()?.trim_end_matches('.') {
-        "api.openai.com" => Some(OfficialHost::OpenAi),
-        "api.deepseek.com" => Some(OfficialHost::DeepSeek),
-        "api.anthropic.com" => Some(OfficialHost::Anthropic),
-        "generativelanguage.googleapis.com" => Some(OfficialHost::Gemini),
-        _ => None,
-    }
 }
 
 impl fmt::Display for ProviderKind {

@@ -7,6 +7,7 @@
 mod anthropic;
 mod convert;
 mod gemini;
+mod history;
 mod http;
 mod kind;
 mod message;
@@ -19,6 +20,7 @@ use futures::future::BoxFuture;
 
 pub use anthropic::{ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicProvider};
 pub use gemini::{GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
+pub use history::{InvariantError, check_messages, dedupe_call_ids};
 pub use http::HttpConfig;
 pub use kind::{ProviderKind, ProviderOptions, UnknownProvider};
 pub use message::{AssistantMessage, FinishReason, Message, ToolCall, ToolResult, Usage};

@@ -1,13 +1,12 @@
 //! Playing a recorded conversation: see [`ReplayProvider`].
 
-use std::collections::HashSet;
 use std::path::Path;
 
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::convert::fill_call_ids;
+use super::history::{check_messages, repair_call_ids};
 use super::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Provider,
     ToolCall, ToolChoice, Usage,
@@ -115,7 +114,7 @@ impl ReplayProvider {
     pub fn new(turns: Vec<AssistantMessage>) -> Self {
         let mut turns: Vec<_> = turns.into_iter().map(|t| (t, Usage::default())).collect();
         for (index, (turn, _)) in turns.iter_mut().enumerate() {
-            fill_call_ids(&mut turn.tool_calls, NAME, index);
+            repair_call_ids(&mut turn.tool_calls, |p| format!("{NAME}_{index}_{p}"));
         }
         Self { turns }
     }
@@ -147,7 +146,7 @@ impl ReplayProvider {
                         signature: call.signature,
                     })
                     .collect();
-                fill_call_ids(&mut calls, NAME, index);
+                repair_call_ids(&mut calls, |p| format!("{NAME}_{index}_{p}"));
                 let message = AssistantMessage {
                     content: turn.content,
                     tool_calls: calls,
@@ -185,7 +184,8 @@ impl ReplayProvider {
     }
 
     fn answer(&self, request: &ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        check_history(request.messages)?;
+        // What every real provider rejects with HTTP 400, this one does too.
+        check_messages(request.messages).map_err(|e| rejected(e.to_string()))?;
         let position = request
             .messages
             .iter()
@@ -246,87 +246,6 @@ fn rejected(message: String) -> LlmError {
         provider: NAME.to_owned(),
         status: 400,
         message,
-    }
-}
-
-/// The calls of the assistant message at `index` still waiting for results.
-struct Open {
-    index: usize,
-    expected: Vec<String>,
-    answered: HashSet<String>,
-}
-
-impl Open {
-    fn close(self) -> Result<(), LlmError> {
-        let missing: Vec<&str> = self
-            .expected
-            .iter()
-            .filter(|id| !self.answered.contains(*id))
-            .map(String::as_str)
-            .collect();
-        if missing.is_empty() {
-            Ok(())
-        } else {
-            Err(rejected(format!(
-                "messages[{}]: an assistant message with tool calls must be followed by one tool result \
-                 for each call; these ids have none: {}",
-                self.index,
-                missing.join(", ")
-            )))
-        }
-    }
-}
-
-/// Check that every tool call is answered exactly once, right after it.
-fn check_history(messages: &[Message]) -> Result<(), LlmError> {
-    let mut open: Option<Open> = None;
-    for (index, message) in messages.iter().enumerate() {
-        match message {
-            Message::Tool(result) => {
-                let id = &result.tool_call_id;
-                let Some(current) = open.as_mut() else {
-                    return Err(rejected(format!(
-                        "messages[{index}]: the tool result for {id:?} does not follow an assistant message with tool calls"
-                    )));
-                };
-                if !current.expected.contains(id) {
-                    return Err(rejected(format!(
-                        "messages[{index}]: the tool result for {id:?} answers no call of messages[{}]",
-                        current.index
-                    )));
-                }
-                if !current.answered.insert(id.clone()) {
-                    return Err(rejected(format!(
-                        "messages[{index}]: a second tool result for {id:?}"
-                    )));
-                }
-            }
-            other => {
-                if let Some(current) = open.take() {
-                    current.close()?;
-                }
-                if let Message::Assistant(a) = other
-                    && !a.tool_calls.is_empty()
-                {
-                    let expected: Vec<String> = a.tool_calls.iter().map(|c| c.id.clone()).collect();
-                    let unique: HashSet<&String> = expected.iter().collect();
-                    if unique.len() != expected.len() {
-                        return Err(rejected(format!(
-                            "messages[{index}]: two tool calls share one id"
-                        )));
-                    }
-                    open = Some(Open {
-                        index,
-                        expected,
-                        answered: HashSet::new(),
-                    });
-                }
-            }
-        }
-    }
-    match open {
-        Some(current) => current.close(),
-        None => Ok(()),
     }
 }
 

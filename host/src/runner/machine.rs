@@ -13,8 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::config::{OnMaxIterations, OverLimitPolicy, RunnerConfig};
-use super::conversation::dedupe_call_ids;
-use crate::llm::{AssistantMessage, ToolCall, ToolChoice};
+use crate::llm::{AssistantMessage, ToolCall, ToolChoice, dedupe_call_ids};
 
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -29,8 +29,9 @@ mod execute;
 mod machine;
 mod outcome;
 
+pub use crate::llm::{InvariantError, check_messages, dedupe_call_ids};
 pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSelection};
-pub use conversation::{Conversation, InvariantError, check_messages, dedupe_call_ids};
+pub use conversation::Conversation;
 pub use driver::{ToolRunner, UpdateParams};
 pub use execute::ToolCallDecision;
 pub use machine::{

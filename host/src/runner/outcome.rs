@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::conversation::InvariantError;
 use super::machine::StopReason;
+use crate::llm::InvariantError;
 use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
 use crate::tools::ToolErrorKind;
 

@@ -84,7 +84,7 @@ async fn an_unanswered_or_duplicated_result_is_refused_like_a_strict_provider() 
     let (result, _) = ask(&replay, &twice, &tools(), ToolChoice::Auto, false).await;
     let (_, _, message) = status_of(&result.expect_err("refused")).expect("status");
     assert!(
-        message.contains("second tool result for \"c1\""),
+        message.contains("tool call `c1` a second time"),
         "{message}"
     );
 

@@ -22,6 +22,7 @@ mod wire;
 
 use futures::future::BoxFuture;
 
+use super::history::{next_turn_index, normalize_answer};
 use super::http::{HttpClient, HttpConfig};
 use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, Provider, ToolCall};
 
@@ -92,10 +93,16 @@ impl AnthropicProvider {
         );
         let url = self.http.url("v1/messages");
         let response = self.http.post_json(&url, &body).await?;
-        if request.stream {
-            return stream::read(&self.http, response, request.on_text).await;
-        }
-        let response: wire::MessagesResponse = self.http.read_json(response).await?;
+        let mut answer = if request.stream {
+            stream::read(&self.http, response, request.on_text).await?
+        } else {
+            self.read_response(self.http.read_json(response).await?)
+        };
+        normalize_answer(&mut answer, "toolu", next_turn_index(request.messages));
+        Ok(answer)
+    }
+
+    fn read_response(&self, response: wire::MessagesResponse) -> ChatResponse {
         let mut message = AssistantMessage::default();
         for block in response.content {
             match block {
@@ -111,11 +118,11 @@ impl AnthropicProvider {
                 wire::ResponseBlock::Other => {}
             }
         }
-        Ok(ChatResponse {
+        ChatResponse {
             message,
             finish_reason: wire::finish_reason(response.stop_reason.as_deref()),
             usage: response.usage.to_usage(),
-        })
+        }
     }
 }
 

@@ -32,7 +32,7 @@ mod wire;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 
-use super::convert::{fill_call_ids, next_turn_index};
+use super::history::{next_turn_index, normalize_answer};
 use super::http::{HttpClient, HttpConfig, parse_event, snippet};
 use super::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Provider, TextSink,
@@ -186,28 +186,24 @@ impl GeminiProvider {
                     .invalid(format!("the answer has no candidates ({why})")));
             }
         }
-        let mut tool_calls = assembly.calls;
-        fill_call_ids(
-            &mut tool_calls,
+        let mut answer = ChatResponse {
+            message: AssistantMessage {
+                content: assembly.text,
+                tool_calls: assembly.calls,
+                reasoning: None,
+            },
+            finish_reason: assembly
+                .finish_reason
+                .as_deref()
+                .map_or(FinishReason::Other, wire::finish_reason),
+            usage: assembly.usage,
+        };
+        normalize_answer(
+            &mut answer,
             wire::SYNTHETIC_ID_PREFIX,
             next_turn_index(request.messages),
         );
-        let mut finish_reason = assembly
-            .finish_reason
-            .as_deref()
-            .map_or(FinishReason::Other, wire::finish_reason);
-        if !tool_calls.is_empty() && finish_reason == FinishReason::Stop {
-            finish_reason = FinishReason::ToolCalls;
-        }
-        Ok(ChatResponse {
-            message: AssistantMessage {
-                content: assembly.text,
-                tool_calls,
-                reasoning: None,
-            },
-            finish_reason,
-            usage: assembly.usage,
-        })
+        Ok(answer)
     }
 }
 

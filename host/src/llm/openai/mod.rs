@@ -23,8 +23,8 @@ mod wire;
 
 use futures::future::BoxFuture;
 
-use super::convert::{fill_call_ids, next_turn_index};
-use super::http::{HttpClient, HttpConfig};
+use super::history::{next_turn_index, normalize_answer};
+use super::http::{HttpClient, HttpConfig, OfficialHost, official_host};
 use super::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Provider, ToolCall, Usage,
 };
@@ -44,21 +44,21 @@ pub struct OpenAiConfig {
     pub model: String,
     /// Send each assistant turn's reasoning back as `reasoning_content`.
     /// DeepSeek's thinking mode requires it; OpenAI rejects unknown fields
-    /// on some models. [`OpenAiConfig::new`] turns it on when the base URL's
-    /// host contains `deepseek`.
+    /// on some models. [`OpenAiConfig::new`] turns it on for DeepSeek's own
+    /// host (`https://api.deepseek.com`); set it for a server in front of it.
     pub send_reasoning: bool,
     /// `max_tokens` for each answer; `None` (the default) leaves it to the
     /// server.
     pub max_tokens: Option<u32>,
-    /// The name used in errors and [`Provider::name`]: `deepseek` when the
-    /// host contains `deepseek`, else `openai`.
+    /// The name used in errors and [`Provider::name`]: `deepseek` for
+    /// DeepSeek's own host, else `openai`.
     pub name: String,
 }
 
 impl OpenAiConfig {
     /// A config for `model` behind `http`, with the defaults above.
     pub fn new(http: HttpConfig, model: impl Into<String>) -> Self {
-        let deepseek = http.host().contains("deepseek");
+        let deepseek = official_host(&http.base_url) == Some(OfficialHost::DeepSeek);
         Self {
             http,
             model: model.into(),
@@ -113,11 +113,7 @@ impl OpenAiProvider {
             let response: wire::ChatResponse = self.http.read_json(response).await?;
             self.read_response(response)?
         };
-        fill_call_ids(&mut answer.message.tool_calls, "call", turn);
-        if !answer.message.tool_calls.is_empty() && answer.finish_reason == FinishReason::Stop {
-            // Some servers say "stop" next to tool calls; the calls decide.
-            answer.finish_reason = FinishReason::ToolCalls;
-        }
+        normalize_answer(&mut answer, "call", turn);
         Ok(answer)
     }
 
