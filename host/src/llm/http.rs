@@ -127,7 +127,7 @@ impl fmt::Debug for HttpConfig {
 }
 
 /// One provider's HTTP client.
-pub(crate) struct HttpClient {
+pub struct HttpClient {
     provider: String,
     config: HttpConfig,
     client: reqwest::Client,

@@ -2,10 +2,16 @@
 //!
 //! The loop speaks only the neutral model in [`message`]; each wire module
 //! keeps private serde types for its provider's JSON and converts at the
-//! edge.
+//! edge. The HTTP plumbing (posting with retries, SSE, timeouts, errors) and
+//! what every answer gets (unique call ids, the finish reason the calls
+//! imply) are written once, in [`HttpProvider`]; a wire module only encodes
+//! requests and decodes answers (`format::WireFormat`). The tool-call
+//! invariant every provider enforces is checked in one place
+//! ([`check_messages`]).
 
 mod anthropic;
 mod convert;
+mod format;
 mod gemini;
 mod history;
 mod http;
@@ -19,6 +25,7 @@ mod sse;
 use futures::future::BoxFuture;
 
 pub use anthropic::{ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicProvider};
+pub use format::HttpProvider;
 pub use gemini::{GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
 pub use history::{InvariantError, check_messages, dedupe_call_ids};
 pub use http::HttpConfig;

@@ -14,7 +14,7 @@
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub(crate) struct SseEvent {
+pub struct SseEvent {
     /// The `event:` name; empty when none was given (the standard's
     /// `message`).
     pub(crate) event: String,

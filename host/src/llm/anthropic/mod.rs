@@ -20,11 +20,9 @@
 mod stream;
 mod wire;
 
-use futures::future::BoxFuture;
-
-use super::history::{next_turn_index, normalize_answer};
+use super::format::{HttpProvider, WireFormat};
 use super::http::{HttpClient, HttpConfig};
-use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, Provider, ToolCall};
+use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, ToolCall};
 
 /// The default base URL (without `/v1`).
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
@@ -54,12 +52,7 @@ impl AnthropicConfig {
 }
 
 /// An Anthropic Messages client.
-#[derive(Debug)]
-pub struct AnthropicProvider {
-    http: HttpClient,
-    model: String,
-    max_tokens: u32,
-}
+pub type AnthropicProvider = HttpProvider<Messages>;
 
 impl AnthropicProvider {
     /// A client for `config`. The key, when set, goes as `x-api-key`.
@@ -77,32 +70,50 @@ impl AnthropicProvider {
         )?;
         Ok(Self {
             http,
-            model: config.model,
-            max_tokens: config.max_tokens,
+            format: Messages {
+                model: config.model,
+                max_tokens: config.max_tokens,
+            },
         })
     }
+}
 
-    async fn run(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        let body = wire::MessagesRequest::new(
+/// The Messages wire format.
+#[derive(Debug)]
+pub struct Messages {
+    model: String,
+    max_tokens: u32,
+}
+
+impl WireFormat for Messages {
+    type Body<'a> = wire::MessagesRequest<'a>;
+    type Response = wire::MessagesResponse;
+    type Stream = stream::Assembly;
+
+    const ID_PREFIX: &'static str = "toolu";
+
+    fn endpoint(&self, _stream: bool) -> String {
+        "v1/messages".to_owned()
+    }
+
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a> {
+        wire::MessagesRequest::new(
             &self.model,
             self.max_tokens,
             request.messages,
             request.tools,
             request.tool_choice,
             request.stream,
-        );
-        let url = self.http.url("v1/messages");
-        let response = self.http.post_json(&url, &body).await?;
-        let mut answer = if request.stream {
-            stream::read(&self.http, response, request.on_text).await?
-        } else {
-            self.read_response(self.http.read_json(response).await?)
-        };
-        normalize_answer(&mut answer, "toolu", next_turn_index(request.messages));
-        Ok(answer)
+        )
     }
 
-    fn read_response(&self, response: wire::MessagesResponse) -> ChatResponse {
+    fn decode(&self, response: wire::MessagesResponse) -> Result<ChatResponse, String> {
+        Ok(response.into())
+    }
+}
+
+impl From<wire::MessagesResponse> for ChatResponse {
+    fn from(response: wire::MessagesResponse) -> Self {
         let mut message = AssistantMessage::default();
         for block in response.content {
             match block {
@@ -123,19 +134,6 @@ impl AnthropicProvider {
             finish_reason: wire::finish_reason(response.stop_reason.as_deref()),
             usage: response.usage.to_usage(),
         }
-    }
-}
-
-impl Provider for AnthropicProvider {
-    fn name(&self) -> &str {
-        self.http.provider()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: ChatRequest<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
-        Box::pin(self.run(request))
     }
 }
 

@@ -2,10 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use futures::StreamExt;
-
 use super::wire::{self, BlockDelta, ResponseBlock, StreamEvent};
+use crate::llm::format::StreamAssembly;
 use crate::llm::http::{HttpClient, parse_event};
+use crate::llm::sse::SseEvent;
 use crate::llm::{AssistantMessage, ChatResponse, LlmError, TextSink, ToolCall, Usage};
 
 #[derive(Debug)]
@@ -22,21 +22,24 @@ enum Block {
     Other,
 }
 
-/// Read the whole stream into one answer, passing text to `on_text`.
-pub(super) async fn read(
-    http: &HttpClient,
-    response: reqwest::Response,
-    on_text: Option<TextSink<'_>>,
-) -> Result<ChatResponse, LlmError> {
-    let mut events = std::pin::pin!(http.events(response));
-    let mut blocks: BTreeMap<usize, Block> = BTreeMap::new();
-    let mut usage = Usage::default();
-    let mut stop_reason: Option<String> = None;
-    let mut stopped = false;
-    while let Some(event) = events.next().await {
-        let event = event?;
-        match parse_event::<StreamEvent>(http, &event)? {
-            StreamEvent::MessageStart { message } => usage = message.usage.to_usage(),
+/// A Messages answer being streamed: complete only at `message_stop`.
+#[derive(Debug, Default)]
+pub struct Assembly {
+    blocks: BTreeMap<usize, Block>,
+    usage: Usage,
+    stop_reason: Option<String>,
+    stopped: bool,
+}
+
+impl StreamAssembly for Assembly {
+    fn apply(
+        &mut self,
+        http: &HttpClient,
+        event: &SseEvent,
+        on_text: Option<TextSink<'_>>,
+    ) -> Result<bool, LlmError> {
+        match parse_event::<StreamEvent>(http, event)? {
+            StreamEvent::MessageStart { message } => self.usage = message.usage.to_usage(),
             StreamEvent::ContentBlockStart {
                 index,
                 content_block,
@@ -54,10 +57,10 @@ pub(super) async fn read(
                     },
                     ResponseBlock::Other => Block::Other,
                 };
-                blocks.insert(index, block);
+                self.blocks.insert(index, block);
             }
             StreamEvent::ContentBlockDelta { index, delta } => {
-                match (blocks.get_mut(&index), delta) {
+                match (self.blocks.get_mut(&index), delta) {
                     (Some(Block::Text(text)), BlockDelta::TextDelta { text: piece }) => {
                         emit(on_text, &piece);
                         text.push_str(&piece);
@@ -82,18 +85,18 @@ pub(super) async fn read(
                 usage: delta_usage,
             } => {
                 if delta.stop_reason.is_some() {
-                    stop_reason = delta.stop_reason;
+                    self.stop_reason = delta.stop_reason;
                 }
                 if let Some(input) = delta_usage.input() {
-                    usage.input_tokens = input;
+                    self.usage.input_tokens = input;
                 }
                 if let Some(output) = delta_usage.output_tokens {
-                    usage.output_tokens = output;
+                    self.usage.output_tokens = output;
                 }
             }
             StreamEvent::MessageStop => {
-                stopped = true;
-                break;
+                self.stopped = true;
+                return Ok(true);
             }
             StreamEvent::Error { error } => {
                 return Err(http.interrupted(format!(
@@ -102,43 +105,48 @@ pub(super) async fn read(
                 )));
             }
         }
+        Ok(false)
     }
-    if !stopped {
-        let open_calls = blocks
-            .values()
-            .filter(|b| matches!(b, Block::ToolUse { .. }))
-            .count();
-        return Err(http.interrupted(format!(
-            "no message_stop arrived ({open_calls} tool call(s) may be incomplete)"
-        )));
-    }
-    let mut message = AssistantMessage::default();
-    for block in blocks.into_values() {
-        match block {
-            Block::Text(text) => message.content.push_str(&text),
-            Block::ToolUse {
-                id,
-                name,
-                start_input,
-                json,
-            } => message.tool_calls.push(ToolCall {
-                id,
-                name,
-                arguments: match (json.is_empty(), start_input.is_null()) {
-                    (false, _) => json,
-                    (true, true) => "{}".to_owned(),
-                    (true, false) => start_input.to_string(),
-                },
-                signature: None,
-            }),
-            Block::Other => {}
+
+    fn finish(self, http: &HttpClient) -> Result<ChatResponse, LlmError> {
+        if !self.stopped {
+            let open_calls = self
+                .blocks
+                .values()
+                .filter(|b| matches!(b, Block::ToolUse { .. }))
+                .count();
+            return Err(http.interrupted(format!(
+                "no message_stop arrived ({open_calls} tool call(s) may be incomplete)"
+            )));
         }
+        let mut message = AssistantMessage::default();
+        for block in self.blocks.into_values() {
+            match block {
+                Block::Text(text) => message.content.push_str(&text),
+                Block::ToolUse {
+                    id,
+                    name,
+                    start_input,
+                    json,
+                } => message.tool_calls.push(ToolCall {
+                    id,
+                    name,
+                    arguments: match (json.is_empty(), start_input.is_null()) {
+                        (false, _) => json,
+                        (true, true) => "{}".to_owned(),
+                        (true, false) => start_input.to_string(),
+                    },
+                    signature: None,
+                }),
+                Block::Other => {}
+            }
+        }
+        Ok(ChatResponse {
+            message,
+            finish_reason: wire::finish_reason(self.stop_reason.as_deref()),
+            usage: self.usage,
+        })
     }
-    Ok(ChatResponse {
-        message,
-        finish_reason: wire::finish_reason(stop_reason.as_deref()),
-        usage,
-    })
 }
 
 fn emit(on_text: Option<TextSink<'_>>, text: &str) {

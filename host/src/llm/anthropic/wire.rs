@@ -8,24 +8,24 @@ use crate::llm::{FinishReason, Message, ToolChoice, Usage};
 use crate::tools::ToolSpec;
 
 #[derive(Debug, Serialize)]
-pub(super) struct MessagesRequest<'a> {
-    pub model: &'a str,
-    pub max_tokens: u32,
+pub struct MessagesRequest<'a> {
+    pub(super) model: &'a str,
+    pub(super) max_tokens: u32,
     #[serde(skip_serializing_if = "String::is_empty")]
-    pub system: String,
-    pub messages: Vec<WireMessage<'a>>,
+    pub(super) system: String,
+    pub(super) messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool<'a>>,
+    pub(super) tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<Value>,
+    pub(super) tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub stream: bool,
+    pub(super) stream: bool,
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct WireMessage<'a> {
-    pub role: &'static str,
-    pub content: Vec<Block<'a>>,
+    pub(super) role: &'static str,
+    pub(super) content: Vec<Block<'a>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -49,9 +49,9 @@ pub(super) enum Block<'a> {
 
 #[derive(Debug, Serialize)]
 pub(super) struct Tool<'a> {
-    pub name: &'a str,
-    pub description: &'a str,
-    pub input_schema: &'a Value,
+    pub(super) name: &'a str,
+    pub(super) description: &'a str,
+    pub(super) input_schema: &'a Value,
 }
 
 impl<'a> MessagesRequest<'a> {
@@ -163,13 +163,13 @@ fn push<'a>(
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct MessagesResponse {
+pub struct MessagesResponse {
     #[serde(default)]
-    pub content: Vec<ResponseBlock>,
+    pub(super) content: Vec<ResponseBlock>,
     #[serde(default)]
-    pub stop_reason: Option<String>,
+    pub(super) stop_reason: Option<String>,
     #[serde(default)]
-    pub usage: WireUsage,
+    pub(super) usage: WireUsage,
 }
 
 #[derive(Debug, Deserialize)]
@@ -194,13 +194,13 @@ pub(super) enum ResponseBlock {
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct WireUsage {
     #[serde(default)]
-    pub input_tokens: Option<u64>,
+    pub(super) input_tokens: Option<u64>,
     #[serde(default)]
-    pub cache_creation_input_tokens: Option<u64>,
+    pub(super) cache_creation_input_tokens: Option<u64>,
     #[serde(default)]
-    pub cache_read_input_tokens: Option<u64>,
+    pub(super) cache_read_input_tokens: Option<u64>,
     #[serde(default)]
-    pub output_tokens: Option<u64>,
+    pub(super) output_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -253,7 +253,7 @@ pub(super) enum StreamEvent {
 #[derive(Debug, Deserialize)]
 pub(super) struct StartMessage {
     #[serde(default)]
-    pub usage: WireUsage,
+    pub(super) usage: WireUsage,
 }
 
 #[derive(Debug, Deserialize)]
@@ -272,15 +272,15 @@ pub(super) enum BlockDelta {
 #[derive(Debug, Deserialize)]
 pub(super) struct MessageDeltaBody {
     #[serde(default)]
-    pub stop_reason: Option<String>,
+    pub(super) stop_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ErrorBody {
     #[serde(default, rename = "type")]
-    pub kind: String,
+    pub(super) kind: String,
     #[serde(default)]
-    pub message: String,
+    pub(super) message: String,
 }
 
 /// The neutral finish reason for Anthropic's `stop_reason`.

@@ -29,14 +29,11 @@
 mod schema;
 mod wire;
 
-use futures::StreamExt;
-use futures::future::BoxFuture;
-
-use super::history::{next_turn_index, normalize_answer};
+use super::format::{HttpProvider, StreamAssembly, WireFormat};
 use super::http::{HttpClient, HttpConfig, parse_event, snippet};
+use super::sse::SseEvent;
 use super::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Provider, TextSink,
-    ToolCall, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, TextSink, ToolCall, Usage,
 };
 
 /// The default base URL (without the API version).
@@ -67,15 +64,77 @@ impl GeminiConfig {
 }
 
 /// A Gemini `generateContent` client.
+pub type GeminiProvider = HttpProvider<GenerateContent>;
+
+impl GeminiProvider {
+    /// A client for `config`. The key, when set, goes as `x-goog-api-key`.
+    ///
+    /// # Errors
+    ///
+    /// [`LlmError::Config`] when the key or a header is not valid in HTTP.
+    pub fn new(config: GeminiConfig) -> Result<Self, LlmError> {
+        let model = config
+            .model
+            .strip_prefix("models/")
+            .unwrap_or(&config.model)
+            .to_owned();
+        Ok(Self {
+            http: HttpClient::new("gemini", config.http, "x-goog-api-key", "", &[])?,
+            format: GenerateContent {
+                model,
+                max_tokens: config.max_tokens,
+            },
+        })
+    }
+}
+
+/// The `generateContent` wire format.
 #[derive(Debug)]
-pub struct GeminiProvider {
-    http: HttpClient,
+pub struct GenerateContent {
     model: String,
     max_tokens: Option<u32>,
 }
 
+impl WireFormat for GenerateContent {
+    type Body<'a> = wire::GenerateContentRequest;
+    type Response = wire::GenerateContentResponse;
+    type Stream = Assembly;
+
+    const ID_PREFIX: &'static str = wire::SYNTHETIC_ID_PREFIX;
+
+    fn endpoint(&self, stream: bool) -> String {
+        if stream {
+            format!("v1beta/models/{}:streamGenerateContent?alt=sse", self.model)
+        } else {
+            format!("v1beta/models/{}:generateContent", self.model)
+        }
+    }
+
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a> {
+        wire::GenerateContentRequest::new(
+            request.messages,
+            request.tools,
+            request.tool_choice,
+            self.max_tokens,
+        )
+    }
+
+    fn decode(&self, response: wire::GenerateContentResponse) -> Result<ChatResponse, String> {
+        let feedback = response.prompt_feedback.clone();
+        let mut assembly = Assembly::default();
+        assembly.take(response, None);
+        if !assembly.candidates_seen {
+            let why = feedback.map_or_else(|| "no reason given".to_owned(), |f| f.to_string());
+            return Err(format!("the answer has no candidates ({why})"));
+        }
+        Ok(assembly.into_answer())
+    }
+}
+
+/// A Gemini answer being read: a series of whole responses, complete once
+/// one carries a `finishReason`.
 #[derive(Debug, Default)]
-struct Assembly {
+pub struct Assembly {
     text: String,
     calls: Vec<ToolCall>,
     finish_reason: Option<String>,
@@ -84,7 +143,7 @@ struct Assembly {
 }
 
 impl Assembly {
-    fn apply(&mut self, response: wire::GenerateResponse, on_text: Option<TextSink<'_>>) {
+    fn take(&mut self, response: wire::GenerateContentResponse, on_text: Option<TextSink<'_>>) {
         if let Some(usage) = response.usage_metadata {
             self.usage = usage.into();
         }
@@ -115,108 +174,51 @@ impl Assembly {
             self.finish_reason = candidate.finish_reason;
         }
     }
-}
 
-impl GeminiProvider {
-    /// A client for `config`. The key, when set, goes as `x-goog-api-key`.
-    ///
-    /// # Errors
-    ///
-    /// [`LlmError::Config`] when the key or a header is not valid in HTTP.
-    pub fn new(config: GeminiConfig) -> Result<Self, LlmError> {
-        let model = config
-            .model
-            .strip_prefix("models/")
-            .unwrap_or(&config.model)
-            .to_owned();
-        Ok(Self {
-            http: HttpClient::new("gemini", config.http, "x-goog-api-key", "", &[])?,
-            model,
-            max_tokens: config.max_tokens,
-        })
-    }
-
-    async fn run(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        let body = wire::GenerateRequest::new(
-            request.messages,
-            request.tools,
-            request.tool_choice,
-            self.max_tokens,
-        );
-        let mut assembly = Assembly::default();
-        if request.stream {
-            let url = self.http.url(&format!(
-                "v1beta/models/{}:streamGenerateContent?alt=sse",
-                self.model
-            ));
-            let response = self.http.post_json(&url, &body).await?;
-            let mut events = std::pin::pin!(self.http.events(response));
-            while let Some(event) = events.next().await {
-                let chunk: serde_json::Value = parse_event(&self.http, &event?)?;
-                if chunk.get("error").is_some() {
-                    return Err(self.http.interrupted(format!(
-                        "the provider sent an error mid-stream: {}",
-                        snippet(chunk.to_string().as_bytes())
-                    )));
-                }
-                let chunk: wire::GenerateResponse = serde_json::from_value(chunk).map_err(|e| {
-                    self.http
-                        .invalid(format!("stream chunk is not the documented JSON: {e}"))
-                })?;
-                assembly.apply(chunk, request.on_text);
-            }
-            if assembly.finish_reason.is_none() {
-                return Err(self.http.interrupted(format!(
-                    "no finishReason arrived ({} tool call(s) so far)",
-                    assembly.calls.len()
-                )));
-            }
-        } else {
-            let url = self
-                .http
-                .url(&format!("v1beta/models/{}:generateContent", self.model));
-            let response = self.http.post_json(&url, &body).await?;
-            let response: wire::GenerateResponse = self.http.read_json(response).await?;
-            let feedback = response.prompt_feedback.clone();
-            assembly.apply(response, None);
-            if !assembly.candidates_seen {
-                let why = feedback.map_or_else(|| "no reason given".to_owned(), |f| f.to_string());
-                return Err(self
-                    .http
-                    .invalid(format!("the answer has no candidates ({why})")));
-            }
-        }
-        let mut answer = ChatResponse {
+    fn into_answer(self) -> ChatResponse {
+        ChatResponse {
             message: AssistantMessage {
-                content: assembly.text,
-                tool_calls: assembly.calls,
+                content: self.text,
+                tool_calls: self.calls,
                 reasoning: None,
             },
-            finish_reason: assembly
+            finish_reason: self
                 .finish_reason
                 .as_deref()
                 .map_or(FinishReason::Other, wire::finish_reason),
-            usage: assembly.usage,
-        };
-        normalize_answer(
-            &mut answer,
-            wire::SYNTHETIC_ID_PREFIX,
-            next_turn_index(request.messages),
-        );
-        Ok(answer)
+            usage: self.usage,
+        }
     }
 }
 
-impl Provider for GeminiProvider {
-    fn name(&self) -> &str {
-        self.http.provider()
+impl StreamAssembly for Assembly {
+    fn apply(
+        &mut self,
+        http: &HttpClient,
+        event: &SseEvent,
+        on_text: Option<TextSink<'_>>,
+    ) -> Result<bool, LlmError> {
+        let chunk: serde_json::Value = parse_event(http, event)?;
+        if chunk.get("error").is_some() {
+            return Err(http.interrupted(format!(
+                "the provider sent an error mid-stream: {}",
+                snippet(chunk.to_string().as_bytes())
+            )));
+        }
+        let chunk: wire::GenerateContentResponse = serde_json::from_value(chunk)
+            .map_err(|e| http.invalid(format!("stream chunk is not the documented JSON: {e}")))?;
+        self.take(chunk, on_text);
+        Ok(false)
     }
 
-    fn complete<'a>(
-        &'a self,
-        request: ChatRequest<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
-        Box::pin(self.run(request))
+    fn finish(self, http: &HttpClient) -> Result<ChatResponse, LlmError> {
+        if self.finish_reason.is_none() {
+            return Err(http.interrupted(format!(
+                "no finishReason arrived ({} tool call(s) so far)",
+                self.calls.len()
+            )));
+        }
+        Ok(self.into_answer())
     }
 }
 
@@ -224,7 +226,7 @@ impl Provider for GeminiProvider {
 mod tests {
     use serde_json::json;
 
-    use super::wire::{GenerateRequest, response_object};
+    use super::wire::{GenerateContentRequest, response_object};
     use crate::llm::{AssistantMessage, Message, ToolCall, ToolChoice, ToolResult};
 
     fn result(content: &str, is_error: bool) -> ToolResult {
@@ -272,9 +274,13 @@ mod tests {
             }),
             Message::Tool(result("1", false)),
         ];
-        let body =
-            serde_json::to_value(GenerateRequest::new(&messages, &[], ToolChoice::Auto, None))
-                .expect("json");
+        let body = serde_json::to_value(GenerateContentRequest::new(
+            &messages,
+            &[],
+            ToolChoice::Auto,
+            None,
+        ))
+        .expect("json");
         assert_eq!(
             body["contents"],
             json!([

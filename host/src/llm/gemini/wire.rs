@@ -14,57 +14,57 @@ pub(super) const SYNTHETIC_ID_PREFIX: &str = "gemini_call";
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct GenerateRequest {
-    pub contents: Vec<Content>,
+pub struct GenerateContentRequest {
+    pub(super) contents: Vec<Content>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub system_instruction: Option<Content>,
+    pub(super) system_instruction: Option<Content>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Value>,
+    pub(super) tools: Vec<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_config: Option<Value>,
+    pub(super) tool_config: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub generation_config: Option<Value>,
+    pub(super) generation_config: Option<Value>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct Content {
     #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub role: String,
+    pub(super) role: String,
     #[serde(default)]
-    pub parts: Vec<Part>,
+    pub(super) parts: Vec<Part>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Part {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
+    pub(super) text: Option<String>,
     /// A thought summary, not answer text.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub thought: bool,
+    pub(super) thought: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub function_call: Option<FunctionCall>,
+    pub(super) function_call: Option<FunctionCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub function_response: Option<FunctionResponse>,
+    pub(super) function_response: Option<FunctionResponse>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thought_signature: Option<String>,
+    pub(super) thought_signature: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct FunctionCall {
-    pub name: String,
+    pub(super) name: String,
     #[serde(default)]
-    pub args: Value,
+    pub(super) args: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(super) id: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct FunctionResponse {
-    pub name: String,
-    pub response: Value,
+    pub(super) name: String,
+    pub(super) response: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub(super) id: Option<String>,
 }
 
 /// The id to send back: Gemini's own, never one we made up.
@@ -72,7 +72,7 @@ fn wire_id(id: &str) -> Option<String> {
     (!id.starts_with(SYNTHETIC_ID_PREFIX) && !id.is_empty()).then(|| id.to_owned())
 }
 
-impl GenerateRequest {
+impl GenerateContentRequest {
     /// The request body. System messages join `systemInstruction`; the
     /// model's turns have role `model`; consecutive messages of one role
     /// merge, and in a user turn every `functionResponse` part comes first,
@@ -196,33 +196,33 @@ pub(super) fn response_object(result: &ToolResult) -> Value {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct GenerateResponse {
+pub struct GenerateContentResponse {
     #[serde(default)]
-    pub candidates: Vec<Candidate>,
+    pub(super) candidates: Vec<Candidate>,
     #[serde(default)]
-    pub usage_metadata: Option<UsageMetadata>,
+    pub(super) usage_metadata: Option<UsageMetadata>,
     #[serde(default)]
-    pub prompt_feedback: Option<Value>,
+    pub(super) prompt_feedback: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Candidate {
     #[serde(default)]
-    pub content: Content,
+    pub(super) content: Content,
     #[serde(default)]
-    pub finish_reason: Option<String>,
+    pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct UsageMetadata {
     #[serde(default)]
-    pub prompt_token_count: u64,
+    pub(super) prompt_token_count: u64,
     #[serde(default)]
-    pub candidates_token_count: u64,
+    pub(super) candidates_token_count: u64,
     #[serde(default)]
-    pub thoughts_token_count: u64,
+    pub(super) thoughts_token_count: u64,
 }
 
 impl From<UsageMetadata> for Usage {

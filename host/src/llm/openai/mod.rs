@@ -21,13 +21,9 @@
 mod stream;
 mod wire;
 
-use futures::future::BoxFuture;
-
-use super::history::{next_turn_index, normalize_answer};
+use super::format::{HttpProvider, WireFormat};
 use super::http::{HttpClient, HttpConfig, OfficialHost, official_host};
-use super::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Provider, ToolCall, Usage,
-};
+use super::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, ToolCall, Usage};
 
 /// The default base URL.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -70,13 +66,7 @@ impl OpenAiConfig {
 }
 
 /// An OpenAI Chat Completions client.
-#[derive(Debug)]
-pub struct OpenAiProvider {
-    http: HttpClient,
-    model: String,
-    send_reasoning: bool,
-    max_tokens: Option<u32>,
-}
+pub type OpenAiProvider = HttpProvider<ChatCompletions>;
 
 impl OpenAiProvider {
     /// A client for `config`. The key, when set, goes as
@@ -88,14 +78,36 @@ impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<Self, LlmError> {
         Ok(Self {
             http: HttpClient::new(config.name, config.http, "authorization", "Bearer ", &[])?,
-            model: config.model,
-            send_reasoning: config.send_reasoning,
-            max_tokens: config.max_tokens,
+            format: ChatCompletions {
+                model: config.model,
+                send_reasoning: config.send_reasoning,
+                max_tokens: config.max_tokens,
+            },
         })
     }
+}
 
-    async fn run(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        let body = wire::ChatRequest::new(
+/// The Chat Completions wire format.
+#[derive(Debug)]
+pub struct ChatCompletions {
+    model: String,
+    send_reasoning: bool,
+    max_tokens: Option<u32>,
+}
+
+impl WireFormat for ChatCompletions {
+    type Body<'a> = wire::ChatCompletionRequest<'a>;
+    type Response = wire::ChatCompletion;
+    type Stream = stream::Assembly;
+
+    const ID_PREFIX: &'static str = "call";
+
+    fn endpoint(&self, _stream: bool) -> String {
+        "chat/completions".to_owned()
+    }
+
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a> {
+        wire::ChatCompletionRequest::new(
             &self.model,
             request.messages,
             request.tools,
@@ -103,27 +115,24 @@ impl OpenAiProvider {
             request.stream,
             self.send_reasoning,
             self.max_tokens,
-        );
-        let url = self.http.url("chat/completions");
-        let response = self.http.post_json(&url, &body).await?;
-        let turn = next_turn_index(request.messages);
-        let mut answer = if request.stream {
-            stream::read(&self.http, response, request.on_text).await?
-        } else {
-            let response: wire::ChatResponse = self.http.read_json(response).await?;
-            self.read_response(response)?
-        };
-        normalize_answer(&mut answer, "call", turn);
-        Ok(answer)
+        )
     }
 
-    fn read_response(&self, response: wire::ChatResponse) -> Result<ChatResponse, LlmError> {
+    fn decode(&self, response: wire::ChatCompletion) -> Result<ChatResponse, String> {
+        ChatResponse::try_from(response)
+    }
+}
+
+impl TryFrom<wire::ChatCompletion> for ChatResponse {
+    type Error = String;
+
+    fn try_from(response: wire::ChatCompletion) -> Result<Self, String> {
         let usage = response.usage.map(Usage::from).unwrap_or_default();
         let choice = response
             .choices
             .into_iter()
             .next()
-            .ok_or_else(|| self.http.invalid("the answer has no choices"))?;
+            .ok_or("the answer has no choices")?;
         let message = AssistantMessage {
             content: choice.message.content.unwrap_or_default(),
             tool_calls: choice
@@ -147,19 +156,6 @@ impl OpenAiProvider {
                 .map_or(FinishReason::Other, wire::finish_reason),
             usage,
         })
-    }
-}
-
-impl Provider for OpenAiProvider {
-    fn name(&self) -> &str {
-        self.http.provider()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: ChatRequest<'a>,
-    ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
-        Box::pin(self.run(request))
     }
 }
 

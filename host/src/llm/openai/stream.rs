@@ -9,10 +9,10 @@
 
 use std::collections::HashMap;
 
-use futures::StreamExt;
-
-use super::wire::{self, ChatChunk};
+use super::wire::{self, ChatCompletionChunk};
+use crate::llm::format::StreamAssembly;
 use crate::llm::http::{HttpClient, parse_event, snippet};
+use crate::llm::sse::SseEvent;
 use crate::llm::{AssistantMessage, ChatResponse, LlmError, TextSink, ToolCall, Usage};
 
 #[derive(Debug, Default)]
@@ -22,8 +22,9 @@ struct Partial {
     arguments: String,
 }
 
+/// A Chat Completions answer being streamed.
 #[derive(Debug, Default)]
-struct Assembly {
+pub struct Assembly {
     content: String,
     reasoning: String,
     calls: Vec<Partial>,
@@ -33,7 +34,7 @@ struct Assembly {
 }
 
 impl Assembly {
-    fn apply(&mut self, chunk: ChatChunk, on_text: Option<TextSink<'_>>) {
+    fn take(&mut self, chunk: ChatCompletionChunk, on_text: Option<TextSink<'_>>) {
         if let Some(usage) = chunk.usage {
             self.usage = usage.into();
         }
@@ -91,65 +92,66 @@ impl Assembly {
     }
 }
 
-/// Read the whole stream into one answer, passing text to `on_text`.
-pub(super) async fn read(
-    http: &HttpClient,
-    response: reqwest::Response,
-    on_text: Option<TextSink<'_>>,
-) -> Result<ChatResponse, LlmError> {
-    let mut events = std::pin::pin!(http.events(response));
-    let mut assembly = Assembly::default();
-    while let Some(event) = events.next().await {
-        let event = event?;
+impl StreamAssembly for Assembly {
+    fn apply(
+        &mut self,
+        http: &HttpClient,
+        event: &SseEvent,
+        on_text: Option<TextSink<'_>>,
+    ) -> Result<bool, LlmError> {
         if event.data.trim() == "[DONE]" {
-            break;
+            return Ok(true);
         }
-        let chunk: ChatChunk = parse_event(http, &event)?;
+        let chunk: ChatCompletionChunk = parse_event(http, event)?;
         if let Some(error) = &chunk.error {
             return Err(http.interrupted(format!(
                 "the server reported an error mid-stream: {}",
                 snippet(error.to_string().as_bytes())
             )));
         }
-        assembly.apply(chunk, on_text);
+        self.take(chunk, on_text);
+        Ok(false)
     }
-    let Some(reason) = assembly.finish_reason else {
-        let what = if assembly.calls.is_empty() {
-            "no finish_reason arrived".to_owned()
-        } else {
-            format!(
-                "no finish_reason arrived, {} tool call(s) may be incomplete",
-                assembly.calls.len()
-            )
+
+    fn finish(self, http: &HttpClient) -> Result<ChatResponse, LlmError> {
+        let Some(reason) = self.finish_reason else {
+            let what = if self.calls.is_empty() {
+                "no finish_reason arrived".to_owned()
+            } else {
+                format!(
+                    "no finish_reason arrived, {} tool call(s) may be incomplete",
+                    self.calls.len()
+                )
+            };
+            return Err(http.interrupted(what));
         };
-        return Err(http.interrupted(what));
-    };
-    let tool_calls = assembly
-        .calls
-        .into_iter()
-        .map(|call| ToolCall {
-            id: call.id,
-            name: call.name,
-            arguments: call.arguments,
-            signature: None,
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|call| ToolCall {
+                id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+                signature: None,
+            })
+            .collect();
+        Ok(ChatResponse {
+            message: AssistantMessage {
+                content: self.content,
+                tool_calls,
+                reasoning: Some(self.reasoning).filter(|r| !r.is_empty()),
+            },
+            finish_reason: wire::finish_reason(&reason),
+            usage: self.usage,
         })
-        .collect();
-    Ok(ChatResponse {
-        message: AssistantMessage {
-            content: assembly.content,
-            tool_calls,
-            reasoning: Some(assembly.reasoning).filter(|r| !r.is_empty()),
-        },
-        finish_reason: wire::finish_reason(&reason),
-        usage: assembly.usage,
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn chunk(json: &str) -> ChatChunk {
+    fn chunk(json: &str) -> ChatCompletionChunk {
         serde_json::from_str(json).expect("test chunk")
     }
 
@@ -165,7 +167,7 @@ mod tests {
             r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"timings":{"n":1}}"#,
             r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#,
         ] {
-            a.apply(chunk(json), None);
+            a.take(chunk(json), None);
         }
         let calls: Vec<_> = a
             .calls

@@ -8,23 +8,23 @@ use crate::llm::{AssistantMessage, FinishReason, Message, ToolChoice, Usage};
 use crate::tools::ToolSpec;
 
 #[derive(Debug, Serialize)]
-pub(super) struct ChatRequest<'a> {
-    pub model: &'a str,
-    pub messages: Vec<ChatMessage<'a>>,
+pub struct ChatCompletionRequest<'a> {
+    pub(super) model: &'a str,
+    pub(super) messages: Vec<ChatMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool<'a>>,
+    pub(super) tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<&'static str>,
+    pub(super) tool_choice: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<u32>,
-    pub stream: bool,
+    pub(super) max_tokens: Option<u32>,
+    pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stream_options: Option<StreamOptions>,
+    pub(super) stream_options: Option<StreamOptions>,
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct StreamOptions {
-    pub include_usage: bool,
+    pub(super) include_usage: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -52,34 +52,34 @@ pub(super) enum ChatMessage<'a> {
 
 #[derive(Debug, Serialize)]
 pub(super) struct ToolCall<'a> {
-    pub id: &'a str,
+    pub(super) id: &'a str,
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: FunctionCall<'a>,
+    pub(super) kind: &'static str,
+    pub(super) function: FunctionCall<'a>,
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct FunctionCall<'a> {
-    pub name: &'a str,
+    pub(super) name: &'a str,
     /// A JSON *string*, exactly as the model wrote it.
-    pub arguments: &'a str,
+    pub(super) arguments: &'a str,
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct Tool<'a> {
     #[serde(rename = "type")]
-    pub kind: &'static str,
-    pub function: FunctionDef<'a>,
+    pub(super) kind: &'static str,
+    pub(super) function: FunctionDef<'a>,
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct FunctionDef<'a> {
-    pub name: &'a str,
-    pub description: &'a str,
-    pub parameters: &'a Value,
+    pub(super) name: &'a str,
+    pub(super) description: &'a str,
+    pub(super) parameters: &'a Value,
 }
 
-impl<'a> ChatRequest<'a> {
+impl<'a> ChatCompletionRequest<'a> {
     pub(super) fn new(
         model: &'a str,
         messages: &'a [Message],
@@ -160,51 +160,51 @@ fn assistant(message: &AssistantMessage, send_reasoning: bool) -> ChatMessage<'_
 }
 
 #[derive(Debug, Deserialize)]
-pub(super) struct ChatResponse {
+pub struct ChatCompletion {
     #[serde(default)]
-    pub choices: Vec<Choice>,
+    pub(super) choices: Vec<Choice>,
     #[serde(default)]
-    pub usage: Option<WireUsage>,
+    pub(super) usage: Option<WireUsage>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct Choice {
-    pub message: ResponseMessage,
+    pub(super) message: ResponseMessage,
     #[serde(default)]
-    pub finish_reason: Option<String>,
+    pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseMessage {
     #[serde(default)]
-    pub content: Option<String>,
+    pub(super) content: Option<String>,
     #[serde(default)]
-    pub reasoning_content: Option<String>,
+    pub(super) reasoning_content: Option<String>,
     #[serde(default)]
-    pub tool_calls: Vec<ResponseToolCall>,
+    pub(super) tool_calls: Vec<ResponseToolCall>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseToolCall {
     #[serde(default)]
-    pub id: Option<String>,
-    pub function: ResponseFunction,
+    pub(super) id: Option<String>,
+    pub(super) function: ResponseFunction,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseFunction {
-    pub name: String,
+    pub(super) name: String,
     /// A string per the documentation; some servers send an object.
     #[serde(default)]
-    pub arguments: Value,
+    pub(super) arguments: Value,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 pub(super) struct WireUsage {
     #[serde(default)]
-    pub prompt_tokens: u64,
+    pub(super) prompt_tokens: u64,
     #[serde(default)]
-    pub completion_tokens: u64,
+    pub(super) completion_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -218,50 +218,50 @@ impl From<WireUsage> for Usage {
 
 /// A streamed chunk (`chat.completion.chunk`).
 #[derive(Debug, Deserialize)]
-pub(super) struct ChatChunk {
+pub(super) struct ChatCompletionChunk {
     #[serde(default)]
-    pub choices: Vec<ChunkChoice>,
+    pub(super) choices: Vec<ChunkChoice>,
     #[serde(default)]
-    pub usage: Option<WireUsage>,
+    pub(super) usage: Option<WireUsage>,
     /// Some servers report a failure inside the stream.
     #[serde(default)]
-    pub error: Option<Value>,
+    pub(super) error: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ChunkChoice {
     #[serde(default)]
-    pub delta: Delta,
+    pub(super) delta: Delta,
     #[serde(default)]
-    pub finish_reason: Option<String>,
+    pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct Delta {
     #[serde(default)]
-    pub content: Option<String>,
+    pub(super) content: Option<String>,
     #[serde(default)]
-    pub reasoning_content: Option<String>,
+    pub(super) reasoning_content: Option<String>,
     #[serde(default)]
-    pub tool_calls: Vec<DeltaToolCall>,
+    pub(super) tool_calls: Vec<DeltaToolCall>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct DeltaToolCall {
     #[serde(default)]
-    pub index: Option<usize>,
+    pub(super) index: Option<usize>,
     #[serde(default)]
-    pub id: Option<String>,
+    pub(super) id: Option<String>,
     #[serde(default)]
-    pub function: Option<DeltaFunction>,
+    pub(super) function: Option<DeltaFunction>,
 }
 
 #[derive(Debug, Deserialize)]
 pub(super) struct DeltaFunction {
     #[serde(default)]
-    pub name: Option<String>,
+    pub(super) name: Option<String>,
     #[serde(default)]
-    pub arguments: Option<Value>,
+    pub(super) arguments: Option<Value>,
 }
 
 /// The argument text: a string as it is, anything else as its JSON.
