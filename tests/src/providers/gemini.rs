@@ -8,30 +8,70 @@ use serde_json::{Value, json};
 
 use super::server::{Dialect, FakeServer, RecordedRequest, Rejection, Turn, data_event, pieces};
 
-/// Schema keywords Gemini's `parameters` accepts (its OpenAPI subset).
-const SCHEMA_KEYS: &[&str] = &[
-    "type",
-    "format",
-    "description",
-    "title",
-    "nullable",
-    "enum",
-    "properties",
-    "required",
-    "items",
-    "anyOf",
-    "minItems",
-    "maxItems",
-    "minProperties",
-    "maxProperties",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "minimum",
-    "maximum",
-    "default",
-    "example",
-    "propertyOrdering",
+/// How the API reads one field of its `Schema` message.
+#[derive(Clone, Copy)]
+enum Field {
+    /// A nested `Schema`.
+    Schema,
+    /// `repeated Schema`.
+    Schemas,
+    /// `map<string, Schema>`.
+    SchemaMap,
+    /// The `Type` enum.
+    Type,
+    /// `string`.
+    Text,
+    /// `repeated string`.
+    Texts,
+    /// `bool`.
+    Bool,
+    /// `int64` (JSON number or decimal string).
+    Int64,
+    /// `double`.
+    Number,
+    /// `google.protobuf.Value`: anything.
+    Any,
+}
+
+/// The `Schema` message of the Gemini API reference (generativelanguage
+/// v1beta, "Schema: a select subset of an OpenAPI 3.0 schema object"),
+/// field by field, written from the reference and not from the product:
+/// the fake must be able to disagree with what the product sends.
+const SCHEMA_FIELDS: &[(&str, Field)] = &[
+    ("type", Field::Type),
+    ("format", Field::Text),
+    ("title", Field::Text),
+    ("description", Field::Text),
+    ("nullable", Field::Bool),
+    ("enum", Field::Texts),
+    ("maxItems", Field::Int64),
+    ("minItems", Field::Int64),
+    ("properties", Field::SchemaMap),
+    ("required", Field::Texts),
+    ("minProperties", Field::Int64),
+    ("maxProperties", Field::Int64),
+    ("minLength", Field::Int64),
+    ("maxLength", Field::Int64),
+    ("pattern", Field::Text),
+    ("example", Field::Any),
+    ("anyOf", Field::Schemas),
+    ("propertyOrdering", Field::Texts),
+    ("default", Field::Any),
+    ("items", Field::Schema),
+    ("minimum", Field::Number),
+    ("maximum", Field::Number),
+];
+
+/// The names of the `Type` enum (the API also takes them in lower case).
+const TYPES: &[&str] = &[
+    "TYPE_UNSPECIFIED",
+    "STRING",
+    "NUMBER",
+    "INTEGER",
+    "BOOLEAN",
+    "ARRAY",
+    "OBJECT",
+    "NULL",
 ];
 
 /// The Gemini dialect; use through [`FakeGemini`].
@@ -58,33 +98,57 @@ fn invalid(message: impl Into<String>) -> Rejection {
     (400, message.into())
 }
 
+/// Reject what the API rejects in a `Schema`: an unknown field ("Cannot
+/// find field") or a value of the wrong JSON type ("Invalid value").
 fn check_schema(schema: &Value, at: &str) -> Result<(), Rejection> {
     let Some(map) = schema.as_object() else {
-        return Ok(());
+        return Err(invalid(format!(
+            "Invalid value at '{at}': expected a Schema object"
+        )));
     };
     for (key, value) in map {
-        if !SCHEMA_KEYS.contains(&key.as_str()) {
+        let Some((_, field)) = SCHEMA_FIELDS.iter().find(|(name, _)| name == key) else {
             return Err(invalid(format!(
                 "Invalid JSON payload received. Unknown name \"{key}\" at '{at}': Cannot find field."
             )));
-        }
-        match key.as_str() {
-            "properties" => {
-                for (name, property) in value.as_object().into_iter().flatten() {
-                    check_schema(property, &format!("{at}.properties[{name}].value"))?;
+        };
+        let here = format!("{at}.{key}");
+        let wrong = || invalid(format!("Invalid value at '{here}': {value}"));
+        match field {
+            Field::Schema => check_schema(value, &here)?,
+            Field::Schemas => {
+                for (i, option) in value.as_array().ok_or_else(wrong)?.iter().enumerate() {
+                    check_schema(option, &format!("{here}[{i}]"))?;
                 }
             }
-            "items" => check_schema(value, &format!("{at}.items"))?,
-            "anyOf" => {
-                for (i, option) in value.as_array().into_iter().flatten().enumerate() {
-                    check_schema(option, &format!("{at}.any_of[{i}]"))?;
+            Field::SchemaMap => {
+                for (name, property) in value.as_object().ok_or_else(wrong)? {
+                    check_schema(property, &format!("{here}[{name}].value"))?;
                 }
             }
-            "type" if !value.is_string() => {
-                return Err(invalid(format!(
-                    "Invalid value at '{at}.type': expected one enum value"
-                )));
+            Field::Type => {
+                let name = value.as_str().ok_or_else(wrong)?;
+                if !TYPES.contains(&name.to_ascii_uppercase().as_str()) {
+                    return Err(wrong());
+                }
             }
+            Field::Text if !value.is_string() => return Err(wrong()),
+            Field::Texts
+                if !value
+                    .as_array()
+                    .is_some_and(|items| items.iter().all(Value::is_string)) =>
+            {
+                return Err(wrong());
+            }
+            Field::Bool if !value.is_boolean() => return Err(wrong()),
+            Field::Int64
+                if !(value.is_u64()
+                    || value.is_i64()
+                    || value.as_str().is_some_and(|s| s.parse::<i64>().is_ok())) =>
+            {
+                return Err(wrong());
+            }
+            Field::Number if !value.is_number() => return Err(wrong()),
             _ => {}
         }
     }

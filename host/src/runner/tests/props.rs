@@ -6,11 +6,11 @@ use std::num::NonZeroUsize;
 use futures::StreamExt;
 use proptest::prelude::*;
 
-use super::scripted::{Scripted, block_on, registry};
+use super::scripted::{Scripted, block_on, registry, strict_provider_accepts};
 use crate::llm::{AssistantMessage, Message, ToolCall, ToolChoice};
 use crate::runner::{
     CallStatus, DynamicTools, OnMaxIterations, OverLimitPolicy, RunErrorKind, RunItem,
-    RunnerConfig, StopReason, ToolRunner, ToolSelection, check_messages,
+    RunnerConfig, StopReason, ToolRunner, ToolSelection,
 };
 
 fn call_strategy() -> impl Strategy<Value = ToolCall> {
@@ -133,7 +133,7 @@ proptest! {
                 &*e.outcome
             }
         };
-        prop_assert_eq!(check_messages(&outcome.messages), Ok(()));
+        prop_assert_eq!(strict_provider_accepts(&outcome.messages), Ok(()));
         prop_assert!(outcome.iterations <= config.max_iterations);
         prop_assert_eq!(outcome.tool_calls, executed_total);
         if let Some(max) = config.max_total_calls {

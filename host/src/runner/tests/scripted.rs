@@ -11,8 +11,95 @@ use crate::llm::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Provider,
     ToolCall, ToolChoice, Usage,
 };
-use crate::runner::check_messages;
 use crate::tools::{NativeTool, ToolError, ToolRegistry};
+
+/// The oracle for the tool-call invariant, written apart from the product's
+/// `check_messages` (which the driver runs itself, so it cannot be its own
+/// judge): it reads the history the way a strict provider documents it.
+/// Every assistant message's calls have distinct ids, and the messages right
+/// after it, up to the first message that is not a tool result, are exactly
+/// one result per call, in any order; a tool result anywhere else is wrong.
+pub fn strict_provider_accepts(messages: &[Message]) -> Result<(), String> {
+    let mut i = 0;
+    while i < messages.len() {
+        match &messages[i] {
+            Message::Tool(r) => {
+                return Err(format!(
+                    "messages[{i}]: result {:?} follows no call",
+                    r.tool_call_id
+                ));
+            }
+            Message::Assistant(a) => {
+                let mut calls: Vec<&str> = a.tool_calls.iter().map(|c| c.id.as_str()).collect();
+                calls.sort_unstable();
+                if calls.windows(2).any(|w| w[0] == w[1]) {
+                    return Err(format!("messages[{i}]: two calls share an id: {calls:?}"));
+                }
+                let mut results = Vec::new();
+                let mut j = i + 1;
+                while let Some(Message::Tool(r)) = messages.get(j) {
+                    results.push(r.tool_call_id.as_str());
+                    j += 1;
+                }
+                results.sort_unstable();
+                if results != calls {
+                    return Err(format!(
+                        "messages[{i}]: calls {calls:?} are answered by results {results:?}"
+                    ));
+                }
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    Ok(())
+}
+
+#[test]
+fn the_oracle_rejects_what_providers_reject() {
+    use crate::llm::ToolResult;
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        name: "t".into(),
+        arguments: "{}".into(),
+        signature: None,
+    };
+    let ask = |ids: &[&str]| {
+        Message::Assistant(AssistantMessage {
+            tool_calls: ids.iter().map(|id| call(id)).collect(),
+            ..AssistantMessage::default()
+        })
+    };
+    let answer = |id: &str| {
+        Message::Tool(ToolResult {
+            tool_call_id: id.into(),
+            name: "t".into(),
+            content: "ok".into(),
+            is_error: false,
+        })
+    };
+    let good = [
+        Message::user("q"),
+        ask(&["a", "b"]),
+        answer("b"),
+        answer("a"),
+        ask(&["a"]),
+        answer("a"),
+    ];
+    assert_eq!(strict_provider_accepts(&good), Ok(()));
+    for bad in [
+        vec![ask(&["a", "a"]), answer("a"), answer("a")],
+        vec![ask(&["a", "b"]), answer("a")],
+        vec![ask(&["a"]), Message::user("x"), answer("a")],
+        vec![ask(&["a"]), answer("a"), answer("a")],
+        vec![ask(&["a"]), answer("b")],
+        vec![Message::user("x"), answer("a")],
+    ] {
+        assert!(strict_provider_accepts(&bad).is_err(), "{bad:?}");
+    }
+}
 
 /// What the scripted provider saw in one request.
 #[derive(Debug, Clone)]
@@ -53,8 +140,8 @@ impl Provider for Scripted {
         request: ChatRequest<'a>,
     ) -> BoxFuture<'a, Result<ChatResponse, LlmError>> {
         async move {
-            if let Err(e) = check_messages(request.messages) {
-                self.violations.lock().expect("lock").push(e.to_string());
+            if let Err(e) = strict_provider_accepts(request.messages) {
+                self.violations.lock().expect("lock").push(e);
             }
             self.seen.lock().expect("lock").push(Seen {
                 messages: request.messages.to_vec(),
