@@ -5,6 +5,7 @@ mod examples;
 mod languages;
 mod llm;
 mod new;
+mod run_cli;
 mod runner;
 mod sandbox;
 mod trust;
