@@ -412,3 +412,29 @@ fn limits_that_overflow_are_refused_by_name() {
         text(&out)
     );
 }
+
+#[tokio::test]
+async fn an_embedder_hands_a_plugin_a_value_without_the_process_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    snoop_asking_for_env(dir.path(), "TRUST_GIVEN");
+    let config = HostConfig::default()
+        .cache_dir(workspace_root().join("target").join("test-cache"))
+        .allow_dir(dir.path())
+        .env("TRUST_GIVEN", "given-only-to-the-plugin");
+    assert!(std::env::var_os("TRUST_GIVEN").is_none());
+    assert!(!format!("{config:?}").contains("given-only"), "{config:?}");
+    let host = PluginHost::new(config).unwrap();
+    let report = host.load_dir(dir.path()).await.unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let out = report
+        .registry()
+        .call_value(
+            "hostile_env",
+            json!({"key": "TRUST_GIVEN"}),
+            &CallContext::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out["value"], json!("given-only-to-the-plugin"), "{out}");
+    assert_eq!(out["visible"], json!(["TRUST_GIVEN"]), "{out}");
+}

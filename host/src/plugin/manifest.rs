@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
-use crate::sandbox::{LimitError, Limits, MemoryInit};
+use crate::sandbox::{EnvVar, LimitError, Limits, MemoryInit};
 
 /// Limits as written in a manifest or host config, in friendly units. An
 /// absent field means "the default".
@@ -220,4 +220,52 @@ pub struct Allow {
     pub rw_dirs: Vec<PathBuf>,
     /// Environment variable names that may be passed through.
     pub env: Vec<String>,
+    /// Values for granted variables, given by an embedder
+    /// ([`HostConfig::env`]) instead of the process environment; a granted
+    /// variable not listed here is read from the process environment. Not
+    /// read from config files; `Debug` never shows a value.
+    #[serde(skip)]
+    pub env_values: Vec<EnvVar>,
+}
+
+impl HostConfig {
+    /// Cache compiled components in `dir` (it must be private to the user).
+    #[must_use]
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Allow read-only directory grants inside `root`.
+    #[must_use]
+    pub fn allow_dir(mut self, root: impl Into<PathBuf>) -> Self {
+        self.allow.dirs.push(root.into());
+        self
+    }
+
+    /// Allow read-write (and read-only) directory grants inside `root`.
+    #[must_use]
+    pub fn allow_rw_dir(mut self, root: impl Into<PathBuf>) -> Self {
+        self.allow.rw_dirs.push(root.into());
+        self
+    }
+
+    /// Allow manifests to be granted the process's variable `name`.
+    #[must_use]
+    pub fn allow_env(mut self, name: impl Into<String>) -> Self {
+        self.allow.env.push(name.into());
+        self
+    }
+
+    /// Allow manifests to be granted variable `name`, with `value` (not the
+    /// process's): how an embedder hands a plugin a setting or a secret
+    /// without touching its own environment.
+    #[must_use]
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        let name = name.into();
+        self.allow.env_values.retain(|v| v.name() != name);
+        self.allow.env_values.push(EnvVar::new(name.clone(), value));
+        self.allow.env.push(name);
+        self
+    }
 }

@@ -435,8 +435,12 @@ impl PluginHost {
                 )));
             }
             // The grant is the operator's explicit decision to pass this
-            // variable through; an unset variable is simply absent.
-            if let Ok(value) = std::env::var(key) {
+            // variable through: with the value the embedder gave, else the
+            // process's; an unset variable is simply absent.
+            let given = allow.env_values.iter().find(|v| v.name() == key);
+            if let Some(var) = given {
+                env.push(var.clone());
+            } else if let Ok(value) = std::env::var(key) {
                 env.push(EnvVar::new(key.clone(), value));
             }
         }
