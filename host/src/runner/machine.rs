@@ -170,11 +170,6 @@ impl LoopState {
         self.total_calls
     }
 
-    /// Why the run ended, once it has.
-    pub fn finished(&self) -> Option<StopReason> {
-        self.finished
-    }
-
     /// What to do before the next model request.
     pub fn next(&mut self, config: &RunnerConfig) -> Next {
         if let Some(reason) = self.finished {

@@ -5,7 +5,7 @@
 //! asks again, until the model answers without calls or a cap stops it.
 //!
 //! The loop is split in two, so that every cap is testable without HTTP:
-//! - [`LoopState`] (in `machine`) *decides*: ask the model, which calls of a
+//! - `LoopState` (in `machine`) *decides*: ask the model, which calls of a
 //!   response are executed, declined or dropped, when to stop and why. It is
 //!   plain data, no I/O, no async.
 //! - [`ToolRunner`] *performs*: it sends the requests, runs the calls
@@ -34,10 +34,9 @@ pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, T
 pub use conversation::Conversation;
 pub use driver::{ToolRunner, UpdateParams};
 pub use execute::ToolCallDecision;
-pub use machine::{
-    CallOutcome, CallReport, Disposition, LoopState, Next, Plan, StopReason, Verdict,
-    normalize_arguments,
-};
+// The state machine's steps (`LoopState`, `Plan`, `Verdict`, ...) are the
+// driver's business, not an embedder's: only why a run stopped is public.
+pub use machine::StopReason;
 pub use outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome};
 
 #[cfg(test)]

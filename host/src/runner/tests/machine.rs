@@ -3,10 +3,10 @@
 use std::num::NonZeroUsize;
 
 use crate::llm::{AssistantMessage, ToolCall, ToolChoice};
-use crate::runner::{
-    CallOutcome, CallReport, Disposition, LoopState, Next, OnMaxIterations, OverLimitPolicy,
-    RunnerConfig, StopReason, Verdict, normalize_arguments,
+use crate::runner::machine::{
+    CallOutcome, CallReport, Disposition, LoopState, Next, Verdict, normalize_arguments,
 };
+use crate::runner::{OnMaxIterations, OverLimitPolicy, RunnerConfig, StopReason};
 
 fn call(id: &str, name: &str, args: &str) -> ToolCall {
     ToolCall {
