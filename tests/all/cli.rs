@@ -357,3 +357,25 @@ fn inspect_explains_a_file_that_is_not_a_plugin() {
             .contains("component")
     );
 }
+
+#[test]
+fn a_load_error_says_why_not_only_what() {
+    let temp = tempfile::tempdir().unwrap();
+    let missing = temp.path().join("no-such-dir");
+    let out = toolhost(&["list", "--plugins", dir(&missing)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot read plugin directory") && stderr.contains("No such file"),
+        "{stderr}"
+    );
+
+    // A file that is not a component: the compiler's reason is in the message.
+    std::fs::write(temp.path().join("junk.wasm"), b"\0asm junk").unwrap();
+    let out = toolhost(&["list", "--plugins", dir(temp.path()), "--json"]);
+    let errors = json_out(&out)["errors"].to_string();
+    assert!(
+        errors.contains("junk.wasm: could not load the component: not a WebAssembly component"),
+        "{errors}"
+    );
+}

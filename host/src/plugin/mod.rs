@@ -32,22 +32,20 @@ use crate::tools::{ToolRegistry, ToolSpec, is_valid_tool_name};
 #[non_exhaustive]
 pub enum PluginError {
     /// The directory cannot be listed.
-    #[error("cannot read plugin directory {}", path.display())]
+    #[error("cannot read plugin directory {}: {error}", path.display())]
     ReadDir {
         /// The directory.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (part of the message).
+        error: std::io::Error,
     },
     /// A file cannot be read.
-    #[error("cannot read {}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (part of the message).
+        error: std::io::Error,
     },
     /// The manifest is not valid TOML of the documented shape.
     #[error("{}: invalid manifest: {message}", path.display())]
@@ -68,13 +66,12 @@ pub enum PluginError {
         message: String,
     },
     /// The file is not a component of the `toolhost:plugin` world.
-    #[error("{}: could not load the component", path.display())]
+    #[error("{}: could not load the component: {error}", path.display())]
     Component {
         /// The `.wasm` file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: SandboxError,
+        /// Why (part of the message).
+        error: SandboxError,
     },
     /// The component's `describe` failed or returned something unusable.
     #[error("{}: {message}", path.display())]
@@ -251,9 +248,9 @@ impl PluginHost {
     /// Only when `dir` cannot be listed; a bad plugin is reported in
     /// [`LoadReport::errors`] and the others still load.
     pub async fn load_dir(&self, dir: &Path) -> Result<LoadReport, PluginError> {
-        let read_dir = |source| PluginError::ReadDir {
+        let read_dir = |error| PluginError::ReadDir {
             path: dir.to_owned(),
-            source,
+            error,
         };
         let mut files = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(read_dir)? {
@@ -323,9 +320,9 @@ impl PluginHost {
         let observer = self.observer.clone();
         let (file, plugin) = (path.to_owned(), name.clone());
         let compiled = tokio::task::spawn_blocking(move || {
-            let wasm = std::fs::read(&file).map_err(|source| PluginError::Read {
+            let wasm = std::fs::read(&file).map_err(|error| PluginError::Read {
                 path: file.clone(),
-                source,
+                error,
             })?;
             let digest = Sandbox::digest(&wasm);
             let compiling = sandbox
@@ -347,7 +344,7 @@ impl PluginHost {
             }
             compiled
                 .map(|(component, cache)| (digest, component, cache))
-                .map_err(|source| PluginError::Component { path: file, source })
+                .map_err(|error| PluginError::Component { path: file, error })
         })
         .await;
         let (digest, component, cache) = compiled.map_err(|e| PluginError::Describe {
@@ -368,9 +365,9 @@ impl PluginHost {
                 resolved.permissions,
                 self.config.spare_instances as usize,
             )
-            .map_err(|source| PluginError::Component {
+            .map_err(|error| PluginError::Component {
                 path: path.to_owned(),
-                source,
+                error,
             })?;
         let remembered = inputs
             .as_deref()
@@ -516,7 +513,7 @@ fn read_manifest(wasm: &Path) -> Result<(Manifest, Option<PathBuf>), PluginError
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok((Manifest::default(), None));
         }
-        Err(source) => return Err(PluginError::Read { path, source }),
+        Err(error) => return Err(PluginError::Read { path, error }),
     };
     let manifest = toml::from_str(&text).map_err(|e| PluginError::Manifest {
         path: path.clone(),
