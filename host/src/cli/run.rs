@@ -17,6 +17,7 @@ use toolhost::llm::{Message, ProviderKind, ProviderOptions};
 use toolhost::runner::{
     CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
 };
+use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
 
 use super::{ChainDisplay, EXIT_FAILED, PluginArgs, UsageError};
 
@@ -165,7 +166,11 @@ impl RunArgs {
     /// An environment key is only sent where it belongs: the provider's own
     /// host (matched exactly), or the base URL its SDK pair variable names.
     /// Anything else needs `--api-key` or `--api-key-env`.
-    fn api_key(&self, kind: ProviderKind, base_url: Option<&str>) -> anyhow::Result<Option<String>> {
+    fn api_key(
+        &self,
+        kind: ProviderKind,
+        base_url: Option<&str>,
+    ) -> anyhow::Result<Option<String>> {
         if let Some(key) = &self.api_key {
             return Ok(Some(key.clone()));
         }
@@ -209,7 +214,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Err(UsageError(anyhow::anyhow!("--replay needs --provider replay")).into());
     }
     let base_url = args.base_url(kind);
-    let api_key = args.api_key(kind, base_url.as_deref()).map_err(UsageError)?;
+    let api_key = args
+        .api_key(kind, base_url.as_deref())
+        .map_err(UsageError)?;
     let provider = kind
         .build(ProviderOptions {
             base_url,
@@ -226,7 +233,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         provider.name(),
         names.len(),
         if names.is_empty() { "" } else { ": " },
-        names.join(", ")
+        escape_controls(&names.join(", "))
     );
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -248,7 +255,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 CallStatus::Refused => "refused".to_owned(),
                 _ => "not run".to_owned(),
             };
-            eprintln!("  tool {} [{}] {what}", record.call.name, record.call.id);
+            // The name and id are the model's text: shown escaped.
+            eprintln!(
+                "  tool {} [{}] {what}",
+                escape_controls(&record.call.name),
+                escape_controls(&record.call.id)
+            );
         })
         .on_iteration(|it| {
             let label = if it.final_answer {
@@ -272,7 +284,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.stream {
         runner = runner.on_text(|text| {
             let mut err = std::io::stderr();
-            let _ = err.write_all(text.as_bytes());
+            let _ = err.write_all(escape_controls_keep_lines(text).as_bytes());
             let _ = err.flush();
         });
     }
@@ -299,13 +311,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(error) = &error {
             summary["error"] = json!(error);
         }
-        println!("{summary}");
+        println!("{}", escape_json_controls(&summary.to_string()));
     } else if !outcome.final_text.is_empty() {
-        println!("{}", outcome.final_text);
+        // The answer may quote tool output: line breaks stay, escape
+        // sequences do not reach the terminal.
+        println!("{}", escape_controls_keep_lines(&outcome.final_text));
     }
     match error {
         Some(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", escape_controls(&error));
             Ok(ExitCode::from(EXIT_FAILED))
         }
         None => Ok(ExitCode::SUCCESS),
