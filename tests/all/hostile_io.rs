@@ -40,8 +40,10 @@ fn plugins_with_fifo() -> tempfile::TempDir {
 }
 
 async fn registry_in(dir: &Path) -> ToolRegistry {
-    let mut config = HostConfig::default();
-    config.cache_dir = Some(workspace_root().join("target").join("test-cache"));
+    let mut config = HostConfig {
+        cache_dir: Some(workspace_root().join("target").join("test-cache")),
+        ..HostConfig::default()
+    };
     config.allow.dirs.push(dir.to_owned());
     let host = PluginHost::new(config).expect("the sandbox starts");
     let report = host.load_dir(dir).await.expect("the directory is readable");

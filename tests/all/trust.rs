@@ -147,8 +147,10 @@ async fn a_symlink_swapped_into_a_grant_between_calls_is_not_followed() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("allowed.txt"), "OUTSIDE THE GRANT").unwrap();
 
-    let mut config = HostConfig::default();
-    config.cache_dir = Some(workspace_root().join("target").join("test-cache"));
+    let mut config = HostConfig {
+        cache_dir: Some(workspace_root().join("target").join("test-cache")),
+        ..HostConfig::default()
+    };
     config.allow.dirs.push(plugins.clone());
     let host = PluginHost::new(config).unwrap();
     let report = host.load_dir(&plugins).await.unwrap();
