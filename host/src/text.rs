@@ -69,6 +69,49 @@ pub fn untrusted(text: &str, max_bytes: usize) -> String {
     escape_controls(&clip(text, max_bytes)).into_owned()
 }
 
+/// Like [`escape_controls`], but keeps newlines and tabs: for multi-line
+/// text (a model's answer) shown on a terminal, where a line break is
+/// meant but an escape sequence or a carriage return is not.
+pub fn escape_controls_keep_lines(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| is_unsafe(c) && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.push_str(&escape_controls(&c.to_string()));
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// JSON text (as `serde_json` writes it) with every character that must not
+/// reach a terminal written as a JSON `\uXXXX` escape. `serde_json` escapes
+/// C0 controls but leaves DEL, C1 controls and bidi overrides as they are;
+/// those can only sit inside strings, so the result is the same JSON value.
+/// Newlines and tabs are left alone: outside strings they are the
+/// whitespace of pretty-printed JSON, inside strings `serde_json` escaped
+/// them already.
+pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| is_unsafe(c) && c != '\n' && c != '\t';
+    if !json.chars().any(unsafe_char) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 8);
+    for c in json.chars() {
+        if unsafe_char(c) {
+            // Every unsafe character is in the Basic Multilingual Plane.
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,6 +135,26 @@ mod tests {
         for c in (0u32..0x100).filter_map(char::from_u32) {
             let shown = escape_controls(&c.to_string()).into_owned();
             assert!(!shown.chars().any(is_unsafe), "{c:?} shown as {shown:?}");
+        }
+    }
+
+    #[test]
+    fn line_breaks_survive_where_asked_and_json_stays_json() {
+        assert_eq!(
+            escape_controls_keep_lines("a\n\tb\r\x1b[2J"),
+            "a\n\tb\\r\\u{1b}[2J"
+        );
+        let value = serde_json::json!({"m": "x\u{7f}\u{9b}\u{202e}\n"});
+        for text in [
+            serde_json::to_string(&value).unwrap(),
+            serde_json::to_string_pretty(&value).unwrap(),
+        ] {
+            let shown = escape_json_controls(&text);
+            assert!(!shown.chars().any(|c| is_unsafe(c) && c != '\n'), "{shown}");
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&shown).unwrap(),
+                value
+            );
         }
     }
 }

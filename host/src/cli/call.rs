@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
+use toolhost::text::escape_json_controls;
 use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind};
 
 use super::{ChainDisplay, EXIT_FAILED, EXIT_USAGE, PluginArgs, UsageError};
@@ -55,20 +56,23 @@ impl CallArgs {
 
 pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let outcome = call(&args).await;
+    // The output and error text come from the plugin: JSON keeps being
+    // JSON, with every character a terminal would act on escaped; an error
+    // for people is shown with its controls escaped (ToolError's Display).
     match outcome {
         Ok(Ok(output)) => {
             if args.json {
-                println!("{}", json!({"ok": true, "output": output}));
+                print_json(&json!({"ok": true, "output": output}).to_string());
             } else {
-                println!("{}", serde_json::to_string_pretty(&output)?);
+                print_json(&serde_json::to_string_pretty(&output)?);
             }
             Ok(ExitCode::SUCCESS)
         }
         Ok(Err(e)) => {
             if args.json {
-                println!(
-                    "{}",
-                    json!({"ok": false, "error": {"kind": e.kind, "message": e.message}})
+                print_json(
+                    &json!({"ok": false, "error": {"kind": e.kind, "message": e.message}})
+                        .to_string(),
                 );
             } else {
                 eprintln!("error: {e}");
@@ -78,14 +82,18 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
         Err(e) if args.json => {
             let usage = e.downcast_ref::<UsageError>().is_some();
             let kind = if usage { "usage" } else { "host" };
-            println!(
-                "{}",
-                json!({"ok": false, "error": {"kind": kind, "message": format!("{e:#}")}})
+            print_json(
+                &json!({"ok": false, "error": {"kind": kind, "message": format!("{e:#}")}})
+                    .to_string(),
             );
             Ok(ExitCode::from(if usage { EXIT_USAGE } else { EXIT_FAILED }))
         }
         Err(e) => Err(e),
     }
+}
+
+fn print_json(text: &str) {
+    println!("{}", escape_json_controls(text));
 }
 
 /// Outer error: the host could not be set up. Inner: the call failed.

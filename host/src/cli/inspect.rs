@@ -7,6 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use serde_json::json;
 use toolhost::sandbox::Sandbox;
+use toolhost::text::{escape_controls, escape_json_controls};
 
 use super::{ChainDisplay, PluginArgs, UsageError};
 
@@ -77,17 +78,19 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
             }
             Err(message) => out["error"] = json!(message),
         }
-        println!("{out}");
+        println!("{}", escape_json_controls(&out.to_string()));
     } else {
+        // Import and export names, descriptions and errors come from the
+        // component: shown with control characters escaped.
         println!("file: {}", args.file.display());
         println!("digest: blake3:{}", digest.to_hex());
         println!("imports:");
         for i in &imports {
-            println!("  {i}");
+            println!("  {}", escape_controls(i));
         }
         println!("exports:");
         for e in &exports {
-            println!("  {e}");
+            println!("  {}", escape_controls(e));
         }
         match &entry {
             Some(path) => println!(
@@ -115,10 +118,14 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
                     println!("tools:");
                 }
                 for t in plugin.tool_specs() {
-                    println!("  {}: {}", t.name, t.description);
+                    println!(
+                        "  {}: {}",
+                        escape_controls(&t.name),
+                        escape_controls(&t.description)
+                    );
                 }
             }
-            Err(message) => println!("not loadable as a plugin: {message}"),
+            Err(message) => println!("not loadable as a plugin: {}", escape_controls(message)),
         }
     }
     Ok(if loaded.is_ok() {

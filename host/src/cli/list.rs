@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 use toolhost::plugin::Plugin;
+use toolhost::text::{escape_controls, escape_json_controls};
 
 use super::{ChainDisplay, PluginArgs};
 
@@ -46,12 +47,12 @@ pub fn print_limits_and_grants(plugin: &Plugin, indent: &str) {
         let mode = if d.writable { "rw" } else { "ro" };
         println!(
             "{indent}grants: dir {} -> {} ({mode})",
-            d.host.display(),
-            d.guest
+            escape_controls(&d.host.display().to_string()),
+            escape_controls(&d.guest)
         );
     }
     for var in &p.env {
-        println!("{indent}grants: env {}", var.name());
+        println!("{indent}grants: env {}", escape_controls(var.name()));
     }
 }
 
@@ -77,14 +78,19 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .iter()
             .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
             .collect();
-        println!("{}", json!({"tools": tools, "errors": errors}));
+        println!(
+            "{}",
+            escape_json_controls(&json!({"tools": tools, "errors": errors}).to_string())
+        );
         return Ok(ExitCode::SUCCESS);
     }
+    // Names, paths, descriptions and schemas come from the plugin (or its
+    // file name): shown with control characters escaped.
     for plugin in &report.plugins {
         println!(
             "{} ({}){}",
-            plugin.name(),
-            plugin.path().display(),
+            escape_controls(plugin.name()),
+            escape_controls(&plugin.path().display().to_string()),
             if plugin.is_stateful() {
                 " [stateful]"
             } else {
@@ -93,8 +99,15 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         );
         print_limits_and_grants(plugin, "  ");
         for tool in plugin.tool_specs() {
-            println!("  - {}: {}", tool.name, tool.description);
-            println!("      input: {}", tool.input_schema);
+            println!(
+                "  - {}: {}",
+                escape_controls(&tool.name),
+                escape_controls(&tool.description)
+            );
+            println!(
+                "      input: {}",
+                escape_json_controls(&tool.input_schema.to_string())
+            );
         }
     }
     if report.plugins.is_empty() && report.errors.is_empty() {
@@ -104,7 +117,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         );
     }
     for e in &report.errors {
-        println!("failed: {}", ChainDisplay(e));
+        println!("failed: {}", ChainDisplay(e).escaped());
     }
     Ok(ExitCode::SUCCESS)
 }

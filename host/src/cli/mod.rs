@@ -173,7 +173,8 @@ impl PluginArgs {
                 .map_err(|e| UsageError(anyhow::Error::new(e).context("use --plugins DIR with a directory of .wasm plugins (build them with plugins/build.sh)")))?
         };
         for error in &report.errors {
-            tracing::warn!("skipped plugin: {}", ChainDisplay(error));
+            // The error may quote the plugin (a tool name it listed).
+            tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
         }
         Ok((host, report))
     }
@@ -198,6 +199,14 @@ impl std::fmt::Display for ChainDisplay<'_> {
             source = s.source();
         }
         Ok(())
+    }
+}
+
+impl ChainDisplay<'_> {
+    /// The chain as one line for a log or terminal: control characters (a
+    /// plugin's text may be quoted in it) written as escapes.
+    pub fn escaped(&self) -> String {
+        toolhost::text::escape_controls(&self.to_string()).into_owned()
     }
 }
 
@@ -239,13 +248,22 @@ fn init_logging(verbose: u8, quiet: bool) {
     };
     let filter =
         EnvFilter::try_from_env("TOOLHOST_LOG").unwrap_or_else(|_| EnvFilter::new(default));
+    // Colours only on a terminal: a pipe or a log file gets plain text, so
+    // the only escape sequences in it would be ones a plugin smuggled in
+    // (and those are escaped).
+    use std::io::IsTerminal;
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()
         .init();
 }
+
+/// How long the CLI waits, once its command is done, for blocking work it
+/// started to finish before it exits anyway.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Set once from `-q`, read by the progress display.
 static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -273,10 +291,17 @@ pub fn main() -> ExitCode {
             Command::New(args) => new::run(args).await,
         }
     });
+    // Do not wait for blocking-pool threads: work still running there (a
+    // read a guest started on a slow file) must not keep the process alive
+    // after the command is done.
+    runtime.shutdown_timeout(SHUTDOWN_GRACE);
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!(
+                "error: {}",
+                toolhost::text::escape_controls(&format!("{e:#}"))
+            );
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(EXIT_USAGE)
             } else {

@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use toolhost::plugin::{LoadEvent, LoadObserver};
+use toolhost::text::escape_controls;
 
 /// The observer the CLI hands to the plugin host.
 ///
@@ -19,6 +20,8 @@ pub fn observer(quiet: bool) -> LoadObserver {
     let live: Mutex<Live> = Mutex::new(Live::default());
     Arc::new(move |event: &LoadEvent| match event {
         LoadEvent::Compiling { plugin, bytes } => {
+            // A plugin's name is its file name: shown escaped.
+            let plugin = escape_controls(plugin).into_owned();
             if quiet {
             } else if tty {
                 let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
@@ -32,6 +35,7 @@ pub fn observer(quiet: bool) -> LoadObserver {
             }
         }
         LoadEvent::Compiled { plugin, elapsed } => {
+            let plugin = escape_controls(plugin).into_owned();
             let done = format!(
                 "toolhost: compiled plugin {plugin} in {:.1} s",
                 elapsed.as_secs_f64()
@@ -39,7 +43,7 @@ pub fn observer(quiet: bool) -> LoadObserver {
             if quiet {
             } else if tty {
                 let mut live = live.lock().unwrap_or_else(|p| p.into_inner());
-                live.compiling.remove(plugin);
+                live.compiling.remove(&plugin);
                 // Over the live line; it is drawn again below on its next tick.
                 let _ = writeln!(std::io::stderr().lock(), "\r\x1b[2K{done}");
                 live.relabel();

@@ -17,6 +17,7 @@ use toolhost::llm::{Message, ProviderKind, ProviderOptions};
 use toolhost::runner::{
     CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
 };
+use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
 
 use super::{ChainDisplay, EXIT_FAILED, PluginArgs, UsageError};
 
@@ -232,7 +233,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         provider.name(),
         names.len(),
         if names.is_empty() { "" } else { ": " },
-        names.join(", ")
+        escape_controls(&names.join(", "))
     );
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -254,7 +255,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 CallStatus::Refused => "refused".to_owned(),
                 _ => "not run".to_owned(),
             };
-            eprintln!("  tool {} [{}] {what}", record.call.name, record.call.id);
+            // The name and id are the model's text: shown escaped.
+            eprintln!(
+                "  tool {} [{}] {what}",
+                escape_controls(&record.call.name),
+                escape_controls(&record.call.id)
+            );
         })
         .on_iteration(|it| {
             let label = if it.final_answer {
@@ -278,7 +284,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.stream {
         runner = runner.on_text(|text| {
             let mut err = std::io::stderr();
-            let _ = err.write_all(text.as_bytes());
+            let _ = err.write_all(escape_controls_keep_lines(text).as_bytes());
             let _ = err.flush();
         });
     }
@@ -305,13 +311,15 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(error) = &error {
             summary["error"] = json!(error);
         }
-        println!("{summary}");
+        println!("{}", escape_json_controls(&summary.to_string()));
     } else if !outcome.final_text.is_empty() {
-        println!("{}", outcome.final_text);
+        // The answer may quote tool output: line breaks stay, escape
+        // sequences do not reach the terminal.
+        println!("{}", escape_controls_keep_lines(&outcome.final_text));
     }
     match error {
         Some(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", escape_controls(&error));
             Ok(ExitCode::from(EXIT_FAILED))
         }
         None => Ok(ExitCode::SUCCESS),

@@ -5,11 +5,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use wasmtime::{Store, Trap, UpdateDeadline};
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::{Plugin, PluginPre, WitToolError};
-use super::state::{STDIO_CAPTURE, StoreState};
+use super::capture::StderrCapture;
+use super::state::StoreState;
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
 use crate::tools::{ToolError, ToolErrorKind};
 
@@ -113,10 +113,10 @@ impl Guest {
 
 impl Inner {
     fn new_store(&self) -> Result<Store<StoreState>, ToolError> {
-        let stderr = MemoryOutputPipe::new(STDIO_CAPTURE);
+        let stderr = StderrCapture::default();
         let mut wasi = WasiCtxBuilder::new();
-        // stdout is discarded (the builder's default); stderr is kept
-        // because a Rust panic message lands there.
+        // stdout is discarded (the builder's default); the tail of each
+        // call's stderr is kept because a Rust panic message lands there.
         wasi.stderr(stderr.clone())
             .allow_tcp(false)
             .allow_udp(false)
@@ -260,7 +260,16 @@ impl Inner {
         &self,
         result: Result<Result<String, WitToolError>, ToolError>,
     ) -> Result<String, ToolError> {
-        self.check_output(result?.map_err(from_wit)?)
+        let cap = self.error_message_cap();
+        self.check_output(result?.map_err(|e| from_wit(e, cap))?)
+    }
+
+    /// Most bytes of a tool's own error message that reach the caller: the
+    /// output cap, and never more than [`MAX_ERROR_MESSAGE`].
+    fn error_message_cap(&self) -> usize {
+        usize::try_from(self.limits.output_bytes)
+            .unwrap_or(usize::MAX)
+            .min(MAX_ERROR_MESSAGE)
     }
 
     fn check_output(&self, output: String) -> Result<String, ToolError> {
@@ -406,13 +415,35 @@ fn timeout_error(limits: &Limits) -> ToolError {
     )
 }
 
-fn from_wit(e: WitToolError) -> ToolError {
-    match e {
-        WitToolError::InvalidInput(m) => ToolError::new(ToolErrorKind::InvalidInput, m),
-        WitToolError::Failed(m) => ToolError::new(ToolErrorKind::ToolFailed, m),
-        WitToolError::Denied(m) => ToolError::new(ToolErrorKind::PermissionDenied, m),
-        WitToolError::UnknownTool(m) => ToolError::new(ToolErrorKind::UnknownTool, m),
+/// Most bytes of a tool's own error message kept, whatever its output cap.
+pub(crate) const MAX_ERROR_MESSAGE: usize = 8 << 10;
+
+/// The tool's own error, its message cut to `cap` bytes: an error is output
+/// the caller (and the model) reads, and is held to a budget like output.
+fn from_wit(e: WitToolError, cap: usize) -> ToolError {
+    let (kind, message) = match e {
+        WitToolError::InvalidInput(m) => (ToolErrorKind::InvalidInput, m),
+        WitToolError::Failed(m) => (ToolErrorKind::ToolFailed, m),
+        WitToolError::Denied(m) => (ToolErrorKind::PermissionDenied, m),
+        WitToolError::UnknownTool(m) => (ToolErrorKind::UnknownTool, m),
+    };
+    ToolError::new(kind, cut_message(message, cap))
+}
+
+fn cut_message(mut message: String, cap: usize) -> String {
+    if message.len() <= cap {
+        return message;
     }
+    let total = message.len();
+    let mut end = cap;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message.truncate(end);
+    message.push_str(&format!(
+        "... [error message cut: the plugin sent {total} bytes, at most {cap} are kept]"
+    ));
+    message
 }
 
 /// Name a host-side failure by its type: our own limit hooks first, then
@@ -464,7 +495,8 @@ fn classify(e: wasmtime::Error, limits: &Limits, store: &Store<StoreState>) -> T
     ToolError::new(ToolErrorKind::Trap, format!("the plugin failed: {e:#}"))
 }
 
-/// The last lines the guest wrote to stderr, where Rust puts a panic message.
+/// The last lines the guest wrote to stderr during this call, where Rust
+/// puts a panic message.
 fn stderr_tail(store: &Store<StoreState>) -> String {
     let bytes = store.data().stderr.contents();
     let text = String::from_utf8_lossy(&bytes);

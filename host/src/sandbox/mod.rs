@@ -8,7 +8,9 @@
 //!
 //! Stores get a WASI context that grants nothing unless the plugin's
 //! [`Permissions`] say so: no preopened directories, no environment, no
-//! sockets, stdin closed, stdout/stderr captured into small buffers. The
+//! sockets, stdin closed, stdout discarded, the tail of each call's stderr
+//! kept for its error message, at most a bounded number of open files, and
+//! never a FIFO, socket or device (see `files`). The
 //! WASI interfaces are *linked* (Rust and Python guests import them even if
 //! unused), which is not the same as granting them.
 //!
@@ -17,6 +19,8 @@
 mod bindings;
 mod cache;
 mod call;
+mod capture;
+mod files;
 mod grants;
 mod limits;
 mod state;
@@ -183,6 +187,8 @@ impl Sandbox {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        // Guests open regular files and directories only, a bounded number.
+        files::link(&mut linker).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
 

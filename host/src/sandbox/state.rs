@@ -4,29 +4,34 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use wasmtime::component::ResourceTable;
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::bindings::{HostImports, Level, TypesHost};
+use super::capture::StderrCapture;
+use super::files::OpenHandles;
 use super::{LimitHit, PluginIdentity};
+use crate::text::untrusted;
 
 /// Most bytes one log message may have; longer ones are cut.
 const MAX_LOG_MESSAGE: usize = 4 << 10;
 /// Most log bytes one call may write; the rest is dropped with a note.
 const MAX_LOG_PER_CALL: usize = 64 << 10;
-/// Bytes of guest stderr kept per call (a panic message lands here).
-pub(crate) const STDIO_CAPTURE: usize = 16 << 10;
+/// Most entries in a store's resource table (descriptors, streams,
+/// pollables, ...); a push past it traps. Real guests use a few dozen.
+const MAX_TABLE_ENTRIES: usize = 16 << 10;
 
 pub(crate) struct StoreState {
     wasi: WasiCtx,
-    table: ResourceTable,
+    pub(crate) table: ResourceTable,
+    /// Files and directories the guest opened (see `files`).
+    pub(crate) handles: OpenHandles,
     pub(crate) limiter: MemoryLimiter,
     /// When the running call must end; read by the epoch callback.
     pub(crate) deadline: Instant,
     pub(crate) identity: Arc<PluginIdentity>,
     log_left: usize,
     log_cut: bool,
-    pub(crate) stderr: MemoryOutputPipe,
+    pub(crate) stderr: StderrCapture,
 }
 
 impl StoreState {
@@ -34,11 +39,14 @@ impl StoreState {
         wasi: WasiCtx,
         memory_bytes: u64,
         identity: Arc<PluginIdentity>,
-        stderr: MemoryOutputPipe,
+        stderr: StderrCapture,
     ) -> Self {
+        let mut table = ResourceTable::new();
+        table.set_max_capacity(MAX_TABLE_ENTRIES);
         Self {
             wasi,
-            table: ResourceTable::new(),
+            table,
+            handles: OpenHandles::default(),
             limiter: MemoryLimiter::new(memory_bytes),
             deadline: Instant::now(),
             identity,
@@ -53,6 +61,7 @@ impl StoreState {
         self.deadline = deadline;
         self.log_left = MAX_LOG_PER_CALL;
         self.log_cut = false;
+        self.stderr.reset();
     }
 }
 
@@ -76,16 +85,9 @@ impl HostImports for StoreState {
             }
             return;
         }
-        let mut message = message;
-        let cap = MAX_LOG_MESSAGE.min(self.log_left);
-        if message.len() > cap {
-            let mut end = cap;
-            while !message.is_char_boundary(end) {
-                end -= 1;
-            }
-            message.truncate(end);
-            message.push_str("...");
-        }
+        // Clipped, then escaped: a newline or escape sequence in the text
+        // cannot start a forged log line or repaint the operator's terminal.
+        let message = untrusted(&message, MAX_LOG_MESSAGE.min(self.log_left));
         self.log_left = self.log_left.saturating_sub(message.len());
         let plugin = &*self.identity.name;
         match level {

@@ -88,8 +88,21 @@ impl fmt::Display for ToolErrorKind {
 ///
 /// This is a *result the model sees*, not a host fault: the loop turns it
 /// into a tool result with the error flag set, and the conversation goes on.
+///
+/// The message often comes from the plugin, so `Display` (what logs and
+/// terminals show) writes its control characters as escapes: a newline
+/// cannot start a forged log line, an escape sequence cannot repaint a
+/// terminal. The `message` field keeps the text as it was (for JSON).
+///
+/// ```
+/// use toolhost::tools::{ToolError, ToolErrorKind};
+///
+/// let e = ToolError::failed("bad\n[INFO] forged\u{1b}[2J");
+/// assert_eq!(e.to_string(), r"tool_failed: bad\n[INFO] forged\u{1b}[2J");
+/// assert_eq!(e.kind, ToolErrorKind::ToolFailed);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
-#[error("{kind}: {message}")]
+#[error("{kind}: {}", crate::text::escape_controls(.message))]
 pub struct ToolError {
     /// What went wrong, as a stable kind.
     pub kind: ToolErrorKind,
