@@ -2,6 +2,7 @@
 
 mod cli;
 mod examples;
+mod hostile_data;
 mod hostile_io;
 mod languages;
 mod llm;

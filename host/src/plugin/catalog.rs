@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::sandbox::{Limits, Permissions, Sandbox};
-use crate::tools::{ToolSpec, is_valid_tool_name};
+use crate::tools::ToolSpec;
 
 /// The cache note's name.
 const NOTE: &str = "tools";
@@ -58,10 +58,17 @@ pub(super) fn inputs_key(
 }
 
 /// The tools remembered for this component and these inputs, if any.
-pub(super) fn recall(sandbox: &Sandbox, digest: &blake3::Hash, key: &str) -> Option<Vec<ToolSpec>> {
+/// A remembered list gets the same checks as a fresh `describe` answer
+/// ([`check_tools`](super::check_tools)): a note is plugin-supplied data too.
+pub(super) fn recall(
+    sandbox: &Sandbox,
+    digest: &blake3::Hash,
+    key: &str,
+    budget: &super::PluginBudget,
+) -> Option<Vec<ToolSpec>> {
     let bytes = sandbox.cached_note(digest, NOTE)?;
     let note: Note = serde_json::from_slice(&bytes).ok()?;
-    if note.inputs != key || !well_formed(&note.tools) {
+    if note.inputs != key || super::check_tools(&note.tools, budget).is_err() {
         return None;
     }
     Some(note.tools)
@@ -76,13 +83,4 @@ pub(super) fn remember(sandbox: &Sandbox, digest: &blake3::Hash, key: String, to
     if let Ok(bytes) = serde_json::to_vec(&note) {
         sandbox.keep_note(digest, NOTE, &bytes);
     }
-}
-
-/// The checks a fresh `describe` gets that are cheap enough to repeat; the
-/// schemas are compiled again anyway when the tools are registered.
-fn well_formed(tools: &[ToolSpec]) -> bool {
-    !tools.is_empty()
-        && tools.iter().enumerate().all(|(i, t)| {
-            is_valid_tool_name(&t.name) && tools[..i].iter().all(|other| other.name != t.name)
-        })
 }

@@ -164,6 +164,49 @@ pub struct HostConfig {
     pub limits: HostLimits,
     /// What manifests may be granted.
     pub allow: Allow,
+    /// Budgets on what plugins hand the host: their files and their tool
+    /// lists (`[plugins]`).
+    pub plugins: PluginBudget,
+}
+
+/// Budgets on plugin-supplied data handled by the host, outside the
+/// sandbox: a plugin over one fails to load (with a message naming the
+/// key), and the others load. Each tool also goes into every model request,
+/// so the tool list is held to what a model can use.
+///
+/// ```toml
+/// [plugins]
+/// max_tools = 128
+/// max_description_bytes = 4096
+/// max_schema_bytes = 65536
+/// max_manifest_bytes = 65536
+/// max_component_mb = 256
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginBudget {
+    /// Tools one plugin may describe.
+    pub max_tools: usize,
+    /// Bytes of one tool's description.
+    pub max_description_bytes: usize,
+    /// Bytes of one tool's input schema (JSON text).
+    pub max_schema_bytes: usize,
+    /// Bytes of a manifest (`NAME.toml`).
+    pub max_manifest_bytes: u64,
+    /// MiB of a component (`NAME.wasm`).
+    pub max_component_mb: u64,
+}
+
+impl Default for PluginBudget {
+    fn default() -> Self {
+        Self {
+            max_tools: 128,
+            max_description_bytes: 4096,
+            max_schema_bytes: 64 << 10,
+            max_manifest_bytes: 64 << 10,
+            max_component_mb: 256,
+        }
+    }
 }
 
 impl Default for HostConfig {
@@ -176,6 +219,7 @@ impl Default for HostConfig {
             session_idle_ttl_secs: 600,
             limits: HostLimits::default(),
             allow: Allow::default(),
+            plugins: PluginBudget::default(),
         }
     }
 }

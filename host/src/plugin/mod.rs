@@ -10,7 +10,7 @@ mod loaded;
 mod manifest;
 mod session;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,13 +19,16 @@ use futures::StreamExt;
 use serde_json::Value;
 
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
-pub use manifest::{Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec};
+pub use manifest::{
+    Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec, PluginBudget,
+};
 
 use crate::sandbox::{
     DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig,
     SandboxError,
 };
-use crate::tools::{ToolRegistry, ToolSpec, is_valid_tool_name};
+use crate::text;
+use crate::tools::{SchemaBudget, ToolRegistry, ToolSpec, check_schema, is_valid_tool_name};
 
 /// Why a plugin (or a plugin directory) did not load.
 #[derive(Debug, thiserror::Error)]
@@ -311,7 +314,8 @@ impl PluginHost {
             .and_then(|s| s.to_str())
             .unwrap_or("plugin")
             .to_owned();
-        let (manifest, manifest_path) = read_manifest(path)?;
+        let budget = self.config.plugins;
+        let (manifest, manifest_path) = read_manifest(path, &budget)?;
         let resolved = self.resolve(&manifest, manifest_path.as_deref().unwrap_or(path))?;
 
         // Reading, hashing and loading (or compiling) the component all
@@ -320,9 +324,12 @@ impl PluginHost {
         let observer = self.observer.clone();
         let (file, plugin) = (path.to_owned(), name.clone());
         let compiled = tokio::task::spawn_blocking(move || {
-            let wasm = std::fs::read(&file).map_err(|error| PluginError::Read {
-                path: file.clone(),
-                error,
+            let max = budget.max_component_mb.saturating_mul(1 << 20);
+            let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
+                PluginError::Read {
+                    path: file.clone(),
+                    error,
+                }
             })?;
             let digest = Sandbox::digest(&wasm);
             let compiling = sandbox
@@ -371,12 +378,12 @@ impl PluginHost {
             })?;
         let remembered = inputs
             .as_deref()
-            .and_then(|key| catalog::recall(&self.sandbox, &digest, key));
+            .and_then(|key| catalog::recall(&self.sandbox, &digest, key, &self.config.plugins));
         let tools_from_cache = remembered.is_some();
         let tools = match remembered {
             Some(tools) => tools,
             None => {
-                let tools = describe(&guest, path).await?;
+                let tools = describe(&guest, path, &self.config.plugins).await?;
                 if let Some(key) = inputs {
                     catalog::remember(&self.sandbox, &digest, key, &tools);
                 }
@@ -506,20 +513,105 @@ struct Resolved {
 }
 
 /// The manifest beside `wasm` (`NAME.toml`), or the default one.
-fn read_manifest(wasm: &Path) -> Result<(Manifest, Option<PathBuf>), PluginError> {
+fn read_manifest(
+    wasm: &Path,
+    budget: &PluginBudget,
+) -> Result<(Manifest, Option<PathBuf>), PluginError> {
     let path = wasm.with_extension("toml");
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    let bytes = match read_regular(
+        &path,
+        budget.max_manifest_bytes,
+        "plugins.max_manifest_bytes",
+    ) {
+        Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Ok((Manifest::default(), None));
         }
         Err(error) => return Err(PluginError::Read { path, error }),
     };
-    let manifest = toml::from_str(&text).map_err(|e| PluginError::Manifest {
+    let invalid = |message: String| PluginError::Manifest {
         path: path.clone(),
-        message: e.to_string(),
-    })?;
+        message: text::untrusted(&message, 1024),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
+    let manifest = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
     Ok((manifest, Some(path)))
+}
+
+/// The whole of the regular file at `path`, at most `max` bytes (`key` is
+/// the setting that raises it). Anything else (a FIFO, a device, a socket,
+/// a directory; through a symlink too) is refused without blocking: a
+/// FIFO or `/dev/zero` as a manifest must not stall or flood a load.
+pub(crate) fn read_regular(path: &Path, max: u64, key: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, device, socket or directory); replace it with a file",
+        ));
+    }
+    if meta.len() > max {
+        return Err(std::io::Error::other(format!(
+            "{} bytes, more than the {max} allowed; make it smaller or raise `{key}` in the host config",
+            meta.len()
+        )));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(max + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Err(std::io::Error::other(format!(
+            "it grew past the {max} bytes allowed while being read; raise `{key}` if that is expected"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// Whether `tools` is a tool list this host accepts from a plugin: at least
+/// one tool and at most `plugins.max_tools`, valid unique names,
+/// descriptions and schemas within their budgets. The same rule for a
+/// fresh `describe` answer and for one remembered in the cache.
+pub(crate) fn check_tools(tools: &[ToolSpec], budget: &PluginBudget) -> Result<(), String> {
+    if tools.is_empty() {
+        return Err("describe() lists no tools".into());
+    }
+    if tools.len() > budget.max_tools {
+        return Err(format!(
+            "describe() lists {} tools, more than the {} allowed; split the plugin, or raise `plugins.max_tools` in the host config",
+            tools.len(),
+            budget.max_tools
+        ));
+    }
+    let mut names = HashSet::with_capacity(tools.len());
+    for tool in tools {
+        let shown = text::untrusted(&tool.name, 80);
+        if !is_valid_tool_name(&tool.name) {
+            return Err(format!(
+                "tool name `{shown}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`"
+            ));
+        }
+        if !names.insert(tool.name.as_str()) {
+            return Err(format!("tool `{shown}` is listed twice"));
+        }
+        if tool.description.len() > budget.max_description_bytes {
+            return Err(format!(
+                "tool `{shown}`: the description is {} bytes, more than the {} allowed; shorten it, or raise `plugins.max_description_bytes`",
+                tool.description.len(),
+                budget.max_description_bytes
+            ));
+        }
+        check_schema(&tool.input_schema, &SchemaBudget::default())
+            .map_err(|e| format!("tool `{shown}`: input schema over budget: {e}"))?;
+    }
+    Ok(())
 }
 
 /// Tell `observer` (or the log, without one) about a load's progress.
@@ -539,7 +631,11 @@ fn emit(observer: Option<&LoadObserver>, event: LoadEvent) {
 }
 
 /// Ask the component for its tools and check each one.
-async fn describe(guest: &Guest, path: &Path) -> Result<Vec<ToolSpec>, PluginError> {
+async fn describe(
+    guest: &Guest,
+    path: &Path,
+    budget: &PluginBudget,
+) -> Result<Vec<ToolSpec>, PluginError> {
     let bad = |message: String| PluginError::Describe {
         path: path.to_owned(),
         message,
@@ -548,37 +644,42 @@ async fn describe(guest: &Guest, path: &Path) -> Result<Vec<ToolSpec>, PluginErr
         .describe()
         .await
         .map_err(|e| bad(format!("describe() failed: {e}")))?;
-    if infos.is_empty() {
-        return Err(bad("describe() lists no tools".into()));
+    if infos.len() > budget.max_tools {
+        // Say so before converting anything.
+        return Err(bad(format!(
+            "describe() lists {} tools, more than the {} allowed; split the plugin, or raise `plugins.max_tools` in the host config",
+            infos.len(),
+            budget.max_tools
+        )));
     }
     let mut specs: Vec<ToolSpec> = Vec::with_capacity(infos.len());
     for info in infos {
-        if !is_valid_tool_name(&info.name) {
+        let shown = text::untrusted(&info.name, 80);
+        if info.input_schema.len() > budget.max_schema_bytes {
             return Err(bad(format!(
-                "tool name `{}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`",
-                info.name
+                "tool `{shown}`: the input schema is {} bytes, more than the {} allowed; simplify it, or raise `plugins.max_schema_bytes`",
+                info.input_schema.len(),
+                budget.max_schema_bytes
             )));
         }
-        if specs.iter().any(|s| s.name == info.name) {
-            return Err(bad(format!("tool `{}` is listed twice", info.name)));
-        }
-        let schema: Value = serde_json::from_str(&info.input_schema).map_err(|e| {
-            bad(format!(
-                "tool `{}`: input schema is not JSON: {e}",
-                info.name
-            ))
-        })?;
-        if let Err(e) = jsonschema::validator_for(&schema) {
-            return Err(bad(format!(
-                "tool `{}`: input schema is not a valid JSON Schema: {e}",
-                info.name
-            )));
-        }
+        let schema: Value = serde_json::from_str(&info.input_schema)
+            .map_err(|e| bad(format!("tool `{shown}`: input schema is not JSON: {e}")))?;
         specs.push(ToolSpec {
             name: info.name,
             description: info.description,
             input_schema: schema,
         });
+    }
+    check_tools(&specs, budget).map_err(bad)?;
+    for spec in &specs {
+        // Within budget, so compiling it is bounded work.
+        if let Err(e) = jsonschema::validator_for(&spec.input_schema) {
+            return Err(bad(format!(
+                "tool `{}`: input schema is not a valid JSON Schema: {}",
+                spec.name,
+                text::untrusted(&e.to_string(), 512)
+            )));
+        }
     }
     Ok(specs)
 }

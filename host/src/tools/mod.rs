@@ -11,6 +11,7 @@
 mod error;
 mod native;
 mod registry;
+mod schema;
 
 use std::fmt;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use serde_json::Value;
 pub use error::{ToolError, ToolErrorKind};
 pub use native::NativeTool;
 pub use registry::{ExecOptions, RegistryError, ToolRegistry};
+pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::schema::{InputBudget, SchemaBudget, check_input, check_schema};
 use super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
 
 /// How the registry executes one tool's calls.
@@ -94,6 +95,8 @@ struct Entry {
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Entry>,
+    schema_budget: SchemaBudget,
+    input_budget: InputBudget,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -112,9 +115,20 @@ fn describe_origin(origin: &ToolOrigin) -> String {
 }
 
 impl ToolRegistry {
-    /// An empty registry.
+    /// An empty registry with the default [`SchemaBudget`] and
+    /// [`InputBudget`].
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty registry with other budgets for schemas (checked when a
+    /// tool is registered) and inputs (checked before every call).
+    pub fn with_budgets(schema: SchemaBudget, input: InputBudget) -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            schema_budget: schema,
+            input_budget: input,
+        }
     }
 
     /// Add `tool` with default [`ExecOptions`].
@@ -147,6 +161,14 @@ impl ToolRegistry {
                 second: describe_origin(&tool.origin()),
             });
         }
+        // Budgets first: the schema compiler recurses, and what it builds
+        // decides how much work each call's validation does.
+        check_schema(&spec.input_schema, &self.schema_budget).map_err(|message| {
+            RegistryError::InvalidSchema {
+                name: spec.name.clone(),
+                message,
+            }
+        })?;
         let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
             RegistryError::InvalidSchema {
                 name: spec.name.clone(),
@@ -218,6 +240,13 @@ impl ToolRegistry {
         input: &str,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
+        if input.len() > self.input_budget.max_bytes {
+            return Err(ToolError::invalid_input(format!(
+                "the input is {} bytes; the most a tool takes is {} bytes. Send less at once",
+                input.len(),
+                self.input_budget.max_bytes
+            )));
+        }
         let value = parse_input(input)?;
         self.call_value(name, value, cx).await
     }
@@ -237,6 +266,7 @@ impl ToolRegistry {
             .tools
             .get(name)
             .ok_or_else(|| ToolError::unknown_tool(name))?;
+        check_input(&input, &self.input_budget).map_err(ToolError::invalid_input)?;
         validate(&entry.validator, &input)?;
         let mut attempt = 0;
         loop {

@@ -1,0 +1,399 @@
+//! Budgets on input schemas and inputs: the host compiles every tool's JSON
+//! Schema and validates every input against it *outside* the sandbox, where
+//! fuel, deadline and memory caps do not apply. A schema comes from a plugin
+//! (untrusted) and an input from the model (untrusted), so both are checked
+//! against a budget first, without recursion, before any schema compiler or
+//! validator sees them.
+//!
+//! The rule for schemas: bounded size and nesting; every `$ref` a local JSON
+//! pointer (`#`, `#/$defs/Name`) that resolves; no `$ref` cycle, so
+//! recursive schemas are refused (tool inputs are finite JSON, and model
+//! providers cut recursion anyway); a bounded `$ref` chain; and a bounded
+//! *expanded* size: the number of schema nodes once every `$ref` is replaced
+//! by its target. Validating one input node visits each expanded schema
+//! node at most once per instance location, so validation work is at most
+//! the expanded size times the input's node count, both capped here. That
+//! is what makes an `anyOf` ladder of `$ref`s (2^n work in a few bytes)
+//! fail at load instead of at the first call.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+/// How big a tool's input schema may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaBudget {
+    /// Nesting depth of the schema document (objects and arrays).
+    pub max_depth: usize,
+    /// JSON values in the schema document.
+    pub max_nodes: usize,
+    /// `$ref`s in the schema document.
+    pub max_refs: usize,
+    /// `$ref`s followed one after the other (a ref to a schema with a ref
+    /// to a schema with a ref ...).
+    pub max_ref_chain: usize,
+    /// Schema nodes once every `$ref` is expanded.
+    pub max_expanded_nodes: usize,
+}
+
+impl Default for SchemaBudget {
+    fn default() -> Self {
+        Self {
+            max_depth: 32,
+            max_nodes: 20_000,
+            max_refs: 256,
+            max_ref_chain: 16,
+            max_expanded_nodes: 50_000,
+        }
+    }
+}
+
+/// How big one input may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputBudget {
+    /// Bytes of input text.
+    pub max_bytes: usize,
+    /// Nesting depth of the input (objects and arrays).
+    pub max_depth: usize,
+    /// JSON values in the input.
+    pub max_nodes: usize,
+}
+
+impl Default for InputBudget {
+    fn default() -> Self {
+        Self {
+            max_bytes: 1 << 20,
+            max_depth: 64,
+            max_nodes: 100_000,
+        }
+    }
+}
+
+/// Walk `value` without recursion, calling `visit(node, depth)` on every
+/// value; stops with the first error `visit` returns.
+fn walk<'a>(
+    value: &'a Value,
+    mut visit: impl FnMut(&'a Value, usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut stack = vec![(value, 0usize)];
+    while let Some((node, depth)) = stack.pop() {
+        visit(node, depth)?;
+        match node {
+            Value::Object(map) => stack.extend(map.values().map(|v| (v, depth + 1))),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (v, depth + 1))),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Check an input against `budget` (depth and node count; the byte count is
+/// checked on the text, before parsing).
+///
+/// # Errors
+///
+/// What is over the budget, for an `invalid_input` error.
+pub fn check_input(input: &Value, budget: &InputBudget) -> Result<(), String> {
+    let mut nodes = 0usize;
+    walk(input, |_, depth| {
+        nodes += 1;
+        if depth > budget.max_depth {
+            return Err(format!(
+                "the input is nested more than {} levels deep; flatten it",
+                budget.max_depth
+            ));
+        }
+        if nodes > budget.max_nodes {
+            return Err(format!(
+                "the input has more than {} JSON values; send less at once",
+                budget.max_nodes
+            ));
+        }
+        Ok(())
+    })
+}
+
+/// The `$ref`s directly inside the subtree at `node` (not following them),
+/// with a count of the subtree's nodes.
+fn refs_in(node: &Value) -> (usize, Vec<&str>) {
+    let mut nodes = 0;
+    let mut refs = Vec::new();
+    let _ = walk(node, |n, _| {
+        nodes += 1;
+        if let Some(r) = n.get("$ref").and_then(Value::as_str) {
+            refs.push(r);
+        }
+        Ok(())
+    });
+    (nodes, refs)
+}
+
+/// The value a local `$ref` names in `root`.
+fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value, String> {
+    let Some(pointer) = reference.strip_prefix('#') else {
+        return Err(format!(
+            "`$ref` {reference:?} is not local; only `#/...` JSON pointers into the same schema are allowed (no URLs, no files)"
+        ));
+    };
+    if !pointer.is_empty() && !pointer.starts_with('/') {
+        return Err(format!(
+            "`$ref` {reference:?} names an anchor; use a JSON pointer such as `#/$defs/Name`"
+        ));
+    }
+    let decoded = percent_decode(pointer)
+        .ok_or_else(|| format!("`$ref` {reference:?} is not a valid URI fragment"))?;
+    root.pointer(&decoded)
+        .ok_or_else(|| format!("`$ref` {reference:?} points to nothing in the schema"))
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// Check `schema` against `budget` (see the module docs for the rule).
+///
+/// # Errors
+///
+/// What is over the budget or not allowed, in words a plugin author can act
+/// on.
+pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), String> {
+    let mut nodes = 0usize;
+    let mut refs = 0usize;
+    walk(schema, |node, depth| {
+        nodes += 1;
+        if depth > budget.max_depth {
+            return Err(format!(
+                "the schema is nested more than {} levels deep",
+                budget.max_depth
+            ));
+        }
+        if nodes > budget.max_nodes {
+            return Err(format!(
+                "the schema has more than {} JSON values",
+                budget.max_nodes
+            ));
+        }
+        let Value::Object(map) = node else {
+            return Ok(());
+        };
+        for keyword in ["$dynamicRef", "$recursiveRef"] {
+            if map.get(keyword).is_some_and(Value::is_string) {
+                return Err(format!(
+                    "`{keyword}` is not supported; use a local `$ref` to a non-recursive schema"
+                ));
+            }
+        }
+        if depth > 0 && map.get("$id").is_some_and(Value::is_string) {
+            return Err(
+                "`$id` inside the schema changes what `$ref`s mean; keep `$id` (if any) at the root"
+                    .to_owned(),
+            );
+        }
+        if map.get("$ref").is_some_and(Value::is_string) {
+            refs += 1;
+            if refs > budget.max_refs {
+                return Err(format!(
+                    "the schema has more than {} `$ref`s",
+                    budget.max_refs
+                ));
+            }
+        }
+        Ok(())
+    })?;
+    if refs == 0 {
+        return Ok(());
+    }
+
+    // The `$ref` graph: each distinct target, the refs inside it, its size.
+    struct Target<'a> {
+        nodes: usize,
+        refs: Vec<&'a str>,
+    }
+    let mut targets: HashMap<&str, Target<'_>> = HashMap::new();
+    let (root_nodes, root_refs) = refs_in(schema);
+    let mut pending: Vec<&str> = root_refs.clone();
+    while let Some(reference) = pending.pop() {
+        if targets.contains_key(reference) {
+            continue;
+        }
+        let (nodes, inner) = refs_in(resolve(schema, reference)?);
+        pending.extend(inner.iter().copied());
+        targets.insert(reference, Target { nodes, refs: inner });
+    }
+
+    // Expanded size and chain length per target, in dependency order
+    // (iterative depth-first search; a target met again while still open
+    // closes a cycle).
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        Open,
+        Done { expanded: usize, chain: usize },
+    }
+    let mut marks: HashMap<&str, Mark> = HashMap::new();
+    for &start in targets.keys() {
+        let mut stack: Vec<(&str, bool)> = vec![(start, false)];
+        while let Some((reference, children_done)) = stack.pop() {
+            let target = &targets[reference];
+            if children_done {
+                let mut expanded = target.nodes;
+                let mut chain = 1;
+                for inner in &target.refs {
+                    let Some(Mark::Done {
+                        expanded: e,
+                        chain: c,
+                    }) = marks.get(inner).copied()
+                    else {
+                        unreachable!("children are done first");
+                    };
+                    expanded = expanded.saturating_add(e);
+                    chain = chain.max(c + 1);
+                }
+                if chain > budget.max_ref_chain {
+                    return Err(format!(
+                        "the schema follows more than {} `$ref`s in a row (from {reference:?})",
+                        budget.max_ref_chain
+                    ));
+                }
+                if expanded > budget.max_expanded_nodes {
+                    return Err(format!(
+                        "the schema expands to more than {} nodes once its `$ref`s are followed (from {reference:?}); share less, or flatten it",
+                        budget.max_expanded_nodes
+                    ));
+                }
+                marks.insert(reference, Mark::Done { expanded, chain });
+                continue;
+            }
+            match marks.get(reference) {
+                Some(Mark::Done { .. }) => continue,
+                Some(Mark::Open) => {
+                    return Err(format!(
+                        "the schema's `$ref`s form a cycle through {reference:?}; recursive schemas are not allowed, bound the depth instead"
+                    ));
+                }
+                None => {}
+            }
+            marks.insert(reference, Mark::Open);
+            stack.push((reference, true));
+            let mut seen = HashSet::new();
+            for inner in &target.refs {
+                if !seen.insert(*inner) {
+                    continue;
+                }
+                match marks.get(inner) {
+                    Some(Mark::Open) => {
+                        return Err(format!(
+                            "the schema's `$ref`s form a cycle through {inner:?}; recursive schemas are not allowed, bound the depth instead"
+                        ));
+                    }
+                    Some(Mark::Done { .. }) => {}
+                    None => stack.push((inner, false)),
+                }
+            }
+        }
+    }
+    let mut expanded = root_nodes;
+    for reference in &root_refs {
+        if let Some(Mark::Done { expanded: e, .. }) = marks.get(reference) {
+            expanded = expanded.saturating_add(*e);
+        }
+    }
+    if expanded > budget.max_expanded_nodes {
+        return Err(format!(
+            "the schema expands to more than {} nodes once its `$ref`s are followed; share less, or flatten it",
+            budget.max_expanded_nodes
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn check(schema: Value) -> Result<(), String> {
+        check_schema(&schema, &SchemaBudget::default())
+    }
+
+    #[test]
+    fn ordinary_schemas_pass() {
+        check(json!({"type": "object", "properties": {"a": {"type": "string"}}})).unwrap();
+        check(json!({
+            "type": "object",
+            "properties": {"p": {"$ref": "#/$defs/Point"}, "q": {"$ref": "#/$defs/Point"}},
+            "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}}}}
+        }))
+        .unwrap();
+        check(json!({"$defs": {"a/b": {"type": "string"}}, "$ref": "#/$defs/a~1b"})).unwrap();
+    }
+
+    #[test]
+    fn a_long_ref_chain_is_refused_without_recursion() {
+        let mut defs = serde_json::Map::new();
+        for i in 0..5000 {
+            defs.insert(
+                format!("d{i}"),
+                json!({"$ref": format!("#/$defs/d{}", i + 1)}),
+            );
+        }
+        defs.insert("d5000".into(), json!({"type": "string"}));
+        let e = check(json!({"$defs": defs, "$ref": "#/$defs/d0"})).unwrap_err();
+        assert!(e.contains("`$ref`s"), "{e}");
+    }
+
+    #[test]
+    fn cycles_remote_refs_and_ladders_are_refused() {
+        let e = check(json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"}))
+            .unwrap_err();
+        assert!(e.contains("cycle"), "{e}");
+        let e = check(json!({"$ref": "#"})).unwrap_err();
+        assert!(e.contains("cycle"), "{e}");
+        let e = check(json!({"$ref": "https://example.com/s.json"})).unwrap_err();
+        assert!(e.contains("not local"), "{e}");
+        let e = check(json!({"$ref": "#/$defs/missing"})).unwrap_err();
+        assert!(e.contains("points to nothing"), "{e}");
+        // Each level refers twice to the level below: 2^24 nodes expanded.
+        let mut defs = serde_json::Map::new();
+        for i in 0..24 {
+            let next = format!("#/$defs/l{}", i + 1);
+            defs.insert(
+                format!("l{i}"),
+                json!({"anyOf": [{"$ref": next}, {"$ref": next}]}),
+            );
+        }
+        defs.insert("l24".into(), json!({"type": "integer"}));
+        let e = check(json!({"$defs": defs, "$ref": "#/$defs/l0"})).unwrap_err();
+        assert!(e.contains("expands") || e.contains("in a row"), "{e}");
+    }
+
+    #[test]
+    fn deep_and_huge_inputs_are_refused() {
+        let budget = InputBudget::default();
+        let mut deep = json!(1);
+        for _ in 0..100 {
+            deep = json!([deep]);
+        }
+        assert!(check_input(&deep, &budget).unwrap_err().contains("nested"));
+        let wide = Value::Array(vec![json!(0); 200_000]);
+        assert!(
+            check_input(&wide, &budget)
+                .unwrap_err()
+                .contains("JSON values")
+        );
+        check_input(&json!({"a": [1, 2, {"b": "c"}]}), &budget).unwrap();
+    }
+}
