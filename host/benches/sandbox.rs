@@ -8,7 +8,18 @@
 //! cargo bench -p toolhost --bench sandbox -- --profile stateless|stateful|warm|py_units|...
 //! # the same with calls N µs apart (spares made between calls):
 //! cargo bench -p toolhost --bench sandbox -- --profile py_units --gap-us 5000
+//!
+//! # scaling: N callers on N worker threads for S seconds each, stateless
+//! # (text_stats, a fresh instance per call) and stateful (scratchpad, one
+//! # session per caller); calls/s, the ratio to 1 caller, errors by kind:
+//! cargo bench -p toolhost --bench sandbox -- --callers 1,2,4,8,16 --seconds 3 [--spares 0]
 //! ```
+//!
+//! On another machine (a many-core one), build here and carry the bench
+//! binary with the plugins: `cargo bench -p toolhost --bench sandbox
+//! --no-run` prints the binary's path; run it there as `BINARY --bench
+//! --callers 1,2,4,8,16 --seconds 3 --plugins DIR` with `DIR` a copy of
+//! `target/plugins`.
 //!
 //! Needs the bundled plugins: it runs `plugins/build.sh rust` if they are
 //! missing.
@@ -57,8 +68,27 @@ fn main() {
         .parent()
         .unwrap()
         .to_owned();
-    let plugins = root.join("target/plugins");
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let plugins = flag("--plugins").map_or_else(|| root.join("target/plugins"), PathBuf::from);
     let hostile = root.join("target/plugins-hostile");
+    if let Some(callers) = flag("--callers") {
+        let callers: Vec<usize> = callers
+            .split(',')
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("--callers takes numbers like 1,2,4")
+            })
+            .collect();
+        let seconds: f64 = flag("--seconds").map_or(3.0, |s| s.parse().expect("--seconds N"));
+        let spares: u32 = flag("--spares").map_or(2, |s| s.parse().expect("--spares N"));
+        scaling(&plugins, &callers, Duration::from_secs_f64(seconds), spares);
+        return;
+    }
     if !plugins.join("text.wasm").is_file() || !hostile.join("hostile_spin.wasm").is_file() {
         let ok = std::process::Command::new("bash")
             .arg(root.join("plugins/build.sh"))
@@ -585,4 +615,104 @@ fn fmt(d: Duration) -> String {
     } else {
         format!("{:.2} ms", us / 1000.0)
     }
+}
+
+/// Calls per second with `callers` callers on as many worker threads, for
+/// a stateless and a stateful tool, with errors counted by kind.
+fn scaling(plugins: &Path, callers: &[usize], duration: Duration, spares: u32) {
+    println!(
+        "scaling: {} s per row, spare_instances = {spares}, {} cores",
+        duration.as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    println!("| workload | callers | calls/s | × 1 caller | errors |");
+    println!("| --- | ---: | ---: | ---: | --- |");
+    for (workload, tool, stateful) in [
+        ("stateless text_stats", "text_stats", false),
+        ("stateful scratchpad_get", "scratchpad_get", true),
+    ] {
+        let mut base = None;
+        for &n in callers {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(n.max(1))
+                .enable_all()
+                .build()
+                .unwrap();
+            let (rate, errors) =
+                rt.block_on(scaling_row(plugins, tool, stateful, n, duration, spares));
+            let base = *base.get_or_insert(rate);
+            let errors = if errors.is_empty() {
+                "0".to_owned()
+            } else {
+                errors
+                    .iter()
+                    .map(|(kind, count)| format!("{count} {kind}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            println!(
+                "| {workload} | {n} | {rate:.0} | {:.1} | {errors} |",
+                rate / base
+            );
+        }
+    }
+}
+
+async fn scaling_row(
+    plugins: &Path,
+    tool: &'static str,
+    stateful: bool,
+    callers: usize,
+    duration: Duration,
+    spares: u32,
+) -> (f64, Vec<(String, u64)>) {
+    let cache = plugins.parent().unwrap_or(plugins).join("bench-cache");
+    let host = PluginHost::new(HostConfig {
+        cache_dir: Some(cache),
+        spare_instances: spares,
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let mut registry = ToolRegistry::new();
+    register_plugins(&host, plugins, &["text", "scratchpad"], &mut registry).await;
+    let registry = Arc::new(registry);
+    let end = Instant::now() + duration;
+    let tasks: Vec<_> = (0..callers)
+        .map(|caller| {
+            let registry = Arc::clone(&registry);
+            tokio::spawn(async move {
+                let cx = if stateful {
+                    CallContext::in_session(SessionId::new(format!("caller-{caller}")))
+                } else {
+                    CallContext::default()
+                };
+                let input = if stateful {
+                    json!({"key": "k"})
+                } else {
+                    json!({"text": "the quick brown fox"})
+                };
+                let mut calls = 0u64;
+                let mut errors: std::collections::BTreeMap<String, u64> = Default::default();
+                while Instant::now() < end {
+                    if let Err(e) = registry.call_value(tool, input.clone(), &cx).await {
+                        *errors.entry(e.kind.to_string()).or_default() += 1;
+                    }
+                    calls += 1;
+                }
+                (calls, errors)
+            })
+        })
+        .collect();
+    let started = Instant::now();
+    let mut calls = 0;
+    let mut errors: std::collections::BTreeMap<String, u64> = Default::default();
+    for task in tasks {
+        let (n, e) = task.await.unwrap();
+        calls += n;
+        for (kind, count) in e {
+            *errors.entry(kind).or_default() += count;
+        }
+    }
+    let rate = calls as f64 / started.elapsed().as_secs_f64();
+    (rate, errors.into_iter().collect())
 }

@@ -6,6 +6,7 @@ mod hostile_data;
 mod hostile_io;
 mod languages;
 mod llm;
+mod load;
 mod new;
 mod run_cli;
 mod runner;

@@ -4,6 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
@@ -57,9 +58,26 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// An instance kept alive between calls (stateful plugins).
 pub(crate) struct Live {
+    // Fields drop in order: the store (and its pool slot) before the permit
+    // that lets another store take the slot.
     store: Store<StoreState>,
     plugin: Plugin,
+    _slot: OwnedSemaphorePermit,
 }
+
+/// How a new store gets its instance slot.
+#[derive(Clone, Copy)]
+enum Slot {
+    /// Wait for one, up to the call's own deadline.
+    Wait,
+    /// Only if one is free now (spares are made with what is left over).
+    IfFree,
+}
+
+/// Most used instances waiting for the background task; past this the
+/// caller drops its own, so the list (and the slots it holds) stays bounded
+/// however far the task falls behind.
+const MAX_RETIRED: usize = 8;
 
 impl std::ops::Deref for Guest {
     type Target = Inner;
@@ -112,6 +130,31 @@ impl Guest {
 }
 
 impl Inner {
+    /// An instance slot for a new store: waited for (bounded by the call's
+    /// deadline) or taken only if free.
+    async fn slot(&self, how: Slot) -> Result<OwnedSemaphorePermit, ToolError> {
+        let slots = Arc::clone(&self.sandbox.inner.slots);
+        let busy = || {
+            ToolError::new(
+                ToolErrorKind::Busy,
+                format!(
+                    "every instance slot of this host was in use for {} ms (calls running, sessions and spare instances); try again, or raise `max_instances` in the host config",
+                    self.limits.timeout.as_millis()
+                ),
+            )
+        };
+        match how {
+            Slot::IfFree => slots.try_acquire_owned().map_err(|_| busy()),
+            Slot::Wait => match slots.clone().try_acquire_owned() {
+                Ok(permit) => Ok(permit),
+                Err(_) => tokio::time::timeout(self.limits.timeout, slots.acquire_owned())
+                    .await
+                    .map_err(|_| busy())?
+                    .map_err(|_| busy()),
+            },
+        }
+    }
+
     fn new_store(&self) -> Result<Store<StoreState>, ToolError> {
         let stderr = StderrCapture::default();
         let mut wasi = WasiCtxBuilder::new();
@@ -194,6 +237,8 @@ impl Inner {
 
     /// The plugin's tool list, from a fresh instance.
     pub(crate) async fn describe(&self) -> Result<Vec<WitToolInfo>, ToolError> {
+        // Bound in this order, dropped in reverse: the store before its slot.
+        let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
         self.bounded(&mut store, async |store| {
             let plugin = self.pre.instantiate_async(&mut *store).await?;
@@ -207,6 +252,7 @@ impl Inner {
 
     /// One call on a fresh instance made inline, dropped afterwards.
     async fn call_inline(&self, name: &str, input: &str) -> Result<String, ToolError> {
+        let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
         let result = self
             .bounded(&mut store, async |store| {
@@ -221,14 +267,19 @@ impl Inner {
     }
 
     /// A new instance, made now.
-    async fn instantiate_now(&self) -> Result<Live, ToolError> {
+    async fn instantiate_now(&self, how: Slot) -> Result<Live, ToolError> {
+        let slot = self.slot(how).await?;
         let mut store = self.new_store()?;
         let plugin = self
             .bounded(&mut store, async |store| {
                 self.pre.instantiate_async(&mut *store).await
             })
             .await?;
-        Ok(Live { store, plugin })
+        Ok(Live {
+            store,
+            plugin,
+            _slot: slot,
+        })
     }
 
     /// One call on a kept instance.
@@ -307,7 +358,7 @@ impl Guest {
             self.replenish();
             return Ok(live);
         }
-        let result = self.instantiate_now().await;
+        let result = self.instantiate_now(Slot::Wait).await;
         self.after_inline(&result);
         result
     }
@@ -319,8 +370,22 @@ impl Guest {
     fn retire(&self, live: Live) {
         let waiting = {
             let mut retired = lock(&self.spares.retired);
-            retired.push(live);
-            retired.len()
+            if retired.len() >= MAX_RETIRED {
+                Err(live)
+            } else {
+                retired.push(live);
+                Ok(retired.len())
+            }
+        };
+        let waiting = match waiting {
+            Ok(waiting) => waiting,
+            Err(live) => {
+                // The task is behind: drop it here (outside the lock), so
+                // its slot is free for the next call at once.
+                drop(live);
+                self.replenish();
+                return;
+            }
         };
         if waiting >= self.spares.target || lock(&self.spares.ready).is_empty() {
             self.replenish();
@@ -371,33 +436,34 @@ impl Guest {
     async fn maintain(&self) {
         loop {
             loop {
-                // Refill first: the next call waits for a spare, nobody
-                // waits for a used instance to be dropped (for big guests
-                // both take milliseconds).
-                if !self.spares.failing.load(Ordering::Relaxed)
-                    && lock(&self.spares.ready).len() < self.spares.target
-                {
-                    match self.instantiate_now().await {
-                        Ok(live) => lock(&self.spares.ready).push(live),
-                        Err(e) => {
-                            tracing::debug!(plugin = %self.identity.name, error = %e, "could not make a spare instance; instantiating per call");
-                            self.spares.failing.store(true, Ordering::Relaxed);
-                        }
-                    }
+                // Drop first: a used instance holds a slot a call may be
+                // waiting for, and under sustained load a task that refills
+                // first never gets to the drops.
+                let retired = std::mem::take(&mut *lock(&self.spares.retired));
+                if !retired.is_empty() {
+                    drop(retired);
                     continue;
                 }
-                let retired = std::mem::take(&mut *lock(&self.spares.retired));
-                if retired.is_empty() {
+                if self.spares.failing.load(Ordering::Relaxed)
+                    || lock(&self.spares.ready).len() >= self.spares.target
+                {
                     break;
                 }
-                drop(retired);
+                // Spares only take slots that are free: they must never be
+                // why a call waits.
+                match self.instantiate_now(Slot::IfFree).await {
+                    Ok(live) => lock(&self.spares.ready).push(live),
+                    Err(e) if e.kind == ToolErrorKind::Busy => break,
+                    Err(e) => {
+                        tracing::debug!(plugin = %self.identity.name, error = %e, "could not make a spare instance; instantiating per call");
+                        self.spares.failing.store(true, Ordering::Relaxed);
+                    }
+                }
             }
             self.spares.working.store(false, Ordering::Release);
             // A call may have retired or taken an instance after the last
             // look and before the flag was cleared: look once more.
-            let more = !lock(&self.spares.retired).is_empty()
-                || (!self.spares.failing.load(Ordering::Relaxed)
-                    && lock(&self.spares.ready).len() < self.spares.target);
+            let more = !lock(&self.spares.retired).is_empty();
             if !more || self.spares.working.swap(true, Ordering::AcqRel) {
                 return;
             }
@@ -454,6 +520,15 @@ fn classify(e: wasmtime::Error, limits: &Limits, store: &Store<StoreState>) -> T
             LimitHit::Memory { .. } => ToolError::new(ToolErrorKind::MemoryLimit, hit.to_string()),
             LimitHit::Deadline => timeout_error(limits),
         };
+    }
+    if e.downcast_ref::<wasmtime::PoolConcurrencyLimitError>()
+        .is_some()
+    {
+        // Not the guest's fault, and not a trap: the pool had no room.
+        return ToolError::new(
+            ToolErrorKind::Busy,
+            format!("{e}; try again, or raise `max_instances` in the host config"),
+        );
     }
     if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
         return ToolError::new(

@@ -143,6 +143,10 @@ struct Inner {
     linker: Linker<StoreState>,
     cache: cache::CompileCache,
     watchdog: watchdog::Watchdog,
+    /// One permit per instance slot of the pool (`max_instances`): a store
+    /// is made only with a permit, held until the store is dropped, so a
+    /// call waits for a slot instead of failing when the pool is full.
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -201,6 +205,7 @@ impl Sandbox {
                 linker,
                 cache,
                 watchdog,
+                slots: Arc::new(tokio::sync::Semaphore::new(config.max_instances as usize)),
             }),
         })
     }

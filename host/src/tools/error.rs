@@ -35,6 +35,9 @@ pub enum ToolErrorKind {
     PermissionDenied,
     /// The plugin could not be loaded or instantiated.
     PluginLoad,
+    /// Every instance slot of the host (`max_instances`) stayed in use for
+    /// the whole of the call's deadline; nothing ran. Retrying may work.
+    Busy,
 }
 
 impl ToolErrorKind {
@@ -52,13 +55,14 @@ impl ToolErrorKind {
             Self::OutputTooLarge => "output_too_large",
             Self::PermissionDenied => "permission_denied",
             Self::PluginLoad => "plugin_load",
+            Self::Busy => "busy",
         }
     }
 
-    /// Whether retrying the same call could succeed. Only a deadline is
-    /// transient; every other kind fails the same way again.
+    /// Whether retrying the same call could succeed: a deadline, or a host
+    /// with no free instance slot; every other kind fails the same way again.
     pub fn is_transient(self) -> bool {
-        matches!(self, Self::Timeout)
+        matches!(self, Self::Timeout | Self::Busy)
     }
 
     /// Whether the guest ran to its own end: it returned an error of its
