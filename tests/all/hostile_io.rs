@@ -151,33 +151,56 @@ fn assert_no_untagged_lines(stderr: &str) {
 
 // --- special files -------------------------------------------------------
 
-#[tokio::test]
-async fn a_fifo_in_a_grant_is_refused_at_once_and_regular_files_still_open() {
-    let dir = plugins_with_fifo();
-    let registry = registry_in(dir.path()).await;
-    for path in ["/data/fifo", "/data/link"] {
-        let e = call(&registry, "hostile_io_read_fifo", json!({"path": path}))
-            .await
-            .unwrap_err();
-        assert_eq!(e.kind, ToolErrorKind::PermissionDenied, "{path}: {e}");
+/// Run `body` on a runtime of its own, on a thread of its own, and fail if
+/// the body or the runtime's shutdown (which waits for every blocking-pool
+/// thread) does not end within [`HANG`]: a host thread left blocked on a
+/// guest's file makes this fail instead of hanging the test.
+fn on_own_runtime(body: impl Future<Output = ()> + Send + 'static) {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        runtime.block_on(body);
+        drop(runtime);
+        let _ = done.send(());
+    });
+    match finished.recv_timeout(HANG) {
+        Ok(()) => {}
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("the test body failed"),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("a call or the runtime's shutdown did not end within {HANG:?}")
+        }
     }
-    let out = call(
-        &registry,
-        "hostile_io_read_fifo",
-        json!({"path": "/data/a.txt"}),
-    )
-    .await
-    .unwrap();
-    assert_eq!(out["bytes"], json!(26));
-    // The host keeps serving other plugins' file reads.
-    let out = call(
-        &registry,
-        "hostile_read",
-        json!({"path": "/data/allowed.txt"}),
-    )
-    .await
-    .unwrap();
-    assert!(out["content"].is_string(), "{out}");
+}
+
+#[test]
+fn a_fifo_in_a_grant_is_refused_at_once_and_leaves_no_thread_behind() {
+    on_own_runtime(async {
+        let dir = plugins_with_fifo();
+        let registry = registry_in(dir.path()).await;
+        for path in ["/data/fifo", "/data/link"] {
+            let e = call(&registry, "hostile_io_read_fifo", json!({"path": path}))
+                .await
+                .unwrap_err();
+            assert_eq!(e.kind, ToolErrorKind::PermissionDenied, "{path}: {e}");
+        }
+        let out = call(
+            &registry,
+            "hostile_io_read_fifo",
+            json!({"path": "/data/a.txt"}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(out["bytes"], json!(26));
+        // The host keeps serving other plugins' file reads.
+        let out = call(
+            &registry,
+            "hostile_read",
+            json!({"path": "/data/allowed.txt"}),
+        )
+        .await
+        .unwrap();
+        assert!(out["content"].is_string(), "{out}");
+    });
 }
 
 #[test]
