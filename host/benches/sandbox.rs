@@ -489,14 +489,22 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         "[limits]\ntimeout_ms = 10\nfuel = 100000000000\n",
     )
     .unwrap();
-    let spin = host
+    let mut spin = ToolRegistry::new();
+    for tool in host
         .load_file(&dir.path().join("hostile_spin.wasm"))
         .await
-        .unwrap();
+        .unwrap()
+        .tools()
+    {
+        spin.register(tool).unwrap();
+    }
     let mut overshoot = Vec::new();
     for _ in 0..scale.deadlines {
         let start = Instant::now();
-        let e = spin.call("hostile_spin", "{}", None).await.unwrap_err();
+        let e = spin
+            .call("hostile_spin", "{}", &CallContext::default())
+            .await
+            .unwrap_err();
         assert_eq!(e.kind, toolhost::tools::ToolErrorKind::Timeout);
         overshoot.push(start.elapsed().saturating_sub(Duration::from_millis(10)));
     }

@@ -218,6 +218,21 @@ mod tests {
     }
 
     #[test]
+    fn valid_conversation_with_reused_ids_across_turns() {
+        let messages = vec![
+            Message::user("hi"),
+            assistant(&["call_0", "call_1"]),
+            result("call_1"),
+            result("call_0"),
+            assistant(&["call_0"]),
+            result("call_0"),
+            Message::user("more"),
+            assistant(&[]),
+        ];
+        assert_eq!(check_messages(&messages), Ok(()));
+    }
+
+    #[test]
     fn each_violation_is_found() {
         let cases = [
             (

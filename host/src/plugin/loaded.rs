@@ -105,6 +105,8 @@ impl Plugin {
     }
 
     /// Call tool `name` with `input` (JSON text) and return its output text.
+    /// Crate-internal: callers go through the [`ToolRegistry`](crate::tools::ToolRegistry),
+    /// the one door that validates input first.
     ///
     /// Stateless plugins, and calls without a session, get a fresh instance.
     /// Stateful plugins keep one instance per session; calls within a
@@ -113,7 +115,7 @@ impl Plugin {
     /// # Errors
     ///
     /// A [`ToolError`] of the kind that ended the call.
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         name: &str,
         input: &str,
