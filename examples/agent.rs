@@ -58,7 +58,7 @@ async fn main() -> anyhow::Result<()> {
     for error in &report.errors {
         println!("skipped: {error}");
     }
-    let registry = Arc::new(report.registry());
+    let registry = Arc::new(report.registry()?);
 
     // The loop, capped: at most 5 rounds and 2 calls per answer; calls over
     // the cap are answered "not executed" so the model can ask again.

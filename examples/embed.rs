@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
         // A broken or over-asking plugin is skipped; the others load.
         println!("skipped: {error}");
     }
-    let registry = report.registry();
+    let registry = report.registry()?;
     println!("loaded {} tools from {}", registry.len(), dir.display());
 
     let calls = [

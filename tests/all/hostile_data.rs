@@ -41,6 +41,7 @@ fn error_of(report: &LoadReport, name: &str) -> String {
 async fn calc_still_serves(report: &LoadReport) {
     let out = report
         .registry()
+        .expect("the loaded tools register")
         .call_value(
             "calc_eval",
             json!({"expression": "6*7"}),
@@ -93,7 +94,10 @@ async fn the_operator_sets_the_tool_list_budgets() {
     config.plugins.max_description_bytes = 2 << 20;
     let report = host(config).load_dir(dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    assert_eq!(report.registry().len(), 1);
+    assert_eq!(
+        report.registry().expect("the loaded tools register").len(),
+        1
+    );
 
     // With room for 50 001 tools, the repeated name is what is refused,
     // found in linear time.
@@ -152,7 +156,10 @@ async fn special_or_oversized_manifests_fail_their_own_load_only() {
         );
     }
     // Of the five copies only calc itself has a readable manifest.
-    assert_eq!(report.registry().len(), 1);
+    assert_eq!(
+        report.registry().expect("the loaded tools register").len(),
+        1
+    );
     calc_still_serves(&report).await;
 }
 
@@ -164,7 +171,7 @@ async fn oversized_or_deep_inputs_are_refused_before_the_plugin_runs() {
         .load_dir(dir.path())
         .await
         .unwrap();
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let cx = CallContext::default();
 
     let mut deep = json!("1+1");

@@ -48,7 +48,7 @@ async fn registry_in(dir: &Path) -> ToolRegistry {
     let host = PluginHost::new(config).expect("the sandbox starts");
     let report = host.load_dir(dir).await.expect("the directory is readable");
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    report.registry()
+    report.registry().expect("the loaded tools register")
 }
 
 async fn call(registry: &ToolRegistry, tool: &str, input: Value) -> Result<Value, ToolError> {

@@ -67,7 +67,7 @@ async fn load(name: &str, manifest: Option<&str>) -> (ToolRegistry, tempfile::Te
             .map(|e| format!("{e:#}"))
             .collect::<Vec<_>>()
     );
-    (report.registry(), dir)
+    (report.registry().expect("the loaded tools register"), dir)
 }
 
 async fn call(
@@ -504,7 +504,7 @@ async fn every_language_loads_into_one_registry() {
             .map(|e| format!("{e:#}"))
             .collect::<Vec<_>>()
     );
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let mut tools: Vec<&str> = registry.specs().map(|s| s.name.as_str()).collect();
     tools.sort_unstable();
     assert_eq!(

@@ -27,7 +27,7 @@ async fn many_callers_on_few_slots_all_succeed() {
     // Four slots, two of them wanted by spare instances, 64 callers.
     let report = host(4, 2).load_dir(dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let registry = Arc::new(report.registry());
+    let registry = Arc::new(report.registry().expect("the loaded tools register"));
     let mut tasks = Vec::new();
     for caller in 0..64 {
         let registry = Arc::clone(&registry);
@@ -80,7 +80,7 @@ async fn slots_taken_past_the_deadline_end_the_call_as_busy_and_the_host_recover
     // Two slots, no spares: two long sleeps take both.
     let report = host(2, 0).load_dir(dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let registry = Arc::new(report.registry());
+    let registry = Arc::new(report.registry().expect("the loaded tools register"));
     let sleeps: Vec<_> = (0..2)
         .map(|_| {
             let registry = Arc::clone(&registry);

@@ -36,7 +36,7 @@ async fn registry_of(names: &[&str]) -> (tempfile::TempDir, ToolRegistry) {
         "unexpected load errors: {:?}",
         report.errors
     );
-    (dir, report.registry())
+    (dir, report.registry().expect("the loaded tools register"))
 }
 
 async fn call(
@@ -109,7 +109,7 @@ async fn calculator_answers_and_reports_bad_input_as_invalid_input() {
 #[tokio::test]
 async fn every_hostile_plugin_ends_with_its_kind_and_the_host_keeps_serving() {
     let (_dir, report) = hostile_registry().await;
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let cases: &[(&str, Value, ToolErrorKind)] = &[
         ("hostile_spin", json!({}), ToolErrorKind::Timeout),
         ("hostile_sleep", json!({}), ToolErrorKind::Timeout),
@@ -156,16 +156,20 @@ async fn every_hostile_plugin_ends_with_its_kind_and_the_host_keeps_serving() {
 #[tokio::test]
 async fn a_panic_message_reaches_the_error() {
     let (_dir, report) = hostile_registry().await;
-    let e = call(&report.registry(), "hostile_panic", json!({}))
-        .await
-        .unwrap_err();
+    let e = call(
+        &report.registry().expect("the loaded tools register"),
+        "hostile_panic",
+        json!({}),
+    )
+    .await
+    .unwrap_err();
     assert!(e.message.contains("panicking on purpose"), "{}", e.message);
 }
 
 #[tokio::test]
 async fn the_granted_directory_is_readable_and_nothing_else_is() {
     let (_dir, report) = hostile_registry().await;
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let out = call(
         &registry,
         "hostile_read",
@@ -208,9 +212,13 @@ async fn a_granted_environment_variable_is_visible_only_when_the_operator_allows
     config.allow.dirs.push(dir.path().to_owned());
     let report = load(&host_with(config), dir.path()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let seen = call(&report.registry(), "hostile_env", json!({"key": "PATH"}))
-        .await
-        .unwrap();
+    let seen = call(
+        &report.registry().expect("the loaded tools register"),
+        "hostile_env",
+        json!({"key": "PATH"}),
+    )
+    .await
+    .unwrap();
     assert_eq!(seen["value"], json!(std::env::var("PATH").unwrap()));
     assert_eq!(seen["visible"], json!(["PATH"]));
 }
@@ -230,7 +238,7 @@ async fn directory_grants_outside_the_allowed_roots_are_refused() {
     let report = load(&host_with(config), dir.path()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let out = call(
-        &report.registry(),
+        &report.registry().expect("the loaded tools register"),
         "files_read",
         json!({"path": "hello.txt"}),
     )
@@ -294,7 +302,7 @@ async fn broken_plugins_are_reported_by_file_and_the_rest_still_load() {
         failed,
         ["badmanifest.toml", "core.wasm", "garbage.wasm", "typo.toml"]
     );
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let out = call(&registry, "text_stats", json!({"text": "two words"}))
         .await
         .unwrap();
@@ -367,7 +375,7 @@ async fn a_stateful_instance_is_dropped_after_the_idle_ttl() {
     std::fs::write(&manifest, text).unwrap();
     let report = load(&host(), dir.path()).await;
     let plugin = Arc::clone(&report.plugins[0]);
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let a = CallContext::in_session(SessionId::new("a"));
     registry
         .call_value("scratchpad_increment", json!({}), &a)
@@ -466,7 +474,7 @@ async fn spare_instances_serve_one_call_each_and_survive_hostile_calls() {
 
     // A guest that traps, panics or runs out of fuel on a spare instance
     // gets its error kind; the next call still gets a working instance.
-    let hostile = report.registry();
+    let hostile = report.registry().expect("the loaded tools register");
     let crash = report
         .plugins
         .iter()
@@ -498,7 +506,7 @@ async fn with_spare_instances_off_none_are_made() {
         dir.path(),
     )
     .await;
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     for _ in 0..3 {
         call(&registry, "text_stats", json!({"text": "a b"}))
             .await
@@ -517,7 +525,7 @@ async fn with_memory_copied_at_instantiation_calls_stay_isolated() {
     });
     let report = load(&host, dir.path()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     // Each stateless call starts from the component's own initial memory,
     // on spares and inline instances alike: the counter is always 1.
     for round in 0..10 {
@@ -540,7 +548,10 @@ async fn with_memory_copied_at_instantiation_calls_stay_isolated() {
         assert_eq!(out["value"], json!(expected));
     }
     // Limits hold as before.
-    let hostile = load(&host, hostile_dir()).await.registry();
+    let hostile = load(&host, hostile_dir())
+        .await
+        .registry()
+        .expect("the loaded tools register");
     let e = call(&hostile, "hostile_membomb", json!({}))
         .await
         .unwrap_err();

@@ -181,7 +181,7 @@ async fn a_symlink_swapped_into_a_grant_between_calls_is_not_followed() {
     let host = PluginHost::new(config).unwrap();
     let report = host.load_dir(&plugins).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    let registry = report.registry();
+    let registry = report.registry().expect("the loaded tools register");
     let ctx = CallContext::default();
     let read = || registry.call_value("hostile_read", json!({"path": "/data/allowed.txt"}), &ctx);
     let first = read().await.unwrap();
@@ -428,6 +428,7 @@ async fn an_embedder_hands_a_plugin_a_value_without_the_process_environment() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let out = report
         .registry()
+        .expect("the loaded tools register")
         .call_value(
             "hostile_env",
             json!({"key": "TRUST_GIVEN"}),

@@ -100,7 +100,7 @@ fn print_json(text: &str) {
 async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolError>> {
     let input = args.read_input().map_err(UsageError)?;
     let (_host, report) = args.plugins.load().await?;
-    let registry = report.registry();
+    let registry = report.registry()?;
     if !registry.contains(&args.tool) {
         let mut message = format!("no tool named `{}`", args.tool);
         if !report.errors.is_empty() {

@@ -182,7 +182,7 @@ impl PluginArgs {
     /// A registry of every tool in the plugins.
     pub async fn load_registry(&self) -> anyhow::Result<ToolRegistry> {
         let (_host, report) = self.load().await?;
-        Ok(report.registry())
+        Ok(report.registry()?)
     }
 }
 

@@ -187,13 +187,16 @@ impl LoadReport {
     }
 
     /// A registry with every loaded plugin's tools.
-    pub fn registry(&self) -> ToolRegistry {
+    ///
+    /// # Errors
+    ///
+    /// A tool could not be registered. Names are unique within a report and
+    /// schemas were checked at load, so this means the two disagree: it is
+    /// returned, never a registry missing some tools.
+    pub fn registry(&self) -> Result<ToolRegistry, crate::tools::RegistryError> {
         let mut registry = ToolRegistry::new();
-        // Names are unique within a report and schemas were compiled at load.
-        if let Err(e) = self.register_into(&mut registry) {
-            tracing::error!("a loaded plugin could not be registered: {e}");
-        }
-        registry
+        self.register_into(&mut registry)?;
+        Ok(registry)
     }
 }
 
