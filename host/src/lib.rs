@@ -2,8 +2,10 @@
 //! capped, provider-correct LLM tool loop.
 //!
 //! The crate is split by concern:
-//! - [`sandbox`]: the wasmtime engine, per-call [`Limits`](sandbox::Limits),
-//!   [`Permissions`](sandbox::Permissions) and the compile cache.
+//! - [`sandbox`]: per-call [`Limits`](sandbox::Limits) and deny-by-default
+//!   [`Permissions`](sandbox::Permissions); the WebAssembly engine, its
+//!   instance pool and the compile cache stay inside, behind
+//!   [`PluginHost`](plugin::PluginHost).
 //! - [`plugin`]: plugin directories, manifests, components as tools.
 //! - [`tools`]: the [`Tool`](tools::Tool) trait and the
 //!   [`ToolRegistry`](tools::ToolRegistry) every caller goes through.

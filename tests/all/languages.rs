@@ -7,11 +7,10 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use toolhost::plugin::{HostConfig, PluginHost};
-use toolhost::sandbox::Sandbox;
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{plugin_dir, plugin_subset};
 
@@ -30,25 +29,27 @@ fn host_config() -> HostConfig {
 
 /// Compile `name` into the shared cache once, one compile at a time, so that
 /// parallel tests do not each compile the same big component.
-fn warm(name: &str) {
-    static DONE: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+async fn warm(name: &str) {
+    static DONE: tokio::sync::Mutex<Option<HashSet<String>>> = tokio::sync::Mutex::const_new(None);
+    let mut done = DONE.lock().await;
     let done = done.get_or_insert_with(HashSet::new);
     if done.contains(name) {
         return;
     }
-    let wasm = std::fs::read(plugin_dir().join(format!("{name}.wasm"))).expect("built plugin");
+    let wasm = plugin_dir().join(format!("{name}.wasm"));
     let host = PluginHost::new(host_config()).expect("a plugin host");
-    host.sandbox()
-        .compile(&wasm, &Sandbox::digest(&wasm))
-        .unwrap_or_else(|e| panic!("{name} does not compile: {e}"));
+    let inspection = host.inspect(&wasm).await.expect("built plugin");
+    if inspection.interface.is_none() {
+        let error = inspection.plugin.expect_err("it did not compile");
+        panic!("{name} does not compile: {error:#}");
+    }
     done.insert(name.to_owned());
 }
 
 /// A registry with plugin `name` loaded from a fresh directory; `manifest`
 /// replaces its `NAME.toml` when given.
 async fn load(name: &str, manifest: Option<&str>) -> (ToolRegistry, tempfile::TempDir) {
-    warm(name);
+    warm(name).await;
     let dir = plugin_subset(&[name]);
     if let Some(text) = manifest {
         std::fs::write(dir.path().join(format!("{name}.toml")), text).expect("write manifest");
@@ -487,7 +488,7 @@ async fn go_tool_runs_out_of_fuel_on_a_big_input() {
 async fn every_language_loads_into_one_registry() {
     let names = ["py_units", "js_json", "c_hash", "go_regex"];
     for name in names {
-        warm(name);
+        warm(name).await;
     }
     let dir = plugin_subset(&names);
     let host = PluginHost::new(host_config()).expect("a plugin host");

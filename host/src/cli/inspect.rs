@@ -3,10 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 use serde_json::json;
-use toolhost::sandbox::Sandbox;
 use toolhost::text::{escape_controls, escape_json_controls};
 
 use super::{ChainDisplay, PluginArgs, UsageError};
@@ -28,44 +26,25 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
     let host = toolhost::plugin::PluginHost::new(config)
         .map_err(|e| UsageError(e.into()))?
         .with_observer(super::progress::observer(false));
-    let wasm = std::fs::read(&args.file)
-        .with_context(|| format!("cannot read {}", args.file.display()))
-        .map_err(UsageError)?;
-    let digest = Sandbox::digest(&wasm);
-    let entry = host.sandbox().cache_entry(&digest);
-    let cached_before = entry.as_ref().is_some_and(|p| p.exists());
-
-    // Imports and exports come from the component itself, so they show even
-    // when it does not fit the plugin world.
-    let sandbox = host.sandbox().clone();
-    let compiled = tokio::task::spawn_blocking(move || sandbox.compile(&wasm, &digest)).await?;
-    let (imports, exports) = match &compiled {
-        Ok((component, _)) => {
-            let ty = component.component_type();
-            let engine = host.sandbox().engine();
-            (
-                ty.imports(engine)
-                    .map(|(n, _)| n.to_owned())
-                    .collect::<Vec<_>>(),
-                ty.exports(engine)
-                    .map(|(n, _)| n.to_owned())
-                    .collect::<Vec<_>>(),
-            )
-        }
-        Err(_) => (Vec::new(), Vec::new()),
-    };
-    let loaded = match compiled {
-        Ok(_) => host
-            .load_file(&args.file)
-            .await
-            .map_err(|e| ChainDisplay(&e).to_string()),
-        Err(e) => Err(ChainDisplay(&e).to_string()),
-    };
+    let inspection = host
+        .inspect(&args.file)
+        .await
+        .map_err(|e| UsageError(e.into()))?;
+    let (imports, exports) = inspection
+        .interface
+        .map(|i| (i.imports, i.exports))
+        .unwrap_or_default();
+    let (digest, entry, cached_before) = (
+        inspection.digest,
+        inspection.cache_entry,
+        inspection.cached_before,
+    );
+    let loaded = inspection.plugin.map_err(|e| ChainDisplay(&e).to_string());
 
     if args.json {
         let mut out = json!({
             "file": args.file,
-            "digest": digest.to_hex().to_string(),
+            "digest": digest,
             "imports": imports,
             "exports": exports,
             "cache": {"entry": entry, "cached_before": cached_before},
@@ -83,7 +62,7 @@ pub async fn run(mut args: InspectArgs) -> anyhow::Result<ExitCode> {
         // Import and export names, descriptions and errors come from the
         // component: shown with control characters escaped.
         println!("file: {}", args.file.display());
-        println!("digest: blake3:{}", digest.to_hex());
+        println!("digest: blake3:{digest}");
         println!("imports:");
         for i in &imports {
             println!("  {}", escape_controls(i));

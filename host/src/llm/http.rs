@@ -290,7 +290,7 @@ impl HttpClient {
                 let error = LlmError::Connect {
                     provider: self.provider.clone(),
                     url: url.to_owned(),
-                    source: e,
+                    source: Box::new(e),
                 };
                 return if retryable {
                     Attempt::Retry { error, wait: None }

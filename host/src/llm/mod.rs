@@ -136,9 +136,11 @@ pub enum LlmError {
         provider: String,
         /// The URL tried.
         url: String,
-        /// The transport error.
+        /// The transport error (connection refused, DNS, TLS, ...), for
+        /// its message and source chain; its type is the HTTP client's
+        /// and not part of this API.
         #[source]
-        source: reqwest::Error,
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// No answer in time.
     #[error("{provider} did not answer within {timeout:?}")]

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::session;
-use crate::sandbox::{CacheStatus, Guest, Limits, Permissions, Sandbox};
+use crate::sandbox::{CacheStatus, Guest, Limits, Permissions};
 use crate::tools::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
 
 /// One loaded plugin: a compiled component, its limits and grants, its tools.
@@ -20,7 +20,7 @@ pub struct Plugin {
     pub(super) cache: CacheStatus,
     pub(super) tools: Vec<ToolSpec>,
     pub(super) tools_from_cache: bool,
-    pub(super) component_type: wasmtime::component::types::Component,
+    pub(super) interface: ComponentInterface,
     pub(super) sessions: session::Sessions,
     pub(super) guest: Guest,
 }
@@ -77,21 +77,9 @@ impl Plugin {
     pub fn tool_specs(&self) -> &[ToolSpec] {
         &self.tools
     }
-    /// The component's imports and exports, as `(name, kind)` pairs.
-    pub fn interface(&self, sandbox: &Sandbox) -> ComponentInterface {
-        let engine = sandbox.engine();
-        ComponentInterface {
-            imports: self
-                .component_type
-                .imports(engine)
-                .map(|(n, _)| n.to_owned())
-                .collect(),
-            exports: self
-                .component_type
-                .exports(engine)
-                .map(|(n, _)| n.to_owned())
-                .collect(),
-        }
+    /// The component's imports and exports by name.
+    pub fn interface(&self) -> &ComponentInterface {
+        &self.interface
     }
 
     /// Each tool as a [`Tool`] for a registry.
@@ -153,6 +141,21 @@ pub struct ComponentInterface {
     pub imports: Vec<String>,
     /// Exported interfaces, e.g. `toolhost:plugin/tool@0.1.0`.
     pub exports: Vec<String>,
+}
+
+impl ComponentInterface {
+    /// The names `component` imports and exports. Names come from the
+    /// component: untrusted text, escaped where it is shown.
+    pub(super) fn of(
+        component: &wasmtime::component::Component,
+        engine: &wasmtime::Engine,
+    ) -> Self {
+        let ty = component.component_type();
+        Self {
+            imports: ty.imports(engine).map(|(n, _)| n.to_owned()).collect(),
+            exports: ty.exports(engine).map(|(n, _)| n.to_owned()).collect(),
+        }
+    }
 }
 
 /// One tool of a plugin, as a registry sees it.

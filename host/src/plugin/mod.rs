@@ -1,11 +1,12 @@
 //! Plugins: `*.wasm` components in a directory, each with an optional
-//! sidecar manifest, turned into [`Tool`]s.
+//! sidecar manifest, turned into [`Tool`](crate::tools::Tool)s.
 //!
 //! Loading a directory never fails because of one bad plugin: each file is
 //! loaded on its own, and the [`LoadReport`] lists what loaded and what did
 //! not, with the file and the reason.
 
 mod catalog;
+mod inspect;
 mod loaded;
 mod manifest;
 mod session;
@@ -17,15 +18,17 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
+use wasmtime::component::Component;
 
+pub use inspect::Inspection;
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
 pub use manifest::{
     Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec, PluginBudget,
 };
 
 use crate::sandbox::{
-    DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox, SandboxConfig,
-    SandboxError,
+    CacheStatus, DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox,
+    SandboxConfig, SandboxError,
 };
 use crate::text;
 use crate::tools::{SchemaBudget, ToolRegistry, ToolSpec, check_schema, is_valid_tool_name};
@@ -138,8 +141,8 @@ pub enum LoadEvent {
 /// Receives [`LoadEvent`]s.
 pub type LoadObserver = Arc<dyn Fn(&LoadEvent) + Send + Sync>;
 
-/// Loads plugins into one shared [`Sandbox`] under one operator
-/// [`HostConfig`].
+/// Loads plugins into one shared sandbox (one WebAssembly engine, one
+/// compile cache, one pool of instances) under one operator [`HostConfig`].
 #[derive(Clone)]
 pub struct PluginHost {
     sandbox: Sandbox,
@@ -242,11 +245,6 @@ impl PluginHost {
         &self.config
     }
 
-    /// The sandbox plugins run in.
-    pub fn sandbox(&self) -> &Sandbox {
-        &self.sandbox
-    }
-
     /// Load every `*.wasm` in `dir` (not recursive), in file-name order.
     ///
     /// # Errors
@@ -312,34 +310,48 @@ impl PluginHost {
     /// The file or manifest cannot be read or is invalid, the manifest asks
     /// for more than allowed, or the component does not work.
     pub async fn load_file(&self, path: &Path) -> Result<Arc<Plugin>, PluginError> {
-        let name = path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or("plugin")
-            .to_owned();
-        let budget = self.config.plugins;
-        let (manifest, manifest_path) = read_manifest(path, &budget)?;
-        let resolved = self.resolve(&manifest, manifest_path.as_deref().unwrap_or(path))?;
+        // The manifest first: a refused grant costs no compile.
+        let settings = self.settings(path)?;
+        let compiled = self.compile_file(path).await?;
+        let (component, cache) = compiled.result.map_err(|error| PluginError::Component {
+            path: path.to_owned(),
+            error,
+        })?;
+        self.instantiate(path, settings, compiled.digest, &component, cache)
+            .await
+    }
 
+    /// The manifest beside the component at `path`, checked against the
+    /// operator's config.
+    fn settings(&self, path: &Path) -> Result<Settings, PluginError> {
+        let (manifest, manifest_path) = read_manifest(path, &self.config.plugins)?;
+        let resolved = self.resolve(&manifest, manifest_path.as_deref().unwrap_or(path))?;
+        Ok(Settings {
+            manifest,
+            manifest_path,
+            resolved,
+        })
+    }
+
+    /// Read the component at `path`, hash it and compile it (or load it
+    /// from the cache). Only reading it is an `Err` here; whether it
+    /// compiled is in [`Compiled::result`].
+    async fn compile_file(&self, path: &Path) -> Result<Compiled, PluginError> {
         // Reading, hashing and loading (or compiling) the component all
         // block, so they run off the executor, in one hop.
+        let budget = self.config.plugins;
         let sandbox = self.sandbox.clone();
         let observer = self.observer.clone();
-        let (file, plugin) = (path.to_owned(), name.clone());
+        let (file, plugin) = (path.to_owned(), plugin_name(path));
         let compiled = tokio::task::spawn_blocking(move || {
             let max = budget.max_component_mb.saturating_mul(1 << 20);
-            let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
-                PluginError::Read {
-                    path: file.clone(),
-                    error,
-                }
-            })?;
+            let wasm = read_regular(&file, max, "plugins.max_component_mb")
+                .map_err(|error| PluginError::Read { path: file, error })?;
             let digest = Sandbox::digest(&wasm);
-            let compiling = sandbox
-                .cache_entry(&digest)
-                .is_none_or(|entry| !entry.exists());
+            let cache_entry = sandbox.cache_entry(&digest);
+            let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
             let started = std::time::Instant::now();
-            if compiling {
+            if !cached_before {
                 let bytes = wasm.len();
                 let event = LoadEvent::Compiling {
                     plugin: plugin.clone(),
@@ -347,20 +359,41 @@ impl PluginHost {
                 };
                 emit(observer.as_ref(), event);
             }
-            let compiled = sandbox.compile(&wasm, &digest);
-            if compiling {
+            let result = sandbox.compile(&wasm, &digest);
+            if !cached_before {
                 let elapsed = started.elapsed();
                 emit(observer.as_ref(), LoadEvent::Compiled { plugin, elapsed });
             }
-            compiled
-                .map(|(component, cache)| (digest, component, cache))
-                .map_err(|error| PluginError::Component { path: file, error })
+            Ok(Compiled {
+                digest,
+                cache_entry,
+                cached_before,
+                result,
+            })
         })
         .await;
-        let (digest, component, cache) = compiled.map_err(|e| PluginError::Describe {
+        compiled.map_err(|e| PluginError::Describe {
             path: path.to_owned(),
             message: format!("the compiler thread failed: {e}"),
-        })??;
+        })?
+    }
+
+    /// Link a compiled component under its checked manifest and learn its
+    /// tools: from the cache when remembered, else from its `describe`.
+    async fn instantiate(
+        &self,
+        path: &Path,
+        settings: Settings,
+        digest: blake3::Hash,
+        component: &Component,
+        cache: CacheStatus,
+    ) -> Result<Arc<Plugin>, PluginError> {
+        let Settings {
+            manifest,
+            manifest_path,
+            resolved,
+        } = settings;
+        let name = plugin_name(path);
         let inputs = catalog::inputs_key(&manifest.config, &resolved.limits, &resolved.permissions);
         let identity = Arc::new(PluginIdentity {
             name: name.clone(),
@@ -369,7 +402,7 @@ impl PluginHost {
         let guest = self
             .sandbox
             .prepare(
-                &component,
+                component,
                 identity,
                 resolved.limits,
                 resolved.permissions,
@@ -408,7 +441,7 @@ impl PluginHost {
             cache,
             tools,
             tools_from_cache,
-            component_type: component.component_type(),
+            interface: ComponentInterface::of(component, self.sandbox.engine()),
             sessions: session::Sessions::new(idle_ttl),
             guest,
         }))
@@ -513,6 +546,32 @@ impl PluginHost {
 struct Resolved {
     limits: Limits,
     permissions: Permissions,
+}
+
+/// A plugin's manifest, read and checked against the operator's config.
+struct Settings {
+    manifest: Manifest,
+    manifest_path: Option<PathBuf>,
+    resolved: Resolved,
+}
+
+/// A component file read, hashed, and compiled or loaded from the cache.
+struct Compiled {
+    digest: blake3::Hash,
+    /// Where its compiled code is cached; `None` when caching is off.
+    cache_entry: Option<PathBuf>,
+    /// Whether the cache held it before this load.
+    cached_before: bool,
+    /// The component, or why it is not one this host can load.
+    result: Result<(Component, CacheStatus), SandboxError>,
+}
+
+/// A plugin's name: its file stem.
+fn plugin_name(path: &Path) -> String {
+    path.file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or("plugin")
+        .to_owned()
 }
 
 /// The manifest beside `wasm` (`NAME.toml`), or the default one.

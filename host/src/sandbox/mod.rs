@@ -1,7 +1,7 @@
-//! The sandbox: one wasmtime engine, per-call limits, deny-by-default WASI.
+//! The sandbox: one WebAssembly engine, per-call limits, deny-by-default WASI.
 //!
-//! Every call runs in its own [`wasmtime::Store`] with a fuel budget, a
-//! wall-clock deadline (epoch interruption driven by a [watchdog]), a cap on
+//! Every call runs in its own store with a fuel budget, a wall-clock
+//! deadline (epoch interruption driven by a watchdog thread), a cap on
 //! linear memory and a cap on output bytes. Hitting any of them ends the
 //! call with a [`ToolError`] of the matching kind; it never crashes the host
 //! or blocks a thread past the deadline.
@@ -14,7 +14,10 @@
 //! WASI interfaces are *linked* (Rust and Python guests import them even if
 //! unused), which is not the same as granting them.
 //!
-//! [watchdog]: self::watchdog
+//! What an embedder sees here is the per-call budget ([`Limits`]), the
+//! grants ([`Permissions`]) and the errors. The engine, its instance pool
+//! and the compile cache stay inside; they are used through
+//! [`PluginHost`](crate::plugin::PluginHost).
 
 mod bindings;
 mod cache;
@@ -65,9 +68,10 @@ pub enum MemoryInit {
     Copy,
 }
 
-/// Engine-wide settings; per-plugin budgets are [`Limits`].
+/// Engine-wide settings; per-plugin budgets are [`Limits`]. Embedders set
+/// these through `HostConfig`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxConfig {
+pub(crate) struct SandboxConfig {
     /// Where compiled components are cached. `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
     /// Instance slots in the pooling allocator: the most calls running at
@@ -90,7 +94,8 @@ impl Default for SandboxConfig {
     }
 }
 
-/// Why the sandbox could not be set up or a component not compiled.
+/// Why the sandbox could not be set up or a component not compiled: the
+/// error of `PluginHost::new`, and the cause in a plugin's load error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
@@ -132,9 +137,9 @@ pub(crate) enum LimitHit {
 }
 
 /// The WebAssembly engine and everything shared by all plugins. Cheap to
-/// clone.
+/// clone. Crate-internal: embedders reach it through `PluginHost`.
 #[derive(Clone)]
-pub struct Sandbox {
+pub(crate) struct Sandbox {
     inner: Arc<Inner>,
 }
 
@@ -211,13 +216,13 @@ impl Sandbox {
     }
 
     /// The digest that names a component in the cache.
-    pub fn digest(wasm: &[u8]) -> blake3::Hash {
+    pub(crate) fn digest(wasm: &[u8]) -> blake3::Hash {
         blake3::hash(wasm)
     }
 
     /// Where the cache entry for a component with `digest` is (whether or
     /// not it exists yet). `None` when caching is off.
-    pub fn cache_entry(&self, digest: &blake3::Hash) -> Option<PathBuf> {
+    pub(crate) fn cache_entry(&self, digest: &blake3::Hash) -> Option<PathBuf> {
         self.inner.cache.entry_path(digest)
     }
 
@@ -227,7 +232,7 @@ impl Sandbox {
     /// # Errors
     ///
     /// The bytes are not a valid component.
-    pub fn compile(
+    pub(crate) fn compile(
         &self,
         wasm: &[u8],
         digest: &blake3::Hash,
@@ -252,7 +257,7 @@ impl Sandbox {
     }
 
     /// The engine, for inspecting component types.
-    pub fn engine(&self) -> &Engine {
+    pub(crate) fn engine(&self) -> &Engine {
         &self.inner.engine
     }
 
