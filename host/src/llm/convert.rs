@@ -1,6 +1,9 @@
 //! Conversions shared by several wire formats.
 
+use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::tools::ToolSpec;
 
 /// The key under which arguments that are not a JSON object are kept, for
 /// wire formats whose tool calls carry an object (Anthropic `input`,
@@ -32,6 +35,28 @@ pub(crate) fn arguments_object(arguments: &str) -> Value {
                 Value::String(arguments.to_owned()),
             );
             Value::Object(map)
+        }
+    }
+}
+
+/// A tool as OpenAI (`tools[].function`) and Gemini
+/// (`functionDeclarations[]`) declare it: the same object, whose
+/// `parameters` schema `S` is the tool's own for OpenAI and cut down to
+/// Gemini's subset for Gemini.
+#[derive(Debug, Serialize)]
+pub(crate) struct FunctionDeclaration<'a, S> {
+    name: &'a str,
+    description: &'a str,
+    parameters: S,
+}
+
+impl<'a, S> FunctionDeclaration<'a, S> {
+    /// `spec`, declared with `parameters` for its input schema.
+    pub(crate) fn new(spec: &'a ToolSpec, parameters: S) -> Self {
+        Self {
+            name: &spec.name,
+            description: &spec.description,
+            parameters,
         }
     }
 }

@@ -7,7 +7,8 @@
 //! reading SSE, timeouts, error mapping, and the normalisation every answer
 //! gets ([`normalize_answer`]), is [`HttpProvider`], written once. A new
 //! wire format (say OpenAI's Responses API) is one module implementing
-//! [`WireFormat`] and [`StreamAssembly`], and nothing else.
+//! [`WireFormat`], [`StreamAssembly`] and the conversion of a whole answer
+//! into a [`ChatResponse`], and nothing else.
 
 use std::fmt;
 
@@ -17,36 +18,38 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::history::{next_turn_index, normalize_answer};
-use super::http::HttpClient;
+use super::http::{HttpClient, snippet};
 use super::sse::SseEvent;
-use super::{ChatRequest, ChatResponse, LlmError, Provider, TextSink};
+use super::{ChatRequest, ChatResponse, LlmError, Provider, TextSink, ToolChoice};
 
 /// A provider's JSON: encoding requests, decoding answers.
 pub trait WireFormat: fmt::Debug + Send + Sync + 'static {
-    /// The request body.
-    type Body<'a>: Serialize + Send + Sync
-    where
-        Self: 'a;
-    /// A whole (not streamed) answer, as the provider documents it.
-    type Response: DeserializeOwned;
+    /// A whole (not streamed) answer, as the provider documents it, and
+    /// its conversion to the neutral answer (an error says what makes it
+    /// unusable, for [`LlmError::InvalidResponse`]).
+    type Response: DeserializeOwned + TryInto<ChatResponse, Error: fmt::Display>;
     /// Builds an answer from stream events.
     type Stream: StreamAssembly;
 
-    /// The prefix of the ids given to calls that arrive without one.
-    const ID_PREFIX: &'static str;
+    /// The prefix of the ids given to calls that arrive without one:
+    /// `call`, unless the provider's own ids look otherwise.
+    const ID_PREFIX: &'static str = "call";
 
     /// The path, relative to the base URL, to post to.
     fn endpoint(&self, stream: bool) -> String;
 
     /// The body for `request`.
-    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a>;
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a;
+}
 
-    /// The neutral answer for a whole response.
-    ///
-    /// # Errors
-    ///
-    /// What makes the response unusable, for [`LlmError::InvalidResponse`].
-    fn decode(&self, response: Self::Response) -> Result<ChatResponse, String>;
+impl ChatRequest<'_> {
+    /// Whether the body says that the model must not call tools:
+    /// [`ToolChoice::None`] with tools declared. Without tools there is
+    /// nothing to forbid (and OpenAI rejects a `tool_choice` without
+    /// `tools`); "auto" is every provider's default.
+    pub(super) fn forbids_tool_calls(&self) -> bool {
+        self.tool_choice == ToolChoice::None && !self.tools.is_empty()
+    }
 }
 
 /// Assembles one streamed answer, event by event.
@@ -57,12 +60,7 @@ pub trait StreamAssembly: Default + Send {
     /// # Errors
     ///
     /// The event is not the documented JSON, or reports an error.
-    fn apply(
-        &mut self,
-        http: &HttpClient,
-        event: &SseEvent,
-        on_text: Option<TextSink<'_>>,
-    ) -> Result<bool, LlmError>;
+    fn apply(&mut self, event: &SseEvent, cx: &StreamContext<'_>) -> Result<bool, LlmError>;
 
     /// The answer, once the stream ended.
     ///
@@ -70,6 +68,44 @@ pub trait StreamAssembly: Default + Send {
     ///
     /// The stream ended before the answer was complete.
     fn finish(self, http: &HttpClient) -> Result<ChatResponse, LlmError>;
+}
+
+/// What a [`StreamAssembly`] reads events with.
+pub struct StreamContext<'a> {
+    /// The provider's client, for its errors.
+    pub(super) http: &'a HttpClient,
+    /// Where answer text goes as it arrives.
+    pub(super) on_text: Option<TextSink<'a>>,
+}
+
+impl fmt::Debug for StreamContext<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamContext")
+            .field("http", self.http)
+            .field("on_text", &self.on_text.is_some())
+            .finish()
+    }
+}
+
+impl StreamContext<'_> {
+    /// The event's `data`, decoded as JSON.
+    pub(super) fn parse<T: DeserializeOwned>(&self, event: &SseEvent) -> Result<T, LlmError> {
+        serde_json::from_str(&event.data).map_err(|e| {
+            self.http.invalid(format!(
+                "stream event is not the documented JSON ({e}): {}",
+                snippet(event.data.as_bytes())
+            ))
+        })
+    }
+}
+
+/// Pass a piece of answer text to the sink, unless it is empty.
+pub(super) fn emit(on_text: Option<TextSink<'_>>, text: &str) {
+    if let Some(sink) = on_text
+        && !text.is_empty()
+    {
+        sink(text);
+    }
 }
 
 /// A chat model behind HTTP, speaking wire format `F`
@@ -88,19 +124,23 @@ impl<F: WireFormat> HttpProvider<F> {
         let url = self.http.url(&self.format.endpoint(request.stream));
         let response = self.http.post_json(&url, &body).await?;
         let mut answer = if request.stream {
+            let cx = StreamContext {
+                http: &self.http,
+                on_text: request.on_text,
+            };
             let mut assembly = F::Stream::default();
             let mut events = std::pin::pin!(self.http.events(response));
             while let Some(event) = events.next().await {
-                if assembly.apply(&self.http, &event?, request.on_text)? {
+                if assembly.apply(&event?, &cx)? {
                     break;
                 }
             }
             assembly.finish(&self.http)?
         } else {
             let response: F::Response = self.http.read_json(response).await?;
-            self.format
-                .decode(response)
-                .map_err(|message| self.http.invalid(message))?
+            response
+                .try_into()
+                .map_err(|e| self.http.invalid(e.to_string()))?
         };
         normalize_answer(&mut answer, F::ID_PREFIX, next_turn_index(request.messages));
         Ok(answer)

@@ -190,114 +190,16 @@ pub(crate) fn normalize_answer(answer: &mut ChatResponse, prefix: &str, turn: us
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ToolResult;
-
-    fn call(id: &str) -> ToolCall {
-        ToolCall {
-            id: id.to_owned(),
-            name: "t".to_owned(),
-            arguments: "{}".to_owned(),
-            signature: None,
-        }
-    }
-
-    fn assistant(ids: &[&str]) -> Message {
-        Message::Assistant(AssistantMessage {
-            tool_calls: ids.iter().map(|id| call(id)).collect(),
-            ..Default::default()
-        })
-    }
-
-    fn result(id: &str) -> Message {
-        Message::Tool(ToolResult {
-            tool_call_id: id.to_owned(),
-            name: "t".to_owned(),
-            content: "{}".to_owned(),
-            is_error: false,
-        })
-    }
+    use crate::llm::fixtures::{call, invalid_histories, valid_history};
 
     #[test]
     fn valid_conversation_with_reused_ids_across_turns() {
-        let messages = vec![
-            Message::user("hi"),
-            assistant(&["call_0", "call_1"]),
-            result("call_1"),
-            result("call_0"),
-            assistant(&["call_0"]),
-            result("call_0"),
-            Message::user("more"),
-            assistant(&[]),
-        ];
-        assert_eq!(check_messages(&messages), Ok(()));
+        assert_eq!(check_messages(&valid_history()), Ok(()));
     }
 
     #[test]
     fn each_violation_is_found() {
-        let cases = [
-            (
-                vec![assistant(&["a", "a"]), result("a"), result("a")],
-                InvariantError::DuplicateCallId {
-                    index: 0,
-                    id: "a".into(),
-                },
-            ),
-            (
-                vec![assistant(&["a", "b"]), result("a"), assistant(&[])],
-                InvariantError::Unanswered {
-                    index: 0,
-                    id: "b".into(),
-                },
-            ),
-            (
-                vec![Message::user("x"), assistant(&["a"])],
-                InvariantError::Unanswered {
-                    index: 1,
-                    id: "a".into(),
-                },
-            ),
-            (
-                vec![assistant(&["a"]), Message::user("x"), result("a")],
-                InvariantError::Unanswered {
-                    index: 0,
-                    id: "a".into(),
-                },
-            ),
-            (
-                vec![assistant(&["a"]), result("a"), result("a")],
-                InvariantError::DuplicateResult {
-                    index: 2,
-                    id: "a".into(),
-                },
-            ),
-            (
-                vec![assistant(&["a"]), result("a"), result("b")],
-                InvariantError::UnknownResult {
-                    index: 2,
-                    id: "b".into(),
-                },
-            ),
-            (
-                vec![Message::user("x"), result("a")],
-                InvariantError::UnknownResult {
-                    index: 1,
-                    id: "a".into(),
-                },
-            ),
-            (
-                vec![
-                    assistant(&["a"]),
-                    result("a"),
-                    assistant(&["b"]),
-                    result("a"),
-                ],
-                InvariantError::UnknownResult {
-                    index: 3,
-                    id: "a".into(),
-                },
-            ),
-        ];
-        for (messages, expected) in cases {
+        for (messages, expected) in invalid_histories() {
             assert_eq!(check_messages(&messages), Err(expected), "{messages:?}");
         }
     }

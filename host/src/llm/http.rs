@@ -490,19 +490,6 @@ pub(crate) fn error_message(body: &str) -> String {
     }
 }
 
-/// Decode one SSE `data` payload as JSON.
-pub(crate) fn parse_event<T: DeserializeOwned>(
-    http: &HttpClient,
-    event: &SseEvent,
-) -> Result<T, LlmError> {
-    serde_json::from_str(&event.data).map_err(|e| {
-        http.invalid(format!(
-            "stream event is not the documented JSON ({e}): {}",
-            snippet(event.data.as_bytes())
-        ))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,8 @@
 
 mod anthropic;
 mod convert;
+#[cfg(test)]
+pub(crate) mod fixtures;
 mod format;
 mod gemini;
 mod history;

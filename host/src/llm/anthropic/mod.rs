@@ -20,6 +20,8 @@
 mod stream;
 mod wire;
 
+use serde::Serialize;
+
 use super::format::{HttpProvider, WireFormat};
 use super::http::{HttpClient, HttpConfig};
 use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, ToolCall};
@@ -86,7 +88,6 @@ pub struct Messages {
 }
 
 impl WireFormat for Messages {
-    type Body<'a> = wire::MessagesRequest<'a>;
     type Response = wire::MessagesResponse;
     type Stream = stream::Assembly;
 
@@ -96,19 +97,8 @@ impl WireFormat for Messages {
         "v1/messages".to_owned()
     }
 
-    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a> {
-        wire::MessagesRequest::new(
-            &self.model,
-            self.max_tokens,
-            request.messages,
-            request.tools,
-            request.tool_choice,
-            request.stream,
-        )
-    }
-
-    fn decode(&self, response: wire::MessagesResponse) -> Result<ChatResponse, String> {
-        Ok(response.into())
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a {
+        wire::MessagesRequest::new(self, request)
     }
 }
 
@@ -141,8 +131,9 @@ impl From<wire::MessagesResponse> for ChatResponse {
 mod tests {
     use serde_json::json;
 
-    use super::wire::MessagesRequest;
-    use crate::llm::{AssistantMessage, Message, ToolCall, ToolChoice, ToolResult};
+    use super::Messages;
+    use crate::llm::format::WireFormat;
+    use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
 
     #[test]
     fn results_merge_first_into_the_next_user_message() {
@@ -173,8 +164,18 @@ mod tests {
             result("b", true),
             Message::system("and polite"),
         ];
-        let body = MessagesRequest::new("m", 10, &messages, &[], ToolChoice::None, false);
-        let value = serde_json::to_value(&body).expect("serializes");
+        let format = Messages {
+            model: "m".into(),
+            max_tokens: 10,
+        };
+        let request = ChatRequest {
+            messages: &messages,
+            tools: &[],
+            tool_choice: ToolChoice::None,
+            stream: false,
+            on_text: None,
+        };
+        let value = serde_json::to_value(format.encode(&request)).expect("serializes");
         assert_eq!(
             value,
             json!({

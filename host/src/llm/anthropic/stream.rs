@@ -3,10 +3,10 @@
 use std::collections::BTreeMap;
 
 use super::wire::{self, BlockDelta, ResponseBlock, StreamEvent};
-use crate::llm::format::StreamAssembly;
-use crate::llm::http::{HttpClient, parse_event};
+use crate::llm::format::{StreamAssembly, StreamContext, emit};
+use crate::llm::http::HttpClient;
 use crate::llm::sse::SseEvent;
-use crate::llm::{AssistantMessage, ChatResponse, LlmError, TextSink, ToolCall, Usage};
+use crate::llm::{AssistantMessage, ChatResponse, LlmError, ToolCall, Usage};
 
 #[derive(Debug)]
 enum Block {
@@ -32,13 +32,8 @@ pub struct Assembly {
 }
 
 impl StreamAssembly for Assembly {
-    fn apply(
-        &mut self,
-        http: &HttpClient,
-        event: &SseEvent,
-        on_text: Option<TextSink<'_>>,
-    ) -> Result<bool, LlmError> {
-        match parse_event::<StreamEvent>(http, event)? {
+    fn apply(&mut self, event: &SseEvent, cx: &StreamContext<'_>) -> Result<bool, LlmError> {
+        match cx.parse::<StreamEvent>(event)? {
             StreamEvent::MessageStart { message } => self.usage = message.usage.to_usage(),
             StreamEvent::ContentBlockStart {
                 index,
@@ -46,7 +41,7 @@ impl StreamAssembly for Assembly {
             } => {
                 let block = match content_block {
                     ResponseBlock::Text { text } => {
-                        emit(on_text, &text);
+                        emit(cx.on_text, &text);
                         Block::Text(text)
                     }
                     ResponseBlock::ToolUse { id, name, input } => Block::ToolUse {
@@ -62,7 +57,7 @@ impl StreamAssembly for Assembly {
             StreamEvent::ContentBlockDelta { index, delta } => {
                 match (self.blocks.get_mut(&index), delta) {
                     (Some(Block::Text(text)), BlockDelta::TextDelta { text: piece }) => {
-                        emit(on_text, &piece);
+                        emit(cx.on_text, &piece);
                         text.push_str(&piece);
                     }
                     (
@@ -72,7 +67,7 @@ impl StreamAssembly for Assembly {
                         json.push_str(&partial_json);
                     }
                     (None, _) => {
-                        return Err(http.invalid(format!(
+                        return Err(cx.http.invalid(format!(
                             "content_block_delta for block {index}, which never started"
                         )));
                     }
@@ -99,7 +94,7 @@ impl StreamAssembly for Assembly {
                 return Ok(true);
             }
             StreamEvent::Error { error } => {
-                return Err(http.interrupted(format!(
+                return Err(cx.http.interrupted(format!(
                     "the provider sent an error event: {}: {}",
                     error.kind, error.message
                 )));
@@ -146,13 +141,5 @@ impl StreamAssembly for Assembly {
             finish_reason: wire::finish_reason(self.stop_reason.as_deref()),
             usage: self.usage,
         })
-    }
-}
-
-fn emit(on_text: Option<TextSink<'_>>, text: &str) {
-    if let Some(sink) = on_text
-        && !text.is_empty()
-    {
-        sink(text);
     }
 }

@@ -3,9 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::Messages;
 use crate::llm::convert::arguments_object;
-use crate::llm::{FinishReason, Message, ToolChoice, Usage};
-use crate::tools::ToolSpec;
+use crate::llm::{ChatRequest, FinishReason, Message, Usage};
 
 #[derive(Debug, Serialize)]
 pub struct MessagesRequest<'a> {
@@ -62,17 +62,10 @@ impl<'a> MessagesRequest<'a> {
     /// of a turn are "first in the very next user message" even when the
     /// loop appended a user message after them. Empty messages are skipped:
     /// the API rejects empty text blocks.
-    pub(super) fn new(
-        model: &'a str,
-        max_tokens: u32,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-        tool_choice: ToolChoice,
-        stream: bool,
-    ) -> Self {
+    pub(super) fn new(format: &'a Messages, request: &ChatRequest<'a>) -> Self {
         let mut system: Vec<&str> = Vec::new();
         let mut out: Vec<WireMessage<'a>> = Vec::new();
-        for message in messages {
+        for message in request.messages {
             match message {
                 Message::System { content } => system.push(content),
                 Message::User { content } => {
@@ -107,7 +100,8 @@ impl<'a> MessagesRequest<'a> {
                 }
             }
         }
-        let tools: Vec<Tool<'a>> = tools
+        let tools: Vec<Tool<'a>> = request
+            .tools
             .iter()
             .map(|spec| Tool {
                 name: &spec.name,
@@ -115,18 +109,16 @@ impl<'a> MessagesRequest<'a> {
                 input_schema: &spec.input_schema,
             })
             .collect();
-        let tool_choice = match tool_choice {
-            ToolChoice::None if !tools.is_empty() => Some(json!({"type": "none"})),
-            _ => None,
-        };
         Self {
-            model,
-            max_tokens,
+            model: &format.model,
+            max_tokens: format.max_tokens,
             system: system.join("\n\n"),
             messages: out,
             tools,
-            tool_choice,
-            stream,
+            tool_choice: request
+                .forbids_tool_calls()
+                .then(|| json!({"type": "none"})),
+            stream: request.stream,
         }
     }
 }
@@ -162,13 +154,11 @@ fn push<'a>(
     }
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct MessagesResponse {
-    #[serde(default)]
     pub(super) content: Vec<ResponseBlock>,
-    #[serde(default)]
     pub(super) stop_reason: Option<String>,
-    #[serde(default)]
     pub(super) usage: WireUsage,
 }
 
@@ -192,14 +182,11 @@ pub(super) enum ResponseBlock {
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct WireUsage {
-    #[serde(default)]
     pub(super) input_tokens: Option<u64>,
-    #[serde(default)]
     pub(super) cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
     pub(super) cache_read_input_tokens: Option<u64>,
-    #[serde(default)]
     pub(super) output_tokens: Option<u64>,
 }
 
@@ -250,9 +237,9 @@ pub(super) enum StreamEvent {
     Other,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct StartMessage {
-    #[serde(default)]
     pub(super) usage: WireUsage,
 }
 
@@ -269,17 +256,17 @@ pub(super) enum BlockDelta {
     Other,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct MessageDeltaBody {
-    #[serde(default)]
     pub(super) stop_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct ErrorBody {
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub(super) kind: String,
-    #[serde(default)]
     pub(super) message: String,
 }
 

@@ -29,8 +29,10 @@
 mod schema;
 mod wire;
 
-use super::format::{HttpProvider, StreamAssembly, WireFormat};
-use super::http::{HttpClient, HttpConfig, parse_event, snippet};
+use serde::Serialize;
+
+use super::format::{HttpProvider, StreamAssembly, StreamContext, WireFormat, emit};
+use super::http::{HttpClient, HttpConfig, snippet};
 use super::sse::SseEvent;
 use super::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, TextSink, ToolCall, Usage,
@@ -96,7 +98,6 @@ pub struct GenerateContent {
 }
 
 impl WireFormat for GenerateContent {
-    type Body<'a> = wire::GenerateContentRequest;
     type Response = wire::GenerateContentResponse;
     type Stream = Assembly;
 
@@ -110,16 +111,15 @@ impl WireFormat for GenerateContent {
         }
     }
 
-    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a> {
-        wire::GenerateContentRequest::new(
-            request.messages,
-            request.tools,
-            request.tool_choice,
-            self.max_tokens,
-        )
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a {
+        wire::GenerateContentRequest::new(self, request)
     }
+}
 
-    fn decode(&self, response: wire::GenerateContentResponse) -> Result<ChatResponse, String> {
+impl TryFrom<wire::GenerateContentResponse> for ChatResponse {
+    type Error = String;
+
+    fn try_from(response: wire::GenerateContentResponse) -> Result<Self, String> {
         let feedback = response.prompt_feedback.clone();
         let mut assembly = Assembly::default();
         assembly.take(response, None);
@@ -145,7 +145,10 @@ pub struct Assembly {
 impl Assembly {
     fn take(&mut self, response: wire::GenerateContentResponse, on_text: Option<TextSink<'_>>) {
         if let Some(usage) = response.usage_metadata {
-            self.usage = usage.into();
+            self.usage = Usage {
+                input_tokens: usage.prompt_token_count,
+                output_tokens: usage.candidates_token_count + usage.thoughts_token_count,
+            };
         }
         let Some(candidate) = response.candidates.into_iter().next() else {
             return;
@@ -163,10 +166,8 @@ impl Assembly {
                     },
                     signature: part.thought_signature,
                 });
-            } else if let Some(text) = part.text.filter(|t| !t.is_empty() && !part.thought) {
-                if let Some(sink) = on_text {
-                    sink(&text);
-                }
+            } else if let Some(text) = part.text.filter(|_| !part.thought) {
+                emit(on_text, &text);
                 self.text.push_str(&text);
             }
         }
@@ -192,22 +193,19 @@ impl Assembly {
 }
 
 impl StreamAssembly for Assembly {
-    fn apply(
-        &mut self,
-        http: &HttpClient,
-        event: &SseEvent,
-        on_text: Option<TextSink<'_>>,
-    ) -> Result<bool, LlmError> {
-        let chunk: serde_json::Value = parse_event(http, event)?;
+    fn apply(&mut self, event: &SseEvent, cx: &StreamContext<'_>) -> Result<bool, LlmError> {
+        let chunk: serde_json::Value = cx.parse(event)?;
         if chunk.get("error").is_some() {
-            return Err(http.interrupted(format!(
+            return Err(cx.http.interrupted(format!(
                 "the provider sent an error mid-stream: {}",
                 snippet(chunk.to_string().as_bytes())
             )));
         }
-        let chunk: wire::GenerateContentResponse = serde_json::from_value(chunk)
-            .map_err(|e| http.invalid(format!("stream chunk is not the documented JSON: {e}")))?;
-        self.take(chunk, on_text);
+        let chunk: wire::GenerateContentResponse = serde_json::from_value(chunk).map_err(|e| {
+            cx.http
+                .invalid(format!("stream chunk is not the documented JSON: {e}"))
+        })?;
+        self.take(chunk, cx.on_text);
         Ok(false)
     }
 
@@ -226,8 +224,10 @@ impl StreamAssembly for Assembly {
 mod tests {
     use serde_json::json;
 
-    use super::wire::{GenerateContentRequest, response_object};
-    use crate::llm::{AssistantMessage, Message, ToolCall, ToolChoice, ToolResult};
+    use super::GenerateContent;
+    use super::wire::response_object;
+    use crate::llm::format::WireFormat;
+    use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
 
     fn result(content: &str, is_error: bool) -> ToolResult {
         ToolResult {
@@ -274,13 +274,18 @@ mod tests {
             }),
             Message::Tool(result("1", false)),
         ];
-        let body = serde_json::to_value(GenerateContentRequest::new(
-            &messages,
-            &[],
-            ToolChoice::Auto,
-            None,
-        ))
-        .expect("json");
+        let format = GenerateContent {
+            model: "m".into(),
+            max_tokens: None,
+        };
+        let request = ChatRequest {
+            messages: &messages,
+            tools: &[],
+            tool_choice: ToolChoice::Auto,
+            stream: false,
+            on_text: None,
+        };
+        let body = serde_json::to_value(format.encode(&request)).expect("json");
         assert_eq!(
             body["contents"],
             json!([

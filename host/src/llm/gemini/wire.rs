@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::GenerateContent;
 use super::schema::sanitize;
-use crate::llm::convert::arguments_object;
-use crate::llm::{FinishReason, Message, ToolChoice, ToolResult, Usage};
-use crate::tools::ToolSpec;
+use crate::llm::convert::{FunctionDeclaration, arguments_object};
+use crate::llm::{ChatRequest, FinishReason, Message, ToolResult};
 
 /// The prefix of the ids this module makes up for calls without one. Such
 /// ids are never sent to Gemini, which did not issue them.
@@ -77,15 +77,10 @@ impl GenerateContentRequest {
     /// model's turns have role `model`; consecutive messages of one role
     /// merge, and in a user turn every `functionResponse` part comes first,
     /// so all results of a turn travel together in the next user turn.
-    pub(super) fn new(
-        messages: &[Message],
-        tools: &[ToolSpec],
-        tool_choice: ToolChoice,
-        max_tokens: Option<u32>,
-    ) -> Self {
+    pub(super) fn new(format: &GenerateContent, request: &ChatRequest<'_>) -> Self {
         let mut system = Vec::new();
         let mut contents: Vec<Content> = Vec::new();
-        for message in messages {
+        for message in request.messages {
             match message {
                 Message::System { content } => system.push(content.as_str()),
                 Message::User { content } if content.is_empty() => {}
@@ -120,15 +115,10 @@ impl GenerateContentRequest {
                 }
             }
         }
-        let declarations: Vec<Value> = tools
+        let declarations: Vec<_> = request
+            .tools
             .iter()
-            .map(|spec| {
-                json!({
-                    "name": spec.name,
-                    "description": spec.description,
-                    "parameters": sanitize(&spec.input_schema),
-                })
-            })
+            .map(|spec| FunctionDeclaration::new(spec, sanitize(&spec.input_schema)))
             .collect();
         let has_tools = !declarations.is_empty();
         Self {
@@ -142,9 +132,10 @@ impl GenerateContentRequest {
             } else {
                 Vec::new()
             },
-            tool_config: (has_tools && tool_choice == ToolChoice::None)
+            tool_config: request
+                .forbids_tool_calls()
                 .then(|| json!({"functionCallingConfig": {"mode": "NONE"}})),
-            generation_config: max_tokens.map(|n| json!({"maxOutputTokens": n})),
+            generation_config: format.max_tokens.map(|n| json!({"maxOutputTokens": n})),
         }
     }
 }
@@ -195,43 +186,26 @@ pub(super) fn response_object(result: &ToolResult) -> Value {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub struct GenerateContentResponse {
-    #[serde(default)]
     pub(super) candidates: Vec<Candidate>,
-    #[serde(default)]
     pub(super) usage_metadata: Option<UsageMetadata>,
-    #[serde(default)]
     pub(super) prompt_feedback: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub(super) struct Candidate {
-    #[serde(default)]
     pub(super) content: Content,
-    #[serde(default)]
     pub(super) finish_reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 pub(super) struct UsageMetadata {
-    #[serde(default)]
     pub(super) prompt_token_count: u64,
-    #[serde(default)]
     pub(super) candidates_token_count: u64,
-    #[serde(default)]
     pub(super) thoughts_token_count: u64,
-}
-
-impl From<UsageMetadata> for Usage {
-    fn from(usage: UsageMetadata) -> Self {
-        Self {
-            input_tokens: usage.prompt_token_count,
-            output_tokens: usage.candidates_token_count + usage.thoughts_token_count,
-        }
-    }
 }
 
 /// The neutral finish reason for Gemini's `finishReason`.

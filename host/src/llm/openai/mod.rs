@@ -21,6 +21,8 @@
 mod stream;
 mod wire;
 
+use serde::Serialize;
+
 use super::format::{HttpProvider, WireFormat};
 use super::http::{HttpClient, HttpConfig, OfficialHost, official_host};
 use super::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, ToolCall, Usage};
@@ -96,30 +98,15 @@ pub struct ChatCompletions {
 }
 
 impl WireFormat for ChatCompletions {
-    type Body<'a> = wire::ChatCompletionRequest<'a>;
     type Response = wire::ChatCompletion;
     type Stream = stream::Assembly;
-
-    const ID_PREFIX: &'static str = "call";
 
     fn endpoint(&self, _stream: bool) -> String {
         "chat/completions".to_owned()
     }
 
-    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> Self::Body<'a> {
-        wire::ChatCompletionRequest::new(
-            &self.model,
-            request.messages,
-            request.tools,
-            request.tool_choice,
-            request.stream,
-            self.send_reasoning,
-            self.max_tokens,
-        )
-    }
-
-    fn decode(&self, response: wire::ChatCompletion) -> Result<ChatResponse, String> {
-        ChatResponse::try_from(response)
+    fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a {
+        wire::ChatCompletionRequest::new(self, request)
     }
 }
 

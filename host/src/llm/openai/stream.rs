@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use super::wire::{self, ChatCompletionChunk};
-use crate::llm::format::StreamAssembly;
-use crate::llm::http::{HttpClient, parse_event, snippet};
+use crate::llm::format::{StreamAssembly, StreamContext, emit};
+use crate::llm::http::{HttpClient, snippet};
 use crate::llm::sse::SseEvent;
 use crate::llm::{AssistantMessage, ChatResponse, LlmError, TextSink, ToolCall, Usage};
 
@@ -40,10 +40,8 @@ impl Assembly {
         }
         for choice in chunk.choices {
             let delta = choice.delta;
-            if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                if let Some(sink) = on_text {
-                    sink(&text);
-                }
+            if let Some(text) = delta.content {
+                emit(on_text, &text);
                 self.content.push_str(&text);
             }
             if let Some(reasoning) = delta.reasoning_content {
@@ -93,23 +91,18 @@ impl Assembly {
 }
 
 impl StreamAssembly for Assembly {
-    fn apply(
-        &mut self,
-        http: &HttpClient,
-        event: &SseEvent,
-        on_text: Option<TextSink<'_>>,
-    ) -> Result<bool, LlmError> {
+    fn apply(&mut self, event: &SseEvent, cx: &StreamContext<'_>) -> Result<bool, LlmError> {
         if event.data.trim() == "[DONE]" {
             return Ok(true);
         }
-        let chunk: ChatCompletionChunk = parse_event(http, event)?;
+        let chunk: ChatCompletionChunk = cx.parse(event)?;
         if let Some(error) = &chunk.error {
-            return Err(http.interrupted(format!(
+            return Err(cx.http.interrupted(format!(
                 "the server reported an error mid-stream: {}",
                 snippet(error.to_string().as_bytes())
             )));
         }
-        self.take(chunk, on_text);
+        self.take(chunk, cx.on_text);
         Ok(false)
     }
 
@@ -163,6 +156,7 @@ mod tests {
             r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"b","function":{"name":"mul","arguments":"{\"x\""}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":":2}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":1}]}}]}"#,
             r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"neg","arguments":"{}"}}]}}]}"#,
             r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}],"timings":{"n":1}}"#,
             r#"{"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7}}"#,

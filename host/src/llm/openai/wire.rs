@@ -4,8 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::llm::{AssistantMessage, FinishReason, Message, ToolChoice, Usage};
-use crate::tools::ToolSpec;
+use super::ChatCompletions;
+use crate::llm::convert::FunctionDeclaration;
+use crate::llm::{AssistantMessage, ChatRequest, FinishReason, Message, Usage};
 
 #[derive(Debug, Serialize)]
 pub struct ChatCompletionRequest<'a> {
@@ -69,62 +70,40 @@ pub(super) struct FunctionCall<'a> {
 pub(super) struct Tool<'a> {
     #[serde(rename = "type")]
     pub(super) kind: &'static str,
-    pub(super) function: FunctionDef<'a>,
-}
-
-#[derive(Debug, Serialize)]
-pub(super) struct FunctionDef<'a> {
-    pub(super) name: &'a str,
-    pub(super) description: &'a str,
-    pub(super) parameters: &'a Value,
+    pub(super) function: FunctionDeclaration<'a, &'a Value>,
 }
 
 impl<'a> ChatCompletionRequest<'a> {
-    pub(super) fn new(
-        model: &'a str,
-        messages: &'a [Message],
-        tools: &'a [ToolSpec],
-        tool_choice: ToolChoice,
-        stream: bool,
-        send_reasoning: bool,
-        max_tokens: Option<u32>,
-    ) -> Self {
-        let messages = messages
+    pub(super) fn new(format: &'a ChatCompletions, request: &ChatRequest<'a>) -> Self {
+        let messages = request
+            .messages
             .iter()
             .map(|message| match message {
                 Message::System { content } => ChatMessage::System { content },
                 Message::User { content } => ChatMessage::User { content },
-                Message::Assistant(a) => assistant(a, send_reasoning),
+                Message::Assistant(a) => assistant(a, format.send_reasoning),
                 Message::Tool(result) => ChatMessage::Tool {
                     tool_call_id: &result.tool_call_id,
                     content: &result.content,
                 },
             })
             .collect();
-        let tools: Vec<Tool<'a>> = tools
+        let tools: Vec<Tool<'a>> = request
+            .tools
             .iter()
             .map(|spec| Tool {
                 kind: "function",
-                function: FunctionDef {
-                    name: &spec.name,
-                    description: &spec.description,
-                    parameters: &spec.input_schema,
-                },
+                function: FunctionDeclaration::new(spec, &spec.input_schema),
             })
             .collect();
-        // `tool_choice` without `tools` is a 400, and "auto" is the default.
-        let tool_choice = match tool_choice {
-            ToolChoice::None if !tools.is_empty() => Some("none"),
-            _ => None,
-        };
         Self {
-            model,
+            model: &format.model,
             messages,
             tools,
-            tool_choice,
-            max_tokens,
-            stream,
-            stream_options: stream.then_some(StreamOptions {
+            tool_choice: request.forbids_tool_calls().then_some("none"),
+            max_tokens: format.max_tokens,
+            stream: request.stream,
+            stream_options: request.stream.then_some(StreamOptions {
                 include_usage: true,
             }),
         }
@@ -159,37 +138,55 @@ fn assistant(message: &AssistantMessage, send_reasoning: bool) -> ChatMessage<'_
     }
 }
 
+/// A whole answer (`chat.completion`, with [`Choice`]s) or a streamed chunk
+/// (`chat.completion.chunk`, with [`ChunkChoice`]s).
 #[derive(Debug, Deserialize)]
-pub struct ChatCompletion {
+#[serde(bound = "C: Deserialize<'de>")]
+pub struct Completion<C> {
     #[serde(default)]
-    pub(super) choices: Vec<Choice>,
-    #[serde(default)]
+    pub(super) choices: Vec<C>,
     pub(super) usage: Option<WireUsage>,
+    /// Some servers report a failure inside a stream.
+    pub(super) error: Option<Value>,
 }
 
+pub type ChatCompletion = Completion<Choice>;
+pub(super) type ChatCompletionChunk = Completion<ChunkChoice>;
+
 #[derive(Debug, Deserialize)]
-pub(super) struct Choice {
-    pub(super) message: ResponseMessage,
-    #[serde(default)]
+pub struct Choice {
+    pub(super) message: AnswerMessage<AnswerToolCall<ResponseFunction>>,
     pub(super) finish_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-pub(super) struct ResponseMessage {
-    #[serde(default)]
-    pub(super) content: Option<String>,
-    #[serde(default)]
-    pub(super) reasoning_content: Option<String>,
-    #[serde(default)]
-    pub(super) tool_calls: Vec<ResponseToolCall>,
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct ChunkChoice {
+    pub(super) delta: AnswerMessage<DeltaToolCall>,
+    pub(super) finish_reason: Option<String>,
 }
 
-#[derive(Debug, Deserialize)]
-pub(super) struct ResponseToolCall {
+/// The assistant's message, whole (`choices[].message`) or a piece of it in
+/// a stream (`choices[].delta`, with tool call fragments).
+#[derive(Debug, Default, Deserialize)]
+#[serde(bound = "C: Deserialize<'de>")]
+pub(super) struct AnswerMessage<C> {
+    pub(super) content: Option<String>,
+    pub(super) reasoning_content: Option<String>,
     #[serde(default)]
-    pub(super) id: Option<String>,
-    pub(super) function: ResponseFunction,
+    pub(super) tool_calls: Vec<C>,
 }
+
+/// A tool call, whole (`F` = [`ResponseFunction`]) or a fragment of one
+/// (`F` = `Option<`[`DeltaFunction`]`>`); only a fragment has an `index`.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct AnswerToolCall<F> {
+    pub(super) index: Option<usize>,
+    pub(super) id: Option<String>,
+    pub(super) function: F,
+}
+
+pub(super) type DeltaToolCall = AnswerToolCall<Option<DeltaFunction>>;
 
 #[derive(Debug, Deserialize)]
 pub(super) struct ResponseFunction {
@@ -199,11 +196,17 @@ pub(super) struct ResponseFunction {
     pub(super) arguments: Value,
 }
 
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct DeltaFunction {
+    pub(super) name: Option<String>,
+    pub(super) arguments: Option<Value>,
+}
+
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default)]
 pub(super) struct WireUsage {
-    #[serde(default)]
     pub(super) prompt_tokens: u64,
-    #[serde(default)]
     pub(super) completion_tokens: u64,
 }
 
@@ -214,54 +217,6 @@ impl From<WireUsage> for Usage {
             output_tokens: usage.completion_tokens,
         }
     }
-}
-
-/// A streamed chunk (`chat.completion.chunk`).
-#[derive(Debug, Deserialize)]
-pub(super) struct ChatCompletionChunk {
-    #[serde(default)]
-    pub(super) choices: Vec<ChunkChoice>,
-    #[serde(default)]
-    pub(super) usage: Option<WireUsage>,
-    /// Some servers report a failure inside the stream.
-    #[serde(default)]
-    pub(super) error: Option<Value>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct ChunkChoice {
-    #[serde(default)]
-    pub(super) delta: Delta,
-    #[serde(default)]
-    pub(super) finish_reason: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct Delta {
-    #[serde(default)]
-    pub(super) content: Option<String>,
-    #[serde(default)]
-    pub(super) reasoning_content: Option<String>,
-    #[serde(default)]
-    pub(super) tool_calls: Vec<DeltaToolCall>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct DeltaToolCall {
-    #[serde(default)]
-    pub(super) index: Option<usize>,
-    #[serde(default)]
-    pub(super) id: Option<String>,
-    #[serde(default)]
-    pub(super) function: Option<DeltaFunction>,
-}
-
-#[derive(Debug, Deserialize)]
-pub(super) struct DeltaFunction {
-    #[serde(default)]
-    pub(super) name: Option<String>,
-    #[serde(default)]
-    pub(super) arguments: Option<Value>,
 }
 
 /// The argument text: a string as it is, anything else as its JSON.

@@ -57,46 +57,13 @@ pub fn strict_provider_accepts(messages: &[Message]) -> Result<(), String> {
     Ok(())
 }
 
+/// The oracle judges the same histories as `check_messages`' own tests,
+/// by its own reading.
 #[test]
 fn the_oracle_rejects_what_providers_reject() {
-    use crate::llm::ToolResult;
-    let call = |id: &str| ToolCall {
-        id: id.into(),
-        name: "t".into(),
-        arguments: "{}".into(),
-        signature: None,
-    };
-    let ask = |ids: &[&str]| {
-        Message::Assistant(AssistantMessage {
-            tool_calls: ids.iter().map(|id| call(id)).collect(),
-            ..AssistantMessage::default()
-        })
-    };
-    let answer = |id: &str| {
-        Message::Tool(ToolResult {
-            tool_call_id: id.into(),
-            name: "t".into(),
-            content: "ok".into(),
-            is_error: false,
-        })
-    };
-    let good = [
-        Message::user("q"),
-        ask(&["a", "b"]),
-        answer("b"),
-        answer("a"),
-        ask(&["a"]),
-        answer("a"),
-    ];
-    assert_eq!(strict_provider_accepts(&good), Ok(()));
-    for bad in [
-        vec![ask(&["a", "a"]), answer("a"), answer("a")],
-        vec![ask(&["a", "b"]), answer("a")],
-        vec![ask(&["a"]), Message::user("x"), answer("a")],
-        vec![ask(&["a"]), answer("a"), answer("a")],
-        vec![ask(&["a"]), answer("b")],
-        vec![Message::user("x"), answer("a")],
-    ] {
+    use crate::llm::fixtures::{invalid_histories, valid_history};
+    assert_eq!(strict_provider_accepts(&valid_history()), Ok(()));
+    for (bad, _) in invalid_histories() {
         assert!(strict_provider_accepts(&bad).is_err(), "{bad:?}");
     }
 }
