@@ -30,6 +30,8 @@ pub(crate) struct Inner {
     limits: Limits,
     permissions: Permissions,
     spares: Spares,
+    /// Instance slots one instance of this component takes.
+    slots: u32,
 }
 
 /// Fresh instances made ahead of time, off the caller's path.
@@ -94,6 +96,7 @@ impl Guest {
         limits: Limits,
         permissions: Permissions,
         spares: usize,
+        slots: u32,
     ) -> Self {
         Self {
             inner: Arc::new(Inner {
@@ -109,6 +112,7 @@ impl Guest {
                     working: AtomicBool::new(false),
                     failing: AtomicBool::new(false),
                 },
+                slots,
             }),
         }
     }
@@ -130,8 +134,9 @@ impl Guest {
 }
 
 impl Inner {
-    /// An instance slot for a new store: waited for (bounded by the call's
-    /// deadline) or taken only if free.
+    /// The instance slots for a new store (as many as one instance of this
+    /// component takes): waited for, bounded by the call's deadline, or
+    /// taken only if free.
     async fn slot(&self, how: Slot) -> Result<OwnedSemaphorePermit, ToolError> {
         let slots = Arc::clone(&self.sandbox.inner.slots);
         let busy = || {
@@ -143,11 +148,12 @@ impl Inner {
                 ),
             )
         };
+        let n = self.slots;
         match how {
-            Slot::IfFree => slots.try_acquire_owned().map_err(|_| busy()),
-            Slot::Wait => match slots.clone().try_acquire_owned() {
+            Slot::IfFree => slots.try_acquire_many_owned(n).map_err(|_| busy()),
+            Slot::Wait => match slots.clone().try_acquire_many_owned(n) {
                 Ok(permit) => Ok(permit),
-                Err(_) => tokio::time::timeout(self.limits.timeout, slots.acquire_owned())
+                Err(_) => tokio::time::timeout(self.limits.timeout, slots.acquire_many_owned(n))
                     .await
                     .map_err(|_| busy())?
                     .map_err(|_| busy()),

@@ -75,7 +75,9 @@ pub(crate) struct SandboxConfig {
     /// Where compiled components are cached. `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
     /// Instance slots in the pooling allocator: the most calls running at
-    /// once plus live stateful sessions. Default 1000.
+    /// once plus live stateful sessions and spare instances. An instance
+    /// whose component defines more than 2 memories or 4 tables takes
+    /// several slots. Default 1000.
     pub max_instances: u32,
     /// The largest memory cap any plugin may have (the pool's slot size).
     pub max_memory_bytes: u64,
@@ -119,6 +121,28 @@ pub enum SandboxError {
     World(String),
 }
 
+/// What one instance slot of the pool holds. A component that defines more
+/// memories or tables per instance takes more than one slot per instance
+/// ([`slots_per_instance`]), so the slot permits account for the pool
+/// exactly and a call never meets a full pool while holding its permits.
+const MEMORIES_PER_SLOT: u32 = 2;
+const TABLES_PER_SLOT: u32 = 4;
+/// Core instances are only counted (no memory is reserved for them), so the
+/// pool allows many per slot rather than weighing components by them, which
+/// wasmtime does not report.
+const CORE_INSTANCES_PER_SLOT: u32 = 32;
+
+/// How many instance slots one instance of `component` takes.
+fn slots_per_instance(component: &Component) -> u32 {
+    component.resources_required().map_or(1, |needs| {
+        needs
+            .num_memories
+            .div_ceil(MEMORIES_PER_SLOT)
+            .max(needs.num_tables.div_ceil(TABLES_PER_SLOT))
+            .max(1)
+    })
+}
+
 /// The name and manifest values a plugin's host imports answer with.
 #[derive(Debug)]
 pub(crate) struct PluginIdentity {
@@ -152,6 +176,7 @@ struct Inner {
     /// is made only with a permit, held until the store is dropped, so a
     /// call waits for a slot instead of failing when the pool is full.
     slots: Arc<tokio::sync::Semaphore>,
+    max_instances: u32,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -171,13 +196,19 @@ impl Sandbox {
     pub fn new(config: &SandboxConfig) -> Result<Self, SandboxError> {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(config.max_instances)
-            .total_core_instances(config.max_instances.saturating_mul(4))
-            .total_memories(config.max_instances.saturating_mul(2))
-            .total_tables(config.max_instances.saturating_mul(4))
+            .total_core_instances(config.max_instances.saturating_mul(CORE_INSTANCES_PER_SLOT))
+            .total_memories(config.max_instances.saturating_mul(MEMORIES_PER_SLOT))
+            .total_tables(config.max_instances.saturating_mul(TABLES_PER_SLOT))
             .total_stacks(config.max_instances)
             .max_memory_size(usize::try_from(config.max_memory_bytes).unwrap_or(usize::MAX))
-            // Batching decommits halves the cost of a fresh instance per call.
-            .decommit_batch_size(32)
+            // A store's memories and tables go back to the pool when the
+            // store drops, before its slot permits do: the permits are what
+            // callers wait on, so a caller holding them must find the pool
+            // room. Batched decommits would park freed slots in a queue that
+            // another thread may be flushing at that moment, and the
+            // allocation would fail with the permits in hand. Spare
+            // instances keep the (now unbatched) decommits off the call path.
+            .decommit_batch_size(1)
             // A fresh instance per call mostly pays page faults on the pages
             // the call touches. With PAGEMAP_SCAN (Linux 6.7+) wasmtime finds
             // the pages a call dirtied and resets just those with memset, up
@@ -211,6 +242,7 @@ impl Sandbox {
                 cache,
                 watchdog,
                 slots: Arc::new(tokio::sync::Semaphore::new(config.max_instances as usize)),
+                max_instances: config.max_instances,
             }),
         })
     }
@@ -279,6 +311,13 @@ impl Sandbox {
             .map_err(|e| SandboxError::World(format!("{e:#}")))?;
         let pre =
             bindings::PluginPre::new(pre).map_err(|e| SandboxError::World(format!("{e:#}")))?;
+        let slots = slots_per_instance(component);
+        if slots > self.inner.max_instances {
+            return Err(SandboxError::Config(format!(
+                "one instance of this component takes {slots} instance slots (its memories and tables), more than `max_instances` = {}; raise `max_instances`",
+                self.inner.max_instances
+            )));
+        }
         Ok(Guest::new(
             self.clone(),
             pre,
@@ -286,6 +325,7 @@ impl Sandbox {
             limits,
             permissions,
             spares,
+            slots,
         ))
     }
 }

@@ -8,8 +8,17 @@
 //! the clock with its own deadline, so a bump meant for another call costs
 //! one clock read. While calls are running the thread also bumps every
 //! [`YIELD_TICK`], so long-running guests yield their executor thread.
+//!
+//! Every call arms and disarms a deadline, so on a many-core host this is
+//! the one structure all callers touch. Deadlines therefore live in shards
+//! (a thread keeps to its own), the thread's next wake-up is an atomic that
+//! callers read without a lock, and a caller takes the thread's lock only
+//! when its deadline comes before that wake-up (rare: deadlines are
+//! seconds away and the thread wakes every tick while calls run).
 
+use std::cell::Cell;
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -17,26 +26,68 @@ use std::time::{Duration, Instant};
 /// How often running guests yield to the async executor.
 const YIELD_TICK: Duration = Duration::from_millis(10);
 
+/// `wake_at` while the thread scans the shards: a caller that reads it
+/// wakes the thread, since the scan may have passed its shard already.
+const SCANNING: u64 = 0;
+/// `wake_at` while no call is running: the thread waits for work.
+const IDLE: u64 = u64::MAX;
+
+/// One shard of armed deadlines, on a cache line of its own.
+#[repr(align(128))]
 #[derive(Default)]
-struct State {
-    /// Armed deadlines, each with a unique id so equal instants coexist.
-    deadlines: BTreeSet<(Instant, u64)>,
+struct Shard {
+    deadlines: Mutex<Deadlines>,
+}
+
+#[derive(Default)]
+struct Deadlines {
+    /// Armed deadlines, each with an id unique in its shard so equal
+    /// instants coexist.
+    set: BTreeSet<(Instant, u64)>,
     next_id: u64,
-    /// When the thread will wake by itself; `None` while it waits for work.
-    wake_at: Option<Instant>,
-    shutdown: bool,
 }
 
 struct Shared {
-    state: Mutex<State>,
+    shards: Box<[Shard]>,
+    /// When the thread wakes by itself, in nanoseconds after `base` (plus
+    /// one, so that it is never [`SCANNING`]); or [`SCANNING`] or [`IDLE`].
+    wake_at: AtomicU64,
+    base: Instant,
+    /// Held by the thread except while it waits, so a caller that takes it
+    /// before notifying knows the thread is waiting and hears it. `true`
+    /// once the watchdog shuts down.
+    control: Mutex<bool>,
     wake: Condvar,
 }
 
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The locks guard plain data; a panic elsewhere leaves it consistent.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // The lock guards plain data; a panic elsewhere leaves it consistent.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    fn nanos(&self, at: Instant) -> u64 {
+        u64::try_from(at.saturating_duration_since(self.base).as_nanos())
+            .unwrap_or(IDLE - 1)
+            .saturating_add(1)
+            .min(IDLE - 1)
     }
+}
+
+/// This thread's shard: threads are dealt shards round-robin on first use.
+fn shard_index(shards: usize) -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static MINE: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+    MINE.with(|mine| {
+        let index = mine.get().unwrap_or_else(|| {
+            let index = NEXT.fetch_add(1, Ordering::Relaxed);
+            mine.set(Some(index));
+            index
+        });
+        index % shards
+    })
 }
 
 pub(crate) struct Watchdog {
@@ -46,8 +97,12 @@ pub(crate) struct Watchdog {
 
 impl Watchdog {
     pub(crate) fn start(engine: wasmtime::Engine) -> std::io::Result<Self> {
+        let shards = std::thread::available_parallelism().map_or(1, |n| n.get().min(64));
         let shared = Arc::new(Shared {
-            state: Mutex::new(State::default()),
+            shards: (0..shards).map(|_| Shard::default()).collect(),
+            wake_at: AtomicU64::new(IDLE),
+            base: Instant::now(),
+            control: Mutex::new(false),
             wake: Condvar::new(),
         });
         let thread = std::thread::Builder::new()
@@ -63,22 +118,27 @@ impl Watchdog {
     }
 
     /// Arm a deadline; it is disarmed when the guard drops.
-    pub(crate) fn arm(&self, deadline: Instant) -> Armed {
-        let mut state = self.shared.lock();
-        let id = state.next_id;
-        state.next_id += 1;
-        state.deadlines.insert((deadline, id));
-        // Wake the thread only if it would sleep past this deadline: most
-        // deadlines are seconds away and the thread already wakes every
-        // tick, so most calls cost no wake-up (a futex and a context
-        // switch, which on two cores competes with the calls themselves).
-        let wake = state.wake_at.is_none_or(|at| deadline < at);
-        drop(state);
-        if wake {
-            self.shared.wake.notify_one();
+    pub(crate) fn arm(&self, deadline: Instant) -> Armed<'_> {
+        let shared = &*self.shared;
+        let shard = &shared.shards[shard_index(shared.shards.len())];
+        let id = {
+            let mut deadlines = lock(&shard.deadlines);
+            let id = deadlines.next_id;
+            deadlines.next_id += 1;
+            deadlines.set.insert((deadline, id));
+            id
+        };
+        // Read after the insert: either the thread's scan saw the deadline,
+        // or this reads SCANNING or the wake-up that scan chose.
+        let wake_at = shared.wake_at.load(Ordering::SeqCst);
+        if wake_at == SCANNING || shared.nanos(deadline) < wake_at {
+            // Taking the lock waits until the thread is asleep, so the
+            // notification cannot fall between its scan and its wait.
+            let _control = lock(&shared.control);
+            shared.wake.notify_one();
         }
         Armed {
-            shared: Arc::clone(&self.shared),
+            shard,
             key: (deadline, id),
         }
     }
@@ -86,7 +146,7 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
-        self.shared.lock().shutdown = true;
+        *lock(&self.shared.control) = true;
         self.shared.wake.notify_one();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -95,52 +155,63 @@ impl Drop for Watchdog {
 }
 
 /// A deadline that is armed until this is dropped.
-pub(crate) struct Armed {
-    shared: Arc<Shared>,
+pub(crate) struct Armed<'a> {
+    shard: &'a Shard,
     key: (Instant, u64),
 }
 
-impl Drop for Armed {
+impl Drop for Armed<'_> {
     fn drop(&mut self) {
-        self.shared.lock().deadlines.remove(&self.key);
+        lock(&self.shard.deadlines).set.remove(&self.key);
     }
 }
 
 fn run(shared: &Shared, engine: &wasmtime::Engine) {
-    let mut state = shared.lock();
+    let mut shutdown = lock(&shared.control);
     loop {
-        if state.shutdown {
+        if *shutdown {
             return;
         }
+        shared.wake_at.store(SCANNING, Ordering::SeqCst);
         let now = Instant::now();
         let mut expired = false;
-        while let Some(&(t, _)) = state.deadlines.first() {
-            if t > now {
-                break;
+        let mut next: Option<Instant> = None;
+        for shard in &shared.shards {
+            let mut deadlines = lock(&shard.deadlines);
+            while let Some(&(t, _)) = deadlines.set.first() {
+                if t > now {
+                    next = Some(next.map_or(t, |n| n.min(t)));
+                    break;
+                }
+                deadlines.set.pop_first();
+                expired = true;
             }
-            state.deadlines.pop_first();
-            expired = true;
         }
         if expired {
             engine.increment_epoch();
         }
-        state = match state.deadlines.first() {
+        shutdown = match next {
             None => {
-                state.wake_at = None;
-                shared.wake.wait(state).unwrap_or_else(|p| p.into_inner())
-            }
-            Some(&(next, _)) => {
-                let wait = next.saturating_duration_since(now).min(YIELD_TICK);
-                state.wake_at = Some(now + wait);
-                let (state, timeout) = shared
+                shared.wake_at.store(IDLE, Ordering::SeqCst);
+                shared
                     .wake
-                    .wait_timeout(state, wait)
+                    .wait(shutdown)
+                    .unwrap_or_else(|p| p.into_inner())
+            }
+            Some(next) => {
+                let wait = next.saturating_duration_since(now).min(YIELD_TICK);
+                shared
+                    .wake_at
+                    .store(shared.nanos(now + wait), Ordering::SeqCst);
+                let (shutdown, timeout) = shared
+                    .wake
+                    .wait_timeout(shutdown, wait)
                     .unwrap_or_else(|p| p.into_inner());
-                if timeout.timed_out() && !state.deadlines.is_empty() {
+                if timeout.timed_out() {
                     // A tick: let running guests check their clock and yield.
                     engine.increment_epoch();
                 }
-                state
+                shutdown
             }
         };
     }
