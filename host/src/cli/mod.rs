@@ -4,9 +4,11 @@
 mod call;
 mod inspect;
 mod list;
+mod lock;
 mod new;
 mod progress;
 mod run;
+mod sign;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -50,6 +52,12 @@ enum Command {
     Run(run::RunArgs),
     /// Scaffold a plugin project (source, manifest, build.sh) in rust, python, js, c or go.
     New(new::NewArgs),
+    /// Pin a plugin directory: write a lock file with the SHA-256 of every NAME.wasm and NAME.toml.
+    Lock(lock::LockArgs),
+    /// Make an Ed25519 key for signing plugins (secret key file 0600; public key printed).
+    Keygen(sign::KeygenArgs),
+    /// Sign a plugin component with your key: write NAME.wasm.sig.
+    Sign(sign::SignArgs),
 }
 
 /// Where plugins come from and what the operator allows them.
@@ -82,6 +90,11 @@ pub struct PluginArgs {
     /// Do not trust the plugin directory itself for read-only grants.
     #[arg(long)]
     pub untrusted_plugin_dir: bool,
+    /// Lock file (from `toolhost lock`): load only the plugins it pins, as
+    /// pinned. Overrides `integrity.lock_file` in the host config; never
+    /// read from the current or plugin directory unless named here.
+    #[arg(long, env = "TOOLHOST_LOCK", value_name = "FILE")]
+    pub lock: Option<PathBuf>,
 }
 
 /// A usage or configuration problem: exit code 2.
@@ -110,15 +123,16 @@ impl PluginArgs {
                 )
             );
         }
-        let mut config = match path {
+        let mut config = match &path {
             Some(path) => {
-                let text = std::fs::read_to_string(&path)
+                let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read host config {}", path.display()))?;
                 toml::from_str(&text)
                     .with_context(|| format!("invalid host config {}", path.display()))?
             }
             None => HostConfig::default(),
         };
+        lock::apply(&mut config, path.as_deref(), self.lock.as_deref());
         if self.no_cache {
             config.cache_dir = None;
         } else if let Some(dir) = self.cache_dir.clone() {
@@ -289,6 +303,9 @@ pub fn main() -> ExitCode {
             Command::Inspect(args) => inspect::run(args).await,
             Command::Run(args) => run::run(args).await,
             Command::New(args) => new::run(args).await,
+            Command::Lock(args) => lock::run(args).await,
+            Command::Keygen(args) => sign::keygen(args).await,
+            Command::Sign(args) => sign::sign(args).await,
         }
     });
     // Do not wait for blocking-pool threads: work still running there (a

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::integrity::ManifestState;
 use super::{ComponentInterface, Plugin, PluginError, PluginHost};
 
 /// What [`PluginHost::inspect`] found out about a component file.
@@ -39,14 +40,16 @@ impl PluginHost {
     /// # Errors
     ///
     /// Only when the file cannot be read (missing, not a regular file, or
-    /// larger than `plugins.max_component_mb`) or the compiler thread
-    /// fails.
+    /// larger than `plugins.max_component_mb`), the integrity policy
+    /// refuses it (nothing is compiled then), or the compiler thread fails.
     pub async fn inspect(&self, path: &Path) -> Result<Inspection, PluginError> {
-        let compiled = self.compile_file(path).await?;
+        let settings = self.settings(path);
+        let manifest = ManifestState::of(settings.as_ref().ok());
+        let compiled = self.compile_file(path, manifest).await?;
         let (interface, plugin) = match compiled.result {
             Ok((component, cache)) => {
                 let interface = ComponentInterface::of(&component, self.sandbox.engine());
-                let plugin = match self.settings(path) {
+                let plugin = match settings {
                     Ok(settings) => {
                         self.instantiate(path, settings, compiled.digest, &component, cache)
                             .await

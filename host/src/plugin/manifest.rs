@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use super::integrity::{IntegrityPolicy, Sha256Digest};
 use crate::sandbox::{EnvVar, LimitError, Limits, MemoryInit};
 
 /// Limits as written in a manifest or host config, in friendly units. An
@@ -54,6 +55,7 @@ impl LimitsSpec {
 ///
 /// ```toml
 /// stateful = false
+/// sha256 = "<64 hex digits>"  # load only this exact NAME.wasm
 /// [limits]
 /// fuel = 500000000
 /// timeout_ms = 2000
@@ -76,6 +78,10 @@ pub struct Manifest {
     /// Keep one instance per session instead of a fresh one per call.
     #[serde(default)]
     pub stateful: bool,
+    /// The SHA-256 of the one `NAME.wasm` this manifest is for: any other
+    /// component is refused (see [`integrity`](super::integrity)).
+    #[serde(default)]
+    pub sha256: Option<Sha256Digest>,
     /// Limits that replace the operator's defaults (within the operator's max).
     #[serde(default)]
     pub limits: LimitsSpec,
@@ -140,6 +146,10 @@ pub struct SessionSpec {
 /// dirs = ["/srv/tool-data"]      # read-only grants must be inside one of these
 /// rw_dirs = ["/srv/tool-scratch"] # read-write grants must be inside one of these
 /// env = ["LANG", "TZ"]
+/// [integrity]
+/// lock_file = "toolhost.lock"     # relative to this file
+/// require_signatures = false
+/// trusted_keys = []
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -167,6 +177,9 @@ pub struct HostConfig {
     /// Budgets on what plugins hand the host: their files and their tool
     /// lists (`[plugins]`).
     pub plugins: PluginBudget,
+    /// Which component bytes may run: the lock file and trusted signers
+    /// (`[integrity]`).
+    pub integrity: IntegrityPolicy,
 }
 
 /// Budgets on plugin-supplied data handled by the host, outside the
@@ -220,6 +233,7 @@ impl Default for HostConfig {
             limits: HostLimits::default(),
             allow: Allow::default(),
             plugins: PluginBudget::default(),
+            integrity: IntegrityPolicy::default(),
         }
     }
 }

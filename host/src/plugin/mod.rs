@@ -7,6 +7,7 @@
 
 mod catalog;
 mod inspect;
+pub mod integrity;
 mod loaded;
 mod manifest;
 mod session;
@@ -25,6 +26,8 @@ pub use loaded::{ComponentInterface, Plugin, WasmTool};
 pub use manifest::{
     Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec, PluginBudget,
 };
+
+use integrity::ManifestState;
 
 use crate::sandbox::{
     CacheStatus, DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox,
@@ -87,6 +90,15 @@ pub enum PluginError {
         /// What went wrong.
         message: String,
     },
+    /// The component is not one the integrity policy (a manifest pin, the
+    /// lock file, signatures) lets this host run: refused before compiling.
+    #[error("{}: refused: {error}", path.display())]
+    Integrity {
+        /// The `.wasm` file.
+        path: PathBuf,
+        /// What did not match (part of the message).
+        error: Box<integrity::IntegrityError>,
+    },
     /// Two plugins export the same tool name.
     #[error(
         "tool `{name}` is exported by both {} and {}; the second was not loaded: rename the tool in one of them",
@@ -111,7 +123,8 @@ impl PluginError {
             | Self::Manifest { path, .. }
             | Self::NotAllowed { path, .. }
             | Self::Component { path, .. }
-            | Self::Describe { path, .. } => path,
+            | Self::Describe { path, .. }
+            | Self::Integrity { path, .. } => path,
             Self::DuplicateTool { second, .. } => second,
         }
     }
@@ -147,6 +160,8 @@ pub type LoadObserver = Arc<dyn Fn(&LoadEvent) + Send + Sync>;
 pub struct PluginHost {
     sandbox: Sandbox,
     config: Arc<HostConfig>,
+    /// `config.integrity`, its lock file read once.
+    integrity: Arc<integrity::Integrity>,
     /// `config.limits`, checked and converted once.
     defaults: Limits,
     ceiling: Limits,
@@ -219,6 +234,8 @@ impl PluginHost {
                 config.spare_instances, config.max_instances
             )));
         }
+        let integrity =
+            integrity::Integrity::new(&config.integrity).map_err(SandboxError::Config)?;
         let sandbox = Sandbox::new(&SandboxConfig {
             cache_dir: config.cache_dir.clone(),
             max_instances: config.max_instances,
@@ -228,6 +245,7 @@ impl PluginHost {
         Ok(Self {
             sandbox,
             config: Arc::new(config),
+            integrity: Arc::new(integrity),
             defaults,
             ceiling,
             observer: None,
@@ -256,14 +274,7 @@ impl PluginHost {
             path: dir.to_owned(),
             error,
         };
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(read_dir)? {
-            let path = entry.map_err(read_dir)?.path();
-            if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-                files.push(path);
-            }
-        }
-        files.sort();
+        let files = component_files(dir).map_err(read_dir)?;
         // Plugins load side by side, one per core: most of a load is reading
         // and mapping compiled code or compiling it, on blocking threads.
         // Results still come back in file-name order, so which of two
@@ -312,7 +323,9 @@ impl PluginHost {
     pub async fn load_file(&self, path: &Path) -> Result<Arc<Plugin>, PluginError> {
         // The manifest first: a refused grant costs no compile.
         let settings = self.settings(path)?;
-        let compiled = self.compile_file(path).await?;
+        let compiled = self
+            .compile_file(path, ManifestState::of(Some(&settings)))
+            .await?;
         let (component, cache) = compiled.result.map_err(|error| PluginError::Component {
             path: path.to_owned(),
             error,
@@ -324,29 +337,49 @@ impl PluginHost {
     /// The manifest beside the component at `path`, checked against the
     /// operator's config.
     fn settings(&self, path: &Path) -> Result<Settings, PluginError> {
-        let (manifest, manifest_path) = read_manifest(path, &self.config.plugins)?;
+        let (manifest, manifest_path, manifest_sha256) = read_manifest(path, &self.config.plugins)?;
         let resolved = self.resolve(&manifest, manifest_path.as_deref().unwrap_or(path))?;
         Ok(Settings {
             manifest,
             manifest_path,
+            manifest_sha256,
             resolved,
         })
     }
 
-    /// Read the component at `path`, hash it and compile it (or load it
-    /// from the cache). Only reading it is an `Err` here; whether it
-    /// compiled is in [`Compiled::result`].
-    async fn compile_file(&self, path: &Path) -> Result<Compiled, PluginError> {
+    /// Read the component at `path`, check those bytes against the
+    /// integrity policy (with what is known of its `manifest`), hash them
+    /// and compile them (or load them from the cache). Only reading or
+    /// refusing it is an `Err` here; whether it compiled is in
+    /// [`Compiled::result`].
+    async fn compile_file(
+        &self,
+        path: &Path,
+        manifest: ManifestState,
+    ) -> Result<Compiled, PluginError> {
         // Reading, hashing and loading (or compiling) the component all
         // block, so they run off the executor, in one hop.
         let budget = self.config.plugins;
         let sandbox = self.sandbox.clone();
         let observer = self.observer.clone();
+        let integrity = self.integrity.clone();
         let (file, plugin) = (path.to_owned(), plugin_name(path));
         let compiled = tokio::task::spawn_blocking(move || {
             let max = budget.max_component_mb.saturating_mul(1 << 20);
-            let wasm = read_regular(&file, max, "plugins.max_component_mb")
-                .map_err(|error| PluginError::Read { path: file, error })?;
+            let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
+                PluginError::Read {
+                    path: file.clone(),
+                    error,
+                }
+            })?;
+            // These bytes, and no second read of the file, are what is
+            // checked and then compiled; a refused component is not compiled.
+            integrity
+                .check(&file, &wasm, manifest, budget.max_manifest_bytes)
+                .map_err(|error| PluginError::Integrity {
+                    path: file,
+                    error: Box::new(error),
+                })?;
             let digest = Sandbox::digest(&wasm);
             let cache_entry = sandbox.cache_entry(&digest);
             let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
@@ -392,6 +425,7 @@ impl PluginHost {
             manifest,
             manifest_path,
             resolved,
+            ..
         } = settings;
         let name = plugin_name(path);
         let inputs = catalog::inputs_key(&manifest.config, &resolved.limits, &resolved.permissions);
@@ -552,6 +586,8 @@ struct Resolved {
 struct Settings {
     manifest: Manifest,
     manifest_path: Option<PathBuf>,
+    /// The SHA-256 of the manifest's bytes as read and parsed.
+    manifest_sha256: Option<integrity::Sha256Digest>,
     resolved: Resolved,
 }
 
@@ -574,11 +610,12 @@ fn plugin_name(path: &Path) -> String {
         .to_owned()
 }
 
-/// The manifest beside `wasm` (`NAME.toml`), or the default one.
+/// The manifest beside `wasm` (`NAME.toml`), or the default one, with the
+/// SHA-256 of the bytes parsed.
 fn read_manifest(
     wasm: &Path,
     budget: &PluginBudget,
-) -> Result<(Manifest, Option<PathBuf>), PluginError> {
+) -> Result<(Manifest, Option<PathBuf>, Option<integrity::Sha256Digest>), PluginError> {
     let path = wasm.with_extension("toml");
     let bytes = match read_regular(
         &path,
@@ -587,7 +624,7 @@ fn read_manifest(
     ) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok((Manifest::default(), None));
+            return Ok((Manifest::default(), None, None));
         }
         Err(error) => return Err(PluginError::Read { path, error }),
     };
@@ -595,9 +632,25 @@ fn read_manifest(
         path: path.clone(),
         message: text::untrusted(&message, 1024),
     };
+    let digest = integrity::Sha256Digest::of(&bytes);
     let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
     let manifest = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-    Ok((manifest, Some(path)))
+    Ok((manifest, Some(path), Some(digest)))
+}
+
+/// The plugin components in `dir` (every `*.wasm` file, not recursive), in
+/// file-name order: what [`PluginHost::load_dir`] loads and `toolhost
+/// lock` pins.
+fn component_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// The whole of the regular file at `path`, at most `max` bytes (`key` is

@@ -1,0 +1,70 @@
+//! `toolhost lock`, and where the lock file in force comes from.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use toolhost::plugin::HostConfig;
+use toolhost::plugin::integrity::Lock;
+use toolhost::text::escape_controls;
+
+use super::{PluginArgs, UsageError};
+
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// The plugin directory to pin (every NAME.wasm, with its NAME.toml).
+    dir: PathBuf,
+    /// Write the lock file here instead of standard output.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Host config, for the size budgets files are read within (see `list`).
+    #[command(flatten)]
+    plugins: PluginArgs,
+}
+
+pub async fn run(mut args: LockArgs) -> anyhow::Result<ExitCode> {
+    args.plugins.plugins = args.dir.clone();
+    let config = args.plugins.host_config().map_err(UsageError)?;
+    let lock = Lock::of_dir(&args.dir, &config.plugins)
+        .context("cannot pin the plugins")
+        .map_err(UsageError)?;
+    let text = lock.to_toml();
+    match &args.output {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let count = lock.entries().count();
+            let shown = escape_controls(&path.display().to_string()).into_owned();
+            eprintln!(
+                "pinned {count} plugin{} in {shown}; load with --lock {shown} (or `integrity.lock_file` in the host config)",
+                if count == 1 { "" } else { "s" }
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Put the lock file in force into `config`: `--lock` (or `TOOLHOST_LOCK`)
+/// over `integrity.lock_file` from the host config at `config_file`, whose
+/// relative path is taken from that file's directory. A `toolhost.lock`
+/// that only happens to be in the current directory is not used.
+pub fn apply(config: &mut HostConfig, config_file: Option<&Path>, flag: Option<&Path>) {
+    if let Some(path) = flag {
+        config.integrity.lock_file = Some(path.to_owned());
+    } else if let (Some(path), Some(file)) = (&mut config.integrity.lock_file, config_file)
+        && path.is_relative()
+    {
+        *path = file.parent().unwrap_or(Path::new(".")).join(&*path);
+    }
+    let here = Path::new("toolhost.lock");
+    let used = config.integrity.lock_file.as_deref();
+    if here.is_file() && used.is_none_or(|p| !super::same_file(p, here)) {
+        // Policy never comes from where the process happens to run.
+        tracing::warn!(
+            "ignoring ./toolhost.lock: a lock file is used only when --lock, TOOLHOST_LOCK or \
+             `integrity.lock_file` in the host config names it (pass --lock toolhost.lock to use this one)"
+        );
+    }
+}
