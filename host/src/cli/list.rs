@@ -40,7 +40,7 @@ pub fn print_limits_and_grants(plugin: &Plugin, indent: &str) {
         l.output_bytes >> 10
     );
     let p = plugin.permissions();
-    if p.dirs.is_empty() && p.env.is_empty() {
+    if p.dirs.is_empty() && p.env.is_empty() && p.http.is_empty() {
         println!("{indent}grants: none");
     }
     for d in &p.dirs {
@@ -53,6 +53,21 @@ pub fn print_limits_and_grants(plugin: &Plugin, indent: &str) {
     }
     for var in &p.env {
         println!("{indent}grants: env {}", escape_controls(var.name()));
+    }
+    for origin in &p.http.origins {
+        let private = if p.http.private_addresses {
+            " (private addresses allowed)"
+        } else {
+            ""
+        };
+        println!("{indent}grants: http {origin}{private}");
+    }
+    if !p.http.is_empty() {
+        println!(
+            "{indent}limits: http {} requests, {} KiB of responses per call",
+            l.http_requests,
+            l.http_response_bytes >> 10
+        );
     }
 }
 

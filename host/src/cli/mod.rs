@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
+use toolhost::sandbox::HttpOrigin;
 use toolhost::tools::ToolRegistry;
 
 /// Exit code for a failed tool call or run.
@@ -87,6 +88,14 @@ pub struct PluginArgs {
     /// Allow manifests to pass environment variable KEY through (repeatable).
     #[arg(long = "allow-env", value_name = "KEY")]
     pub allow_env: Vec<String>,
+    /// Allow manifests to ask for HTTP origins within PATTERN, e.g.
+    /// https://api.example.com or 'https://*.example.org:*' (repeatable).
+    #[arg(long = "allow-http", value_name = "PATTERN")]
+    pub allow_http: Vec<HttpOrigin>,
+    /// Let granted HTTP requests reach loopback, private and link-local
+    /// addresses (servers on this machine or the LAN).
+    #[arg(long)]
+    pub allow_http_private: bool,
     /// Do not trust the plugin directory itself for read-only grants.
     #[arg(long)]
     pub untrusted_plugin_dir: bool,
@@ -146,6 +155,8 @@ impl PluginArgs {
             .rw_dirs
             .extend(self.allow_rw_dirs.iter().cloned());
         config.allow.env.extend(self.allow_env.iter().cloned());
+        config.allow.http.extend(self.allow_http.iter().cloned());
+        config.allow.http_private |= self.allow_http_private;
         if !self.untrusted_plugin_dir {
             // Whoever put a plugin and its manifest in this directory also
             // controls the data beside it; read-only grants there are theirs.

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::integrity::{IntegrityPolicy, Sha256Digest};
-use crate::sandbox::{EnvVar, LimitError, Limits, MemoryInit};
+use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
 
 /// Limits as written in a manifest or host config, in friendly units. An
 /// absent field means "the default".
@@ -22,6 +22,10 @@ pub struct LimitsSpec {
     pub memory_mb: Option<u64>,
     /// Output cap, in KiB.
     pub output_kb: Option<u64>,
+    /// HTTP requests per call.
+    pub http_requests: Option<u32>,
+    /// Cap on all HTTP response bodies of one call, in KiB.
+    pub http_response_kb: Option<u64>,
 }
 
 impl LimitsSpec {
@@ -46,6 +50,14 @@ impl LimitsSpec {
                 Some(kb) => Limits::output_from_kb("output_kb", kb)?,
                 None => base.output_bytes,
             },
+            http_requests: match self.http_requests {
+                Some(n) => Limits::requests_from_count("http_requests", n)?,
+                None => base.http_requests,
+            },
+            http_response_bytes: match self.http_response_kb {
+                Some(kb) => Limits::output_from_kb("http_response_kb", kb)?,
+                None => base.http_response_bytes,
+            },
         })
     }
 }
@@ -61,8 +73,11 @@ impl LimitsSpec {
 /// timeout_ms = 2000
 /// memory_mb = 32
 /// output_kb = 256
+/// http_requests = 4          # per call
+/// http_response_kb = 512     # all response bodies of one call
 /// [permissions]
 /// env = ["LANG"]
+/// http = ["https://api.example.com", "https://*.example.org:8443"]
 /// [[permissions.dirs]]
 /// host = "files.data"   # relative to this manifest's directory, or absolute
 /// guest = "/data"
@@ -106,6 +121,11 @@ pub struct PermissionsSpec {
     /// Directories to map into the guest.
     #[serde(default)]
     pub dirs: Vec<DirSpec>,
+    /// Origins the plugin may send HTTP requests to (through `wasi:http`),
+    /// each `scheme://host[:port]` with `*.domain`, `*` and `:*` wildcards:
+    /// see [`HttpOrigin`].
+    #[serde(default)]
+    pub http: Vec<HttpOrigin>,
 }
 
 /// One directory a manifest asks for.
@@ -278,12 +298,45 @@ pub struct Allow {
     pub rw_dirs: Vec<PathBuf>,
     /// Environment variable names that may be passed through.
     pub env: Vec<String>,
+    /// Origin patterns bounding what a manifest's `[permissions] http` may
+    /// ask for: each origin asked must be covered by one of these
+    /// ([`HttpOrigin::covers`]).
+    pub http: Vec<HttpOrigin>,
+    /// Let plugins granted HTTP reach loopback, private, link-local and
+    /// other non-public addresses (checked on the resolved address, not the
+    /// name). Off by default: a name in an allowed pattern could otherwise
+    /// lead to the host itself, the cloud metadata service or the LAN.
+    pub http_private: bool,
     /// Values for granted variables, given by an embedder
     /// ([`HostConfig::env`]) instead of the process environment; a granted
     /// variable not listed here is read from the process environment. Not
     /// read from config files; `Debug` never shows a value.
     #[serde(skip)]
     pub env_values: Vec<EnvVar>,
+}
+
+impl Allow {
+    /// The HTTP grant for a manifest asking for `asked`, or why not: the
+    /// first origin no allowed pattern covers, with what is allowed.
+    pub(crate) fn http_grant(&self, asked: &[HttpOrigin]) -> Result<HttpGrant, String> {
+        for origin in asked {
+            if !self.http.iter().any(|allowed| allowed.covers(origin)) {
+                let allowed = if self.http.is_empty() {
+                    "none".to_owned()
+                } else {
+                    let all: Vec<String> = self.http.iter().map(ToString::to_string).collect();
+                    crate::text::clip(&all.join(", "), 1024).into_owned()
+                };
+                return Err(format!(
+                    "`permissions.http` asks for {origin}, which `allow.http` in the host config does not cover (allowed: {allowed}); add it there, or pass --allow-http {origin}"
+                ));
+            }
+        }
+        Ok(HttpGrant {
+            origins: asked.to_vec(),
+            private_addresses: self.http_private && !asked.is_empty(),
+        })
+    }
 }
 
 impl HostConfig {
@@ -312,6 +365,28 @@ impl HostConfig {
     #[must_use]
     pub fn allow_env(mut self, name: impl Into<String>) -> Self {
         self.allow.env.push(name.into());
+        self
+    }
+
+    /// Allow manifests to ask for HTTP origins within `pattern`.
+    ///
+    /// ```
+    /// use toolhost::plugin::HostConfig;
+    ///
+    /// let config = HostConfig::default().allow_http("https://*.example.org".parse().unwrap());
+    /// assert_eq!(config.allow.http[0].to_string(), "https://*.example.org");
+    /// ```
+    #[must_use]
+    pub fn allow_http(mut self, pattern: HttpOrigin) -> Self {
+        self.allow.http.push(pattern);
+        self
+    }
+
+    /// Let HTTP requests reach loopback, private and link-local addresses
+    /// (`allow.http_private`): for servers on this machine or the LAN.
+    #[must_use]
+    pub fn allow_http_private(mut self) -> Self {
+        self.allow.http_private = true;
         self
     }
 

@@ -570,9 +570,12 @@ impl PluginHost {
             })?;
             dirs.push(grant);
         }
+        let http = allow
+            .http_grant(&manifest.permissions.http)
+            .map_err(not_allowed)?;
         Ok(Resolved {
             limits,
-            permissions: Permissions { dirs, env },
+            permissions: Permissions { dirs, env, http },
         })
     }
 }

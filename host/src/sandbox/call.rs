@@ -10,6 +10,7 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use super::bindings::{Plugin, PluginPre, WitToolError};
 use super::capture::StderrCapture;
+use super::http::{self, HttpState};
 use super::state::StoreState;
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
 use crate::tools::{ToolError, ToolErrorKind};
@@ -192,11 +193,17 @@ impl Inner {
             wasi.preopened_dir(&path, &dir.guest, perms)
                 .map_err(|e| cannot_open(&format!("{e:#}")))?;
         }
+        let http = HttpState::new(
+            Arc::clone(&self.identity),
+            self.permissions.http.clone(),
+            &self.limits,
+        );
         let state = StoreState::new(
             wasi.build(),
             self.limits.memory_bytes,
             Arc::clone(&self.identity),
             stderr,
+            http,
         );
         let mut store = Store::new(self.sandbox.engine(), state);
         store.limiter(|s| &mut s.limiter);
@@ -269,7 +276,8 @@ impl Inner {
                     .await
             })
             .await;
-        self.finish(result)
+        let refusal = store.data_mut().http.take_refusal();
+        http::explain(self.finish(result), refusal)
     }
 
     /// A new instance, made now.
@@ -310,7 +318,8 @@ impl Inner {
                     .await
             })
             .await;
-        self.finish(result)
+        let refusal = live.store.data_mut().http.take_refusal();
+        http::explain(self.finish(result), refusal)
     }
 
     fn finish(

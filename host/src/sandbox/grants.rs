@@ -21,6 +21,8 @@ use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
+use super::http::HttpGrant;
+
 /// What a plugin may touch. Empty means nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Permissions {
@@ -28,6 +30,9 @@ pub struct Permissions {
     pub dirs: Vec<DirGrant>,
     /// Environment variables the guest sees (serialized as names only).
     pub env: Vec<EnvVar>,
+    /// Where the guest may send HTTP requests (left out of JSON when empty).
+    #[serde(skip_serializing_if = "HttpGrant::is_empty")]
+    pub http: HttpGrant,
 }
 
 /// One environment variable passed to the guest. Its value is only ever
@@ -225,6 +230,7 @@ mod tests {
         let p = Permissions {
             dirs: Vec::new(),
             env: vec![EnvVar::new("TOKEN", "s3cr3t-value")],
+            http: HttpGrant::default(),
         };
         let json = serde_json::to_string(&p).unwrap();
         assert_eq!(json, r#"{"dirs":[],"env":["TOKEN"]}"#);

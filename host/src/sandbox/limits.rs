@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 /// | `timeout` | 5 s | a wall-clock deadline catches what fuel does not (a guest that sleeps or waits); an LLM turn that waits longer for one tool is broken anyway |
 /// | `memory` | 128 MiB | Rust tools need a few MiB; Python and JavaScript interpreters need tens of MiB |
 /// | `output` | 1 MiB | no model context takes more; bigger output is a bug or an attack |
+/// | `http_requests` | 16 | a tool that fetches a page or calls an API needs a few; a loop over links is a crawler |
+/// | `http_response` | 1 MiB | all response bodies of one call together: like output, more than a model can use |
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Limits {
     /// Fuel units for instantiation plus the call.
@@ -26,6 +28,11 @@ pub struct Limits {
     pub memory_bytes: u64,
     /// Cap on the output JSON text, in bytes.
     pub output_bytes: u64,
+    /// Most `wasi:http` requests one call may make (only plugins granted
+    /// `http` make any).
+    pub http_requests: u32,
+    /// Cap on the bytes of all HTTP response bodies one call reads.
+    pub http_response_bytes: u64,
 }
 
 impl Default for Limits {
@@ -35,19 +42,24 @@ impl Default for Limits {
             timeout: Duration::from_secs(5),
             memory_bytes: 128 << 20,
             output_bytes: 1 << 20,
+            http_requests: 16,
+            http_response_bytes: 1 << 20,
         }
     }
 }
 
 impl Limits {
     /// The most an operator lets any plugin ask for, unless configured
-    /// otherwise: 100x the default CPU, 60 s, 1 GiB, 16 MiB of output.
+    /// otherwise: 100x the default CPU, 60 s, 1 GiB, 16 MiB of output, 256
+    /// HTTP requests and 64 MiB of HTTP responses per call.
     pub fn default_ceiling() -> Self {
         Self {
             fuel: 200_000_000_000,
             timeout: Duration::from_secs(60),
             memory_bytes: 1 << 30,
             output_bytes: 16 << 20,
+            http_requests: 256,
+            http_response_bytes: 64 << 20,
         }
     }
 
@@ -78,6 +90,20 @@ impl Limits {
                 (ceiling.output_bytes >> 10).to_string(),
             ));
         }
+        if self.http_requests > ceiling.http_requests {
+            return Some((
+                "http_requests",
+                self.http_requests.to_string(),
+                ceiling.http_requests.to_string(),
+            ));
+        }
+        if self.http_response_bytes > ceiling.http_response_bytes {
+            return Some((
+                "http_response_kb",
+                (self.http_response_bytes >> 10).to_string(),
+                (ceiling.http_response_bytes >> 10).to_string(),
+            ));
+        }
         None
     }
 }
@@ -103,8 +129,11 @@ impl Limits {
     pub const ABSOLUTE_MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
     /// See [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS).
     pub const ABSOLUTE_MAX_MEMORY_MB: u64 = 64 << 10;
-    /// See [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS).
+    /// See [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS); also
+    /// the most for `http_response_kb`.
     pub const ABSOLUTE_MAX_OUTPUT_KB: u64 = 1 << 20;
+    /// See [`ABSOLUTE_MAX_TIMEOUT_MS`](Self::ABSOLUTE_MAX_TIMEOUT_MS).
+    pub const ABSOLUTE_MAX_HTTP_REQUESTS: u32 = 1 << 16;
 
     /// A timeout in milliseconds as a [`Duration`], within the absolute maximum.
     ///
@@ -131,6 +160,25 @@ impl Limits {
     /// `kb` is above [`ABSOLUTE_MAX_OUTPUT_KB`](Self::ABSOLUTE_MAX_OUTPUT_KB).
     pub fn output_from_kb(key: &'static str, kb: u64) -> Result<u64, LimitError> {
         scaled(key, kb, Self::ABSOLUTE_MAX_OUTPUT_KB, 1 << 10)
+    }
+}
+
+impl Limits {
+    /// A per-call request count, within the absolute maximum.
+    ///
+    /// # Errors
+    ///
+    /// `n` is above [`ABSOLUTE_MAX_HTTP_REQUESTS`](Self::ABSOLUTE_MAX_HTTP_REQUESTS).
+    pub fn requests_from_count(key: &'static str, n: u32) -> Result<u32, LimitError> {
+        let max = Self::ABSOLUTE_MAX_HTTP_REQUESTS;
+        if n > max {
+            return Err(LimitError {
+                key,
+                value: n.into(),
+                max: max.into(),
+            });
+        }
+        Ok(n)
     }
 }
 

@@ -12,7 +12,9 @@
 //! kept for its error message, at most a bounded number of open files, and
 //! never a FIFO, socket or device (see `files`). The
 //! WASI interfaces are *linked* (Rust and Python guests import them even if
-//! unused), which is not the same as granting them.
+//! unused), which is not the same as granting them. `wasi:http` is linked
+//! for every plugin too, and lets a request out only within the plugin's
+//! [`HttpGrant`], checked in the host (see `http`).
 //!
 //! What an embedder sees here is the per-call budget ([`Limits`]), the
 //! grants ([`Permissions`]) and the errors. The engine, its instance pool
@@ -25,6 +27,7 @@ mod call;
 mod capture;
 mod files;
 mod grants;
+mod http;
 mod limits;
 mod state;
 mod watchdog;
@@ -40,6 +43,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
+pub use http::{HttpGrant, HttpOrigin, HttpOriginError};
 pub use limits::{LimitError, Limits};
 
 use crate::tools::ToolError;
@@ -226,6 +230,10 @@ impl Sandbox {
 
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        // wasi:http for every plugin; only a plugin's grant lets a request
+        // out (see `http`).
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
             .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
         // Guests open regular files and directories only, a bounded number.
         files::link(&mut linker).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;

@@ -9,6 +9,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::bindings::{HostImports, Level, TypesHost};
 use super::capture::StderrCapture;
 use super::files::OpenHandles;
+use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
 use crate::text::untrusted;
 
@@ -32,6 +33,8 @@ pub(crate) struct StoreState {
     log_left: usize,
     log_cut: bool,
     pub(crate) stderr: StderrCapture,
+    /// wasi:http: the plugin's grant and this call's requests.
+    pub(crate) http: HttpState,
 }
 
 impl StoreState {
@@ -40,6 +43,7 @@ impl StoreState {
         memory_bytes: u64,
         identity: Arc<PluginIdentity>,
         stderr: StderrCapture,
+        http: HttpState,
     ) -> Self {
         let mut table = ResourceTable::new();
         table.set_max_capacity(MAX_TABLE_ENTRIES);
@@ -53,6 +57,7 @@ impl StoreState {
             log_left: MAX_LOG_PER_CALL,
             log_cut: false,
             stderr,
+            http,
         }
     }
 
@@ -62,6 +67,7 @@ impl StoreState {
         self.log_left = MAX_LOG_PER_CALL;
         self.log_cut = false;
         self.stderr.reset();
+        self.http.start_call(deadline);
     }
 }
 
