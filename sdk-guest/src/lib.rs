@@ -70,6 +70,12 @@
 //! with another. Nothing survives the session: keep durable data in a
 //! granted directory instead.
 //!
+//! # Network
+//!
+//! Raw sockets are closed. A plugin whose manifest asks for HTTP origins
+//! (`[permissions] http = ["https://api.example.com"]`, within what the
+//! operator allows) sends requests with [`http`]; the host checks each one.
+//!
 //! # Files, environment, time
 //!
 //! Use `std::fs`, `std::env` and `std::time` as usual. The sandbox denies by
@@ -88,6 +94,7 @@ pub mod bindings;
 mod error;
 mod export;
 mod host;
+pub mod http;
 mod output;
 
 pub use error::{ToolError, ToolErrorKind};
