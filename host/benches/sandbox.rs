@@ -574,6 +574,8 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         }
     }
 
+    rows.extend(http_rows(plugins, cache.path(), n).await);
+
     let floor = rows[0].p50.as_secs_f64();
     println!();
     println!(
@@ -614,6 +616,122 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         let kept: PathBuf = cache.keep();
         println!("cache kept in {}", kept.display());
     }
+}
+
+/// One HTTP GET to a loopback server, from a guest (`fetch_json`: a fresh
+/// instance, the host's checks, a new connection, JSON parsed in the guest)
+/// and from the host itself (reqwest, with a new connection each time and
+/// pooled).
+async fn http_rows(plugins: &Path, cache: &Path, n: usize) -> Vec<Row> {
+    let wasm = plugins.join("fetch.wasm");
+    if !wasm.is_file() {
+        println!("(skipped fetch: not built)");
+        return Vec::new();
+    }
+    let addr = loopback_json_server().await;
+    let origin = format!("http://{addr}");
+    let url = format!("{origin}/n");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&wasm, dir.path().join("fetch.wasm")).unwrap();
+    let manifest = format!("[permissions]\nhttp = [\"{origin}\"]\n");
+    std::fs::write(dir.path().join("fetch.toml"), manifest).unwrap();
+    let host = PluginHost::new(
+        HostConfig {
+            cache_dir: Some(cache.to_owned()),
+            ..HostConfig::default()
+        }
+        .allow_http(origin.parse().unwrap())
+        .allow_http_private(),
+    )
+    .unwrap();
+    let mut registry = ToolRegistry::new();
+    register_plugins(&host, dir.path(), &["fetch"], &mut registry).await;
+    let input = json!({"url": url, "pointer": "/n"});
+    let fresh = CallContext::default();
+    let runs = (n / 10).max(5);
+    time_calls(&registry, "fetch_json", &input, &fresh, runs / 10 + 1).await;
+    let guest = time_calls(&registry, "fetch_json", &input, &fresh, runs).await;
+
+    let get = async |client: &reqwest::Client| {
+        let mut samples = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let start = Instant::now();
+            let body = client
+                .get(&url)
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+            let value: Value = serde_json::from_slice(&body).unwrap();
+            std::hint::black_box(value);
+            samples.push(start.elapsed());
+        }
+        samples
+    };
+    let unpooled = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let pooled = reqwest::Client::new();
+    get(&pooled).await;
+    vec![
+        summarize(
+            "http GET, guest (fetch_json)",
+            guest,
+            "loopback; fresh instance, new connection".into(),
+        ),
+        summarize(
+            "http GET, host (reqwest, new conn.)",
+            get(&unpooled).await,
+            "loopback; the same request from the host".into(),
+        ),
+        summarize(
+            "http GET, host (reqwest, pooled)",
+            get(&pooled).await,
+            "loopback; keep-alive connection".into(),
+        ),
+    ]
+}
+
+/// A loopback HTTP/1.1 server answering every request with a small JSON
+/// document (keep-alive), for the HTTP rows; it runs until the process ends.
+async fn loopback_json_server() -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let body = r#"{"n":42,"items":["a","b","c"]}"#;
+        let response = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let response = response.clone();
+            tokio::spawn(async move {
+                let _ = stream.set_nodelay(true);
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 4096];
+                loop {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(read) => buffer.extend_from_slice(&chunk[..read]),
+                    }
+                    // Requests are GETs without a body: each ends at a
+                    // blank line.
+                    while let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                        buffer.drain(..end + 4);
+                        if stream.write_all(response.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    addr
 }
 
 fn fmt(d: Duration) -> String {

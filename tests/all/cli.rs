@@ -198,7 +198,22 @@ fn usage_and_configuration_errors_exit_2() {
 
 #[test]
 fn list_shows_every_tool_with_its_plugin_limits_and_grants() {
-    let out = toolhost(&["list", "--plugins", dir(plugin_dir()), "--json"]);
+    // The bundled `fetch` asks for these origins; without them it is refused.
+    let allow_fetch = [
+        "--allow-http",
+        "https://api.github.com",
+        "--allow-http",
+        "https://*.wikipedia.org",
+    ];
+    let list = |json: bool| {
+        let mut args = vec!["list", "--plugins", dir(plugin_dir())];
+        args.extend(allow_fetch);
+        if json {
+            args.push("--json");
+        }
+        toolhost(&args)
+    };
+    let out = list(true);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let v = json_out(&out);
     let tools = v["tools"].as_array().unwrap();
@@ -217,12 +232,23 @@ fn list_shows_every_tool_with_its_plugin_limits_and_grants() {
         files["source"]["permissions"]["dirs"][0]["guest"],
         json!("/data")
     );
+    let fetch = tools
+        .iter()
+        .find(|t| t["name"] == "fetch_json")
+        .expect("fetch_json listed");
+    assert_eq!(
+        fetch["source"]["permissions"]["http"]["origins"],
+        json!(["https://api.github.com", "https://*.wikipedia.org"])
+    );
     assert_eq!(v["errors"], json!([]));
 
-    let text = toolhost(&["list", "--plugins", dir(plugin_dir())]);
+    let text = list(false);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
-        text.contains("calc_eval") && text.contains("limits:") && text.contains("grants: dir"),
+        text.contains("calc_eval")
+            && text.contains("limits:")
+            && text.contains("grants: dir")
+            && text.contains("grants: http https://api.github.com"),
         "{text}"
     );
 }

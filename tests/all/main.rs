@@ -4,6 +4,7 @@ mod cli;
 mod examples;
 mod hostile_data;
 mod hostile_io;
+mod http;
 mod integrity;
 mod languages;
 mod llm;
