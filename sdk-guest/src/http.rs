@@ -441,6 +441,17 @@ impl HttpError {
                 HttpErrorKind::InvalidRequest,
                 format!("the request is malformed ({code:?})"),
             ),
+            ErrorCode::DnsError(_) | ErrorCode::DestinationNotFound => (
+                HttpErrorKind::Network,
+                "the host name could not be resolved".to_owned(),
+            ),
+            ErrorCode::ConnectionRefused => {
+                (HttpErrorKind::Network, "the connection was refused".to_owned())
+            }
+            ErrorCode::TlsCertificateError => (
+                HttpErrorKind::Network,
+                "the server's TLS certificate is not trusted".to_owned(),
+            ),
             other => (HttpErrorKind::Network, format!("{other:?}")),
         };
         Self::new(kind, url, message)

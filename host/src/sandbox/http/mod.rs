@@ -61,6 +61,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde::Serialize;
+use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
 use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
@@ -323,6 +324,43 @@ fn origin_of(uri: &http::Uri) -> Option<String> {
 }
 
 impl WasiHttpHooks for Hooks {
+    // What a guest's request meets on the network is the guest's business:
+    // logged at debug (wasmtime-wasi-http's defaults warn), and a
+    // certificate the roots do not trust is told apart from other TLS
+    // failures.
+
+    fn p2_error_from_connect(&mut self, err: &std::io::Error) -> ErrorCode {
+        tracing::debug!(target: "toolhost::http", plugin = %self.call.plugin.name, "connect: {err}");
+        match err.kind() {
+            std::io::ErrorKind::TimedOut => ErrorCode::ConnectionTimeout,
+            _ => ErrorCode::ConnectionRefused,
+        }
+    }
+
+    fn p2_error_from_tls(&mut self, err: &std::io::Error) -> ErrorCode {
+        tracing::debug!(target: "toolhost::http", plugin = %self.call.plugin.name, "TLS: {err}");
+        let certificate = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<tokio_rustls::rustls::Error>())
+            .is_some_and(|e| {
+                matches!(
+                    e,
+                    tokio_rustls::rustls::Error::InvalidCertificate(_)
+                        | tokio_rustls::rustls::Error::NoCertificatesPresented
+                )
+            });
+        if certificate {
+            ErrorCode::TlsCertificateError
+        } else {
+            ErrorCode::TlsProtocolError
+        }
+    }
+
+    fn p2_error_from_hyper(&mut self, err: &hyper::Error) -> ErrorCode {
+        tracing::debug!(target: "toolhost::http", plugin = %self.call.plugin.name, "HTTP: {err}");
+        ErrorCode::HttpProtocolError
+    }
+
     /// Every scheme reaches `send_request`, where anything but http and
     /// https is refused with a recorded reason.
     fn is_supported_scheme(&mut self, _scheme: &http::uri::Scheme) -> bool {
