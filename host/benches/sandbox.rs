@@ -650,6 +650,7 @@ async fn http_rows(plugins: &Path, cache: &Path, n: usize) -> Vec<Row> {
     let fresh = CallContext::default();
     let runs = (n / 10).max(5);
     time_calls(&registry, "fetch_json", &input, &fresh, runs / 10 + 1).await;
+    // Back to back, like the host rows below.
     let guest = time_calls(&registry, "fetch_json", &input, &fresh, runs).await;
 
     let get = async |client: &reqwest::Client| {
@@ -680,7 +681,7 @@ async fn http_rows(plugins: &Path, cache: &Path, n: usize) -> Vec<Row> {
         summarize(
             "http GET, guest (fetch_json)",
             guest,
-            "loopback; fresh instance, new connection".into(),
+            "loopback; fresh instance, host checks, new connection".into(),
         ),
         summarize(
             "http GET, host (reqwest, new conn.)",
