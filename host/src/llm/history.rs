@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{AssistantMessage, ChatResponse, FinishReason, Message, ToolCall};
 
 /// A way the conversation breaks the tool-call invariant (see
-/// [`Conversation::check_invariant`]). Every variant names the index of the
+/// [`Conversation::check_invariant`](crate::runner::Conversation::check_invariant)). Every variant names the index of the
 /// offending message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -51,7 +51,7 @@ pub enum InvariantError {
     },
 }
 
-/// [`Conversation::check_invariant`] over any message slice.
+/// [`Conversation::check_invariant`](crate::runner::Conversation::check_invariant) over any message slice.
 ///
 /// # Errors
 ///

@@ -1,6 +1,6 @@
 //! LLM providers: one module per wire format, behind one [`Provider`] trait.
 //!
-//! The loop speaks only the neutral model in [`message`]; each wire module
+//! The loop speaks only the neutral model ([`Message`] and its parts); each wire module
 //! keeps private serde types for its provider's JSON and converts at the
 //! edge. The HTTP plumbing (posting with retries, SSE, timeouts, errors) and
 //! what every answer gets (unique call ids, the finish reason the calls

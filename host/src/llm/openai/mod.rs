@@ -48,7 +48,7 @@ pub struct OpenAiConfig {
     /// `max_tokens` for each answer; `None` (the default) leaves it to the
     /// server.
     pub max_tokens: Option<u32>,
-    /// The name used in errors and [`Provider::name`]: `deepseek` for
+    /// The name used in errors and [`Provider::name`](super::Provider::name): `deepseek` for
     /// DeepSeek's own host, else `openai`.
     pub name: String,
 }
