@@ -76,6 +76,15 @@ impl HttpConfig {
     }
 }
 
+/// OpenAI's API (the path `/chat/completions` is appended).
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// DeepSeek's API (OpenAI-compatible).
+pub const DEEPSEEK_BASE_URL: &str = "https://api.deepseek.com";
+/// Anthropic's API (without `/v1`).
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+/// Gemini's API (without the API version).
+pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+
 /// A provider's own API host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OfficialHost {
@@ -83,6 +92,16 @@ pub(crate) enum OfficialHost {
     DeepSeek,
     Anthropic,
     Gemini,
+}
+
+impl OfficialHost {
+    /// Each provider's own base URL: the one place its host is written.
+    const ALL: [(Self, &'static str); 4] = [
+        (Self::OpenAi, OPENAI_BASE_URL),
+        (Self::DeepSeek, DEEPSEEK_BASE_URL),
+        (Self::Anthropic, ANTHROPIC_BASE_URL),
+        (Self::Gemini, GEMINI_BASE_URL),
+    ];
 }
 
 /// Whose API `base_url` is: an exact host over HTTPS on port 443 with no
@@ -97,13 +116,11 @@ pub(crate) fn official_host(base_url: &str) -> Option<OfficialHost> {
     {
         return None;
     }
-    match url.host_str()?.trim_end_matches('.') {
-        "api.openai.com" => Some(OfficialHost::OpenAi),
-        "api.deepseek.com" => Some(OfficialHost::DeepSeek),
-        "api.anthropic.com" => Some(OfficialHost::Anthropic),
-        "generativelanguage.googleapis.com" => Some(OfficialHost::Gemini),
-        _ => None,
-    }
+    let host = url.host_str()?.trim_end_matches('.');
+    OfficialHost::ALL.iter().find_map(|&(official, base)| {
+        let official_host = base.strip_prefix("https://")?.split('/').next()?;
+        (official_host == host).then_some(official)
+    })
 }
 
 impl fmt::Debug for HttpConfig {

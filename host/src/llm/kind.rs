@@ -7,10 +7,12 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use super::anthropic::{ANTHROPIC_BASE_URL, AnthropicConfig, AnthropicProvider};
-use super::gemini::{GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
-use super::http::{HttpConfig, OfficialHost, official_host};
-use super::openai::{OPENAI_BASE_URL, OpenAiConfig, OpenAiProvider};
+use super::anthropic::{AnthropicConfig, AnthropicProvider};
+use super::gemini::{GeminiConfig, GeminiProvider};
+use super::http::{
+    ANTHROPIC_BASE_URL, GEMINI_BASE_URL, HttpConfig, OPENAI_BASE_URL, OfficialHost, official_host,
+};
+use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
 use super::{LlmError, Provider};
 

@@ -26,14 +26,16 @@ mod sse;
 
 use futures::future::BoxFuture;
 
-pub use anthropic::{ANTHROPIC_BASE_URL, ANTHROPIC_VERSION, AnthropicConfig, AnthropicProvider};
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicConfig, AnthropicProvider};
 pub use format::HttpProvider;
-pub use gemini::{GEMINI_BASE_URL, GeminiConfig, GeminiProvider};
+pub use gemini::{GeminiConfig, GeminiProvider};
 pub use history::{InvariantError, check_messages, dedupe_call_ids};
-pub use http::HttpConfig;
+pub use http::{
+    ANTHROPIC_BASE_URL, DEEPSEEK_BASE_URL, GEMINI_BASE_URL, HttpConfig, OPENAI_BASE_URL,
+};
 pub use kind::{ProviderKind, ProviderOptions, UnknownProvider};
 pub use message::{AssistantMessage, FinishReason, Message, ToolCall, ToolResult, Usage};
-pub use openai::{DEEPSEEK_BASE_URL, OPENAI_BASE_URL, OpenAiConfig, OpenAiProvider};
+pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use replay::ReplayProvider;
 
 use crate::tools::ToolSpec;

@@ -26,8 +26,6 @@ use super::format::{HttpProvider, WireFormat};
 use super::http::{HttpClient, HttpConfig};
 use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, ToolCall};
 
-/// The default base URL (without `/v1`).
-pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header this module speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 

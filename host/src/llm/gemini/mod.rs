@@ -38,9 +38,6 @@ use super::{
     AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, TextSink, ToolCall, Usage,
 };
 
-/// The default base URL (without the API version).
-pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
-
 /// How to reach Gemini.
 #[derive(Debug, Clone)]
 pub struct GeminiConfig {

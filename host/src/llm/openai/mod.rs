@@ -27,11 +27,6 @@ use super::format::{HttpProvider, WireFormat};
 use super::http::{HttpClient, HttpConfig, OfficialHost, official_host};
 use super::{AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, ToolCall, Usage};
 
-/// The default base URL.
-pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
-/// DeepSeek's base URL (OpenAI-compatible).
-pub const DEEPSEEK_BASE_URL: &str = "https://api.deepseek.com";
-
 /// How to reach an OpenAI-compatible server.
 #[derive(Debug, Clone)]
 pub struct OpenAiConfig {
@@ -148,6 +143,7 @@ impl TryFrom<wire::ChatCompletion> for ChatResponse {
 
 #[cfg(test)]
 mod tests {
+    use super::super::DEEPSEEK_BASE_URL;
     use super::*;
 
     #[test]
