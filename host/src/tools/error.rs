@@ -38,6 +38,11 @@ pub enum ToolErrorKind {
     /// Every instance slot of the host (`max_instances`) stayed in use for
     /// the whole of the call's deadline; nothing ran. Retrying may work.
     Busy,
+    /// A remote service (a REST endpoint, an MCP server) could not be
+    /// reached or answered with a status that says "try again later" (429,
+    /// 502, 503, 504). Retrying may work; the error may carry the
+    /// service's `Retry-After`.
+    Unavailable,
 }
 
 impl ToolErrorKind {
@@ -56,13 +61,39 @@ impl ToolErrorKind {
             Self::PermissionDenied => "permission_denied",
             Self::PluginLoad => "plugin_load",
             Self::Busy => "busy",
+            Self::Unavailable => "unavailable",
         }
     }
 
-    /// Whether retrying the same call could succeed: a deadline, or a host
-    /// with no free instance slot; every other kind fails the same way again.
+    /// Whether retrying the same call could succeed: a deadline, a host
+    /// with no free instance slot, or a remote service that said "later";
+    /// every other kind fails the same way again. These are the kinds
+    /// [`ExecOptions::retry_on`](super::ExecOptions::retry_on) retries by
+    /// default.
     pub fn is_transient(self) -> bool {
-        matches!(self, Self::Timeout | Self::Busy)
+        matches!(self, Self::Timeout | Self::Busy | Self::Unavailable)
+    }
+
+    /// Every kind, in declaration order.
+    pub const ALL: [Self; 13] = [
+        Self::UnknownTool,
+        Self::InvalidInput,
+        Self::ToolFailed,
+        Self::InvalidOutput,
+        Self::OutOfFuel,
+        Self::Timeout,
+        Self::MemoryLimit,
+        Self::Trap,
+        Self::OutputTooLarge,
+        Self::PermissionDenied,
+        Self::PluginLoad,
+        Self::Busy,
+        Self::Unavailable,
+    ];
+
+    /// The kind whose [`as_str`](Self::as_str) is `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
     }
 
     /// Whether the guest ran to its own end: it returned an error of its
@@ -107,11 +138,18 @@ impl fmt::Display for ToolErrorKind {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{kind}: {}", crate::text::escape_controls(.message))]
+#[non_exhaustive]
 pub struct ToolError {
     /// What went wrong, as a stable kind.
     pub kind: ToolErrorKind,
     /// What went wrong and, where it helps, what to do about it.
     pub message: String,
+    /// How long the remote service asked us to wait before trying again
+    /// (its `Retry-After`), for [`ToolErrorKind::Unavailable`]. The
+    /// registry's retry loop waits at least this long; it is not sent to
+    /// the model.
+    #[serde(skip)]
+    pub retry_after: Option<std::time::Duration>,
 }
 
 impl ToolError {
@@ -120,7 +158,15 @@ impl ToolError {
         Self {
             kind,
             message: message.into(),
+            retry_after: None,
         }
+    }
+
+    /// The same error, asking to be retried no sooner than `after`.
+    #[must_use]
+    pub fn with_retry_after(mut self, after: std::time::Duration) -> Self {
+        self.retry_after = Some(after);
+        self
     }
 
     /// `invalid_input`: the arguments were wrong; the model should fix them.

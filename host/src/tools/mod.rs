@@ -22,7 +22,7 @@ use serde_json::Value;
 
 pub use error::{ToolError, ToolErrorKind};
 pub use native::NativeTool;
-pub use registry::{ExecOptions, RegistryError, ToolRegistry};
+pub use registry::{Backoff, ExecOptions, MAX_RETRY_PAUSE, RegistryError, ToolRegistry};
 pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
 
 /// What the model is told about a tool.

@@ -15,14 +15,21 @@ use super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, 
 /// has its own sandbox deadline), no retries (most failures repeat).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecOptions {
-    /// An outer deadline for the whole call, retries excluded. `None`: only
-    /// the tool's own limits apply.
+    /// An outer deadline for each attempt. `None`: only the tool's own
+    /// limits apply. It never lengthens a plugin's sandbox deadline: the
+    /// smaller of the two ends the call.
     pub timeout: Option<Duration>,
-    /// How many times to retry a call that failed with a transient kind
-    /// (see [`ToolErrorKind::is_transient`]).
+    /// How many times to retry a call that failed with a kind in
+    /// `retry_on`.
     pub retries: u32,
-    /// Pause between retries.
+    /// The pause before the first retry; [`Backoff`] says how later pauses
+    /// grow.
     pub retry_delay: Duration,
+    /// How the pause grows from one retry to the next.
+    pub backoff: Backoff,
+    /// The error kinds worth a retry. Default: the transient ones
+    /// ([`ToolErrorKind::is_transient`]: `timeout`, `busy`, `unavailable`).
+    pub retry_on: Vec<ToolErrorKind>,
 }
 
 impl Default for ExecOptions {
@@ -31,6 +38,56 @@ impl Default for ExecOptions {
             timeout: None,
             retries: 0,
             retry_delay: Duration::from_millis(100),
+            backoff: Backoff::default(),
+            retry_on: ToolErrorKind::ALL
+                .into_iter()
+                .filter(|k| k.is_transient())
+                .collect(),
+        }
+    }
+}
+
+/// How the pause between retries grows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Backoff {
+    /// The same `retry_delay` before every retry.
+    Fixed,
+    /// `retry_delay`, then twice that, four times, ... never more than
+    /// `max`; each pause is drawn at random between half and all of it
+    /// (jitter), so clients that failed together do not retry together.
+    /// The default, with `max` 10 s.
+    #[default]
+    Exponential,
+}
+
+/// The longest pause [`Backoff::Exponential`] grows to, and the longest
+/// `Retry-After` a retry waits for: a service asking for more is not
+/// retried, and the model sees its error at once.
+pub const MAX_RETRY_PAUSE: Duration = Duration::from_secs(10);
+
+impl ExecOptions {
+    /// Whether a call that failed with `error` after `attempt` retries
+    /// (0 for the first try) is tried again, and after what pause.
+    pub fn retry_pause(&self, attempt: u32, error: &ToolError) -> Option<Duration> {
+        if attempt >= self.retries || !self.retry_on.contains(&error.kind) {
+            return None;
+        }
+        let pause = match self.backoff {
+            Backoff::Fixed => self.retry_delay,
+            Backoff::Exponential => {
+                let grown = self
+                    .retry_delay
+                    .saturating_mul(1u32.checked_shl(attempt).unwrap_or(u32::MAX))
+                    .min(MAX_RETRY_PAUSE.max(self.retry_delay));
+                let half = grown / 2;
+                half + half.mul_f64(rand::random::<f64>())
+            }
+        };
+        match error.retry_after {
+            Some(asked) if asked > MAX_RETRY_PAUSE => None,
+            Some(asked) => Some(pause.max(asked)),
+            None => Some(pause),
         }
     }
 }
@@ -281,12 +338,15 @@ impl ToolRegistry {
                 None => call.await,
             };
             match result {
-                Err(e) if e.kind.is_transient() && attempt < entry.options.retries => {
-                    attempt += 1;
-                    tracing::debug!(tool = name, attempt, error = %e, "retrying tool call");
-                    tokio::time::sleep(entry.options.retry_delay).await;
-                }
-                other => return other,
+                Err(e) => match entry.options.retry_pause(attempt, &e) {
+                    Some(pause) => {
+                        attempt += 1;
+                        tracing::debug!(tool = name, attempt, ?pause, error = %e, "retrying tool call");
+                        tokio::time::sleep(pause).await;
+                    }
+                    None => return Err(e),
+                },
+                ok => return ok,
             }
         }
     }
