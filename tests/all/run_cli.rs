@@ -38,6 +38,7 @@ async fn ask_calc<D: Dialect>(
     provider: &str,
     stream: bool,
     plugins: &Path,
+    extra: &[&str],
 ) -> (Value, FakeServer<D>) {
     fake.push(Turn::calls(vec![FakeCall::new(
         "calc_eval",
@@ -64,6 +65,7 @@ async fn ask_calc<D: Dialect>(
     if stream {
         args.push("--stream".into());
     }
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
     let out = toolhost_run(args).await;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -78,14 +80,61 @@ fn assert_answered(summary: &Value) {
     assert_eq!(summary["final"], json!("6*7 is 42."), "{summary}");
     assert_eq!(summary["tool_calls"], json!(1), "{summary}");
     assert_eq!(summary["iterations"], json!(2), "{summary}");
+    let call = &summary["calls"][0];
+    assert_eq!(call["name"], json!("calc_eval"), "{summary}");
+    assert_eq!(call["status"], json!("succeeded"), "{summary}");
+    assert_eq!(call["attempts"], json!(1), "{summary}");
+}
+
+#[tokio::test]
+async fn run_tool_timeout_and_retries_flags_show_as_each_call_s_options() {
+    let plugins = plugin_subset(&["calc"]);
+    let (summary, _fake) = ask_calc(
+        FakeOpenAi::start().await,
+        "openai",
+        false,
+        plugins.path(),
+        &["--tool-timeout", "1500ms", "--tool-retries", "2"],
+    )
+    .await;
+    assert_answered(&summary);
+    let options = &summary["calls"][0]["options"];
+    assert_eq!(options["timeout_ms"], json!(1500), "{summary}");
+    assert_eq!(options["retries"], json!(2), "{summary}");
+    assert_eq!(options["backoff"], json!("exponential"), "{summary}");
+    assert_eq!(
+        options["retry_on"],
+        json!(["timeout", "busy", "unavailable"]),
+        "{summary}"
+    );
+    let (plain, _fake) = ask_calc(
+        FakeOpenAi::start().await,
+        "openai",
+        false,
+        plugins.path(),
+        &[],
+    )
+    .await;
+    assert_eq!(
+        plain["calls"][0]["options"]["timeout_ms"],
+        Value::Null,
+        "{plain}"
+    );
+    assert_eq!(plain["calls"][0]["options"]["retries"], json!(0), "{plain}");
 }
 
 #[tokio::test]
 async fn run_answers_through_a_real_plugin_over_openai_chat_completions() {
     let plugins = plugin_subset(&["calc"]);
     for stream in [false, true] {
-        let (summary, fake) =
-            ask_calc(FakeOpenAi::start().await, "openai", stream, plugins.path()).await;
+        let (summary, fake) = ask_calc(
+            FakeOpenAi::start().await,
+            "openai",
+            stream,
+            plugins.path(),
+            &[],
+        )
+        .await;
         assert_answered(&summary);
         let second = &fake.bodies()[1];
         let messages = second["messages"].as_array().unwrap();
@@ -114,6 +163,7 @@ async fn run_answers_through_a_real_plugin_over_anthropic_messages() {
             "anthropic",
             stream,
             plugins.path(),
+            &[],
         )
         .await;
         assert_answered(&summary);
@@ -136,8 +186,14 @@ async fn run_answers_through_a_real_plugin_over_anthropic_messages() {
 async fn run_answers_through_a_real_plugin_over_gemini_generate_content() {
     let plugins = plugin_subset(&["calc"]);
     for stream in [false, true] {
-        let (summary, fake) =
-            ask_calc(FakeGemini::start().await, "gemini", stream, plugins.path()).await;
+        let (summary, fake) = ask_calc(
+            FakeGemini::start().await,
+            "gemini",
+            stream,
+            plugins.path(),
+            &[],
+        )
+        .await;
         assert_answered(&summary);
         let requests = fake.requests();
         let endpoint = if stream {

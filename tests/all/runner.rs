@@ -12,7 +12,9 @@ use toolhost::runner::{
     CallStatus, DynamicTools, OnMaxIterations, OverLimitPolicy, RunErrorKind, RunItem, RunOutcome,
     RunnerConfig, StopReason, ToolRunner, ToolSelection,
 };
-use toolhost::tools::{ExecOptions, NativeTool, ToolError, ToolRegistry};
+use toolhost::tools::{
+    Backoff, ExecOptions, ExecOverrides, NativeTool, ToolError, ToolErrorKind, ToolRegistry,
+};
 use toolhost_tests::providers::{FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi, Reply, Turn};
 
 fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {
@@ -612,4 +614,69 @@ async fn reused_ids_from_a_local_server_pass_the_strict_check() {
     assert_eq!(ids[2], "call_0");
     assert_eq!(server.requests().len(), 3);
     assert_eq!(outcome.final_text, "done");
+}
+
+#[tokio::test]
+async fn run_tool_options_apply_to_every_call_and_show_in_its_record() {
+    let server = FakeOpenAi::start().await;
+    server.push(Turn::calls(vec![
+        FakeCall::new("sleep", json!({"ms": 2000})),
+        add(1, 2),
+    ]));
+    server.push(Turn::text("done"));
+    let config = RunnerConfig {
+        tool_options: ExecOverrides {
+            timeout: Some(Duration::from_millis(50)),
+            retries: Some(2),
+            retry_delay: Some(Duration::from_millis(5)),
+            backoff: Some(Backoff::Fixed),
+            ..ExecOverrides::default()
+        },
+        ..RunnerConfig::default()
+    };
+    let mut stream = run(provider(ProviderKind::OpenAi, server.url()), config);
+    let Some(Ok(RunItem::Iteration(first))) = stream.next().await else {
+        panic!("a first iteration");
+    };
+    let sleep = &first.calls[0];
+    assert_eq!(sleep.status, CallStatus::Failed);
+    assert_eq!(sleep.error_kind, Some(ToolErrorKind::Timeout));
+    assert_eq!(sleep.attempts, 3, "the first try and two retries");
+    let options = sleep.options.as_ref().expect("it ran");
+    assert_eq!(options.timeout, Some(Duration::from_millis(50)));
+    assert_eq!(options.retries, 2);
+    assert!(
+        sleep.duration < Duration::from_secs(1),
+        "{:?}",
+        sleep.duration
+    );
+    let added = &first.calls[1];
+    assert_eq!(added.status, CallStatus::Succeeded);
+    assert_eq!(added.attempts, 1);
+    assert_eq!(added.options.as_ref().map(|o| o.retries), Some(2));
+}
+
+#[tokio::test]
+async fn a_tool_s_own_options_hold_unless_the_run_overrides_them() {
+    let server = FakeOpenAi::start().await;
+    server.push(Turn::calls(vec![FakeCall::new("slow", json!({}))]));
+    server.push(Turn::text("done"));
+    let outcome_calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&outcome_calls);
+    run(
+        provider(ProviderKind::OpenAi, server.url()),
+        RunnerConfig::default(),
+    )
+    .on_tool_result(move |r| seen.lock().unwrap().push(r.clone()))
+    .await
+    .expect("the run ends");
+    let calls = outcome_calls.lock().unwrap();
+    let options = calls[0].options.as_ref().expect("it ran");
+    assert_eq!(
+        options.timeout,
+        Some(Duration::from_millis(50)),
+        "slow's own"
+    );
+    assert_eq!(options.retries, 0);
+    assert_eq!(calls[0].attempts, 1);
 }

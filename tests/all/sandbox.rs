@@ -5,11 +5,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::plugin::{HostConfig, LoadReport, PluginError, PluginHost};
 use toolhost::sandbox::{CacheStatus, MemoryInit};
-use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};
+use toolhost::tools::{CallContext, ExecOverrides, SessionId, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{
     copy_plugin, copy_plugin_from, hostile_dir, plugin_subset, workspace_root,
 };
@@ -737,5 +738,65 @@ async fn a_plugin_loaded_from_the_cache_survives_its_entry_being_rewritten_in_pl
             .await
             .unwrap_or_else(|e| panic!("call {n} after the rewrite: {e}"));
         assert_eq!(out["words"], json!(3));
+    }
+}
+
+/// `hostile_spin` (a CPU loop, stopped by epochs) and `hostile_sleep` (a
+/// host wait, stopped by the async deadline) with a 1 s sandbox deadline.
+async fn slow_hostiles() -> (tempfile::TempDir, ToolRegistry) {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["hostile_spin", "hostile_sleep"] {
+        copy_plugin_from(hostile_dir(), name, dir.path());
+        std::fs::write(
+            dir.path().join(format!("{name}.toml")),
+            "[limits]\ntimeout_ms = 1000\nfuel = 100000000000\n",
+        )
+        .unwrap();
+    }
+    let report = load(&host(), dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    (dir, report.registry().expect("the loaded tools register"))
+}
+
+/// Call `tool` with an outer `timeout`; it must end as `timeout`. Returns
+/// how long it ran.
+async fn timed_out_after(registry: &ToolRegistry, tool: &str, timeout: Duration) -> Duration {
+    {
+        let cx = CallContext::default().with_overrides(ExecOverrides {
+            timeout: Some(timeout),
+            ..ExecOverrides::default()
+        });
+        let started = std::time::Instant::now();
+        let report = registry.call_detailed(tool, "{}", &cx).await;
+        let elapsed = started.elapsed();
+        let e = report.output.expect_err("the call must not finish");
+        assert_eq!(e.kind, ToolErrorKind::Timeout, "{tool}: {}", e.message);
+        assert_eq!(report.options.timeout, Some(timeout));
+        assert_eq!(report.attempts, 1);
+        elapsed
+    }
+}
+
+#[tokio::test]
+async fn a_shorter_outer_timeout_ends_a_plugin_call_before_its_sandbox_deadline() {
+    let (_dir, registry) = slow_hostiles().await;
+    for tool in ["hostile_spin", "hostile_sleep"] {
+        let elapsed = timed_out_after(&registry, tool, Duration::from_millis(100)).await;
+        assert!(
+            elapsed < Duration::from_millis(700),
+            "{tool} ran {elapsed:?}, past the 100 ms override"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_longer_outer_timeout_never_lengthens_the_sandbox_deadline() {
+    let (_dir, registry) = slow_hostiles().await;
+    for tool in ["hostile_spin", "hostile_sleep"] {
+        let elapsed = timed_out_after(&registry, tool, Duration::from_secs(60)).await;
+        assert!(
+            elapsed >= Duration::from_millis(900) && elapsed < Duration::from_secs(10),
+            "{tool} ran {elapsed:?}; its sandbox deadline is 1 s"
+        );
     }
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 use toolhost::text::escape_json_controls;
 use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind};
 
-use super::{ChainDisplay, EXIT_FAILED, EXIT_USAGE, PluginArgs, UsageError};
+use super::{ChainDisplay, EXIT_FAILED, EXIT_USAGE, ExecArgs, PluginArgs, UsageError};
 
 #[derive(Debug, Args)]
 pub struct CallArgs {
@@ -26,6 +26,8 @@ pub struct CallArgs {
     session: Option<String>,
     #[command(flatten)]
     plugins: PluginArgs,
+    #[command(flatten)]
+    exec: ExecArgs,
     /// Print exactly one JSON object on stdout:
     /// {"ok":true,"output":...} or {"ok":false,"error":{"kind":...,"message":...}}.
     #[arg(long)]
@@ -127,6 +129,7 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
     }
     let cx = CallContext {
         session: args.session.clone().map(SessionId::new),
+        overrides: args.exec.overrides(),
     };
     Ok(registry.call(&args.tool, &input, &cx).await)
 }

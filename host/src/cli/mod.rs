@@ -106,6 +106,60 @@ pub struct PluginArgs {
     pub lock: Option<PathBuf>,
 }
 
+/// Changes to every tool's execution options (`--tool-timeout`,
+/// `--tool-retries`), for `run` and `call`.
+#[derive(Debug, Clone, Args)]
+pub struct ExecArgs {
+    /// An outer deadline for each tool call attempt, e.g. 500ms, 2s, 1m
+    /// (a bare number is seconds). It never lengthens a plugin's own
+    /// sandbox deadline: the smaller one ends the call.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    pub tool_timeout: Option<std::time::Duration>,
+    /// Retry a tool call that failed transiently (timeout, busy,
+    /// unavailable) up to N times, with exponential backoff.
+    #[arg(long, value_name = "N")]
+    pub tool_retries: Option<u32>,
+}
+
+impl ExecArgs {
+    /// The overrides the flags describe.
+    pub fn overrides(&self) -> toolhost::tools::ExecOverrides {
+        toolhost::tools::ExecOverrides {
+            timeout: self.tool_timeout,
+            retries: self.tool_retries,
+            ..Default::default()
+        }
+    }
+}
+
+/// A duration as a person writes it: `500ms`, `2s`, `1.5s`, `1m`, `1h`, or
+/// a bare number of seconds.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write e.g. 500ms, 2s or 1m"))?;
+    let seconds = match unit.trim() {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        other => {
+            return Err(format!(
+                "unknown unit `{other}` in `{text}`; use ms, s, m or h"
+            ));
+        }
+    };
+    std::time::Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("`{text}` is not a usable duration; give a positive one, e.g. 2s"))
+}
+
 /// A usage or configuration problem: exit code 2.
 #[derive(Debug, thiserror::Error)]
 #[error("{0:#}")]
@@ -336,5 +390,24 @@ pub fn main() -> ExitCode {
                 ExitCode::from(EXIT_FAILED)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+
+    #[test]
+    fn durations_parse_as_people_write_them() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("2 fortnights").is_err());
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("-1s").is_err());
     }
 }

@@ -15,11 +15,11 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use toolhost::llm::{Message, ProviderKind, ProviderOptions};
 use toolhost::runner::{
-    CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
+    CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
 };
 use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
 
-use super::{ChainDisplay, EXIT_FAILED, PluginArgs, UsageError};
+use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
 
 /// Which provider to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -123,11 +123,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub transcript: Option<PathBuf>,
     /// Print a JSON summary on stdout:
-    /// {"final", "stop_reason", "iterations", "tool_calls", "usage"}.
+    /// {"final", "stop_reason", "iterations", "tool_calls", "usage", "calls"}
+    /// where each of "calls" has the call's effective options and attempts.
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
     pub plugins: PluginArgs,
+    #[command(flatten)]
+    pub exec: ExecArgs,
 }
 
 impl RunArgs {
@@ -148,6 +151,7 @@ impl RunArgs {
                 OnMaxIterationsArg::FinalAnswer => OnMaxIterations::FinalAnswer,
             },
             stream: self.stream,
+            tool_options: self.exec.overrides(),
             ..RunnerConfig::default()
         }
     }
@@ -241,8 +245,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     messages.push(Message::user(args.prompt.clone()));
     let config = args.config();
+    let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&calls);
     let mut runner = ToolRunner::new(provider, registry, config, messages)
-        .on_tool_result(|record| {
+        .on_tool_result(move |record| {
+            if let Ok(mut seen) = seen.lock() {
+                seen.push(call_summary(record));
+            }
             let what = match record.status {
                 CallStatus::Succeeded => format!("ok in {:.1?}", record.duration),
                 CallStatus::Failed => format!(
@@ -308,6 +317,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     );
     if args.json {
         let mut summary = summary(&outcome);
+        summary["calls"] = json!(*calls.lock().unwrap_or_else(|e| e.into_inner()));
         if let Some(error) = &error {
             summary["error"] = json!(error);
         }
@@ -334,6 +344,20 @@ fn summary(outcome: &RunOutcome) -> serde_json::Value {
         "iterations": outcome.iterations,
         "tool_calls": outcome.tool_calls,
         "usage": outcome.usage,
+    })
+}
+
+/// One entry of `--json`'s `"calls"`: what was called, how it went, and
+/// the effective options it ran under (`null` when it was not run).
+fn call_summary(record: &CallRecord) -> serde_json::Value {
+    json!({
+        "name": record.call.name,
+        "id": record.call.id,
+        "status": record.status,
+        "error_kind": record.error_kind,
+        "duration_ms": u64::try_from(record.duration.as_millis()).unwrap_or(u64::MAX),
+        "attempts": record.attempts,
+        "options": record.options,
     })
 }
 

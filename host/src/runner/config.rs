@@ -2,6 +2,8 @@
 
 use std::num::NonZeroUsize;
 
+use crate::tools::ExecOverrides;
+
 /// Which registry tools the model is offered in every request (the run's
 /// *base* tools; [`DynamicTools`] come on top).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -112,6 +114,7 @@ impl DynamicTools {
 /// | `stream` | off | whole answers are simpler to log |
 /// | `tools` | all registry tools | |
 /// | `dynamic_tools` | none | |
+/// | `tool_options` | no change | each tool's own [`ExecOptions`](crate::tools::ExecOptions) |
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunnerConfig {
     /// Model↔tool rounds: each round is one model request plus the
@@ -146,6 +149,11 @@ pub struct RunnerConfig {
     pub tools: ToolSelection,
     /// Tools added on top of the base ones (default none).
     pub dynamic_tools: Option<DynamicTools>,
+    /// Changes to every tool's [`ExecOptions`](crate::tools::ExecOptions)
+    /// for the calls of this run (an outer timeout, retries). Default: none;
+    /// each tool keeps its own. A timeout never lengthens a plugin's
+    /// sandbox deadline: the smaller one ends the call.
+    pub tool_options: ExecOverrides,
 }
 
 impl Default for RunnerConfig {
@@ -162,6 +170,7 @@ impl Default for RunnerConfig {
             stream: false,
             tools: ToolSelection::All,
             dynamic_tools: None,
+            tool_options: ExecOverrides::default(),
         }
     }
 }

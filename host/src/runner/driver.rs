@@ -328,6 +328,7 @@ impl Driver {
         let calls = execute::run_round(
             &self.registry,
             &self.session,
+            &self.config.tool_options,
             self.config.concurrency(),
             &message.tool_calls,
             plan.dispositions,

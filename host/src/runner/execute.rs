@@ -13,7 +13,9 @@ use super::conversation::error_result;
 use super::machine::Disposition;
 use super::outcome::{CallRecord, CallStatus, Iteration};
 use crate::llm::{ToolCall, ToolResult};
-use crate::tools::{CallContext, SessionId, ToolError, ToolErrorKind, ToolRegistry};
+use crate::tools::{
+    CallContext, CallReport, ExecOverrides, SessionId, ToolError, ToolErrorKind, ToolRegistry,
+};
 
 /// What the `on_tool_call` callback decides about a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +70,8 @@ fn record(
         status,
         error_kind: kind,
         duration: Duration::ZERO,
+        options: None,
+        attempts: 0,
     }
 }
 
@@ -77,6 +81,7 @@ fn record(
 pub(super) async fn run_round(
     registry: &Arc<ToolRegistry>,
     session: &SessionId,
+    overrides: &ExecOverrides,
     concurrency: usize,
     calls: &[ToolCall],
     dispositions: Vec<Disposition>,
@@ -116,15 +121,17 @@ pub(super) async fn run_round(
         };
         slots.push(slot);
     }
-    let cx = CallContext::in_session(session.clone());
+    let cx = CallContext::in_session(session.clone()).with_overrides(overrides.clone());
     let mut executed = futures::stream::iter(jobs)
         .map(|call| {
             let registry = Arc::clone(registry);
             let cx = cx.clone();
             AbortOnDrop(tokio::spawn(async move {
                 let started = Instant::now();
-                let output = registry.call(&call.name, &call.arguments, &cx).await;
-                (call, output, started.elapsed())
+                let report = registry
+                    .call_detailed(&call.name, &call.arguments, &cx)
+                    .await;
+                (call, report, started.elapsed())
             }))
         })
         .buffered(concurrency.max(1));
@@ -133,18 +140,24 @@ pub(super) async fn run_round(
         let done = match slot {
             Some(done) => done,
             None => match executed.next().await {
-                Some(Ok((call, output, duration))) => executed_record(call, output, duration),
+                Some(Ok((call, report, duration))) => executed_record(call, report, duration),
                 Some(Err(join)) => executed_record(
                     call.clone(),
-                    Err(ToolError::new(
-                        ToolErrorKind::Trap,
-                        format!("tool `{}` panicked or was cancelled: {join}", call.name),
-                    )),
+                    lost(
+                        overrides,
+                        ToolError::new(
+                            ToolErrorKind::Trap,
+                            format!("tool `{}` panicked or was cancelled: {join}", call.name),
+                        ),
+                    ),
                     Duration::ZERO,
                 ),
                 None => executed_record(
                     call.clone(),
-                    Err(ToolError::failed("internal error: the call was lost")),
+                    lost(
+                        overrides,
+                        ToolError::failed("internal error: the call was lost"),
+                    ),
                     Duration::ZERO,
                 ),
             },
@@ -157,11 +170,21 @@ pub(super) async fn run_round(
     records
 }
 
-fn executed_record(
-    call: ToolCall,
-    output: Result<serde_json::Value, ToolError>,
-    duration: Duration,
-) -> CallRecord {
+/// The report of a call whose task ended without one.
+fn lost(overrides: &ExecOverrides, error: ToolError) -> CallReport {
+    CallReport {
+        output: Err(error),
+        options: crate::tools::ExecOptions::default().with(overrides),
+        attempts: 0,
+    }
+}
+
+fn executed_record(call: ToolCall, report: CallReport, duration: Duration) -> CallRecord {
+    let CallReport {
+        output,
+        options,
+        attempts,
+    } = report;
     let (result, status, error_kind) = match output {
         Ok(value) => (
             ToolResult {
@@ -186,5 +209,7 @@ fn executed_record(
         status,
         error_kind,
         duration,
+        options: Some(options),
+        attempts,
     }
 }

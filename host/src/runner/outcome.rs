@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::machine::StopReason;
 use crate::llm::InvariantError;
 use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
-use crate::tools::ToolErrorKind;
+use crate::tools::{ExecOptions, ToolErrorKind};
 
 /// How one call of a response was handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -39,8 +39,17 @@ pub struct CallRecord {
     /// The failure kind, for `Failed`, `Unavailable` (`unknown_tool`) and
     /// `Refused` (`permission_denied`).
     pub error_kind: Option<ToolErrorKind>,
-    /// Wall time of the call (zero when not run).
+    /// Wall time of the call, retries and their pauses included (zero
+    /// when not run).
     pub duration: Duration,
+    /// The effective options the call ran under: the tool's, with
+    /// [`RunnerConfig::tool_options`](super::RunnerConfig) applied. `None`
+    /// when it was not handed to the registry (declined, unavailable,
+    /// refused).
+    pub options: Option<ExecOptions>,
+    /// How many times the tool ran: 0 when it was not run (or its input
+    /// was rejected), else 1 plus the retries.
+    pub attempts: u32,
 }
 
 /// One model response and what was done with it.

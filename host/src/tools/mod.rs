@@ -10,6 +10,7 @@
 
 mod error;
 mod native;
+mod options;
 mod registry;
 mod schema;
 
@@ -22,7 +23,8 @@ use serde_json::Value;
 
 pub use error::{ToolError, ToolErrorKind};
 pub use native::NativeTool;
-pub use registry::{Backoff, ExecOptions, MAX_RETRY_PAUSE, RegistryError, ToolRegistry};
+pub use options::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
+pub use registry::{CallReport, RegistryError, ToolRegistry};
 pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
 
 /// What the model is told about a tool.
@@ -98,6 +100,9 @@ pub struct CallContext {
     /// The conversation this call belongs to. Stateful tools keep one
     /// instance per session; without a session every call is fresh.
     pub session: Option<SessionId>,
+    /// Changes to the tool's [`ExecOptions`] for this call; they win over
+    /// every other layer (see [`ExecOverrides`]).
+    pub overrides: ExecOverrides,
 }
 
 impl CallContext {
@@ -105,7 +110,15 @@ impl CallContext {
     pub fn in_session(session: SessionId) -> Self {
         Self {
             session: Some(session),
+            overrides: ExecOverrides::default(),
         }
+    }
+
+    /// The same context with `overrides` for the tool's options.
+    #[must_use]
+    pub fn with_overrides(mut self, overrides: ExecOverrides) -> Self {
+        self.overrides = overrides;
+        self
     }
 }
 

@@ -2,94 +2,25 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::Value;
 
+use super::options::ExecOptions;
 use super::schema::{InputBudget, SchemaBudget, check_input, check_schema};
 use super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
 
-/// How the registry executes one tool's calls.
-///
-/// The defaults are deliberately plain: no outer timeout (a plugin already
-/// has its own sandbox deadline), no retries (most failures repeat).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExecOptions {
-    /// An outer deadline for each attempt. `None`: only the tool's own
-    /// limits apply. It never lengthens a plugin's sandbox deadline: the
-    /// smaller of the two ends the call.
-    pub timeout: Option<Duration>,
-    /// How many times to retry a call that failed with a kind in
-    /// `retry_on`.
-    pub retries: u32,
-    /// The pause before the first retry; [`Backoff`] says how later pauses
-    /// grow.
-    pub retry_delay: Duration,
-    /// How the pause grows from one retry to the next.
-    pub backoff: Backoff,
-    /// The error kinds worth a retry. Default: the transient ones
-    /// ([`ToolErrorKind::is_transient`]: `timeout`, `busy`, `unavailable`).
-    pub retry_on: Vec<ToolErrorKind>,
-}
-
-impl Default for ExecOptions {
-    fn default() -> Self {
-        Self {
-            timeout: None,
-            retries: 0,
-            retry_delay: Duration::from_millis(100),
-            backoff: Backoff::default(),
-            retry_on: ToolErrorKind::ALL
-                .into_iter()
-                .filter(|k| k.is_transient())
-                .collect(),
-        }
-    }
-}
-
-/// How the pause between retries grows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Backoff {
-    /// The same `retry_delay` before every retry.
-    Fixed,
-    /// `retry_delay`, then twice that, four times, ... never more than
-    /// `max`; each pause is drawn at random between half and all of it
-    /// (jitter), so clients that failed together do not retry together.
-    /// The default, with `max` 10 s.
-    #[default]
-    Exponential,
-}
-
-/// The longest pause [`Backoff::Exponential`] grows to, and the longest
-/// `Retry-After` a retry waits for: a service asking for more is not
-/// retried, and the model sees its error at once.
-pub const MAX_RETRY_PAUSE: Duration = Duration::from_secs(10);
-
-impl ExecOptions {
-    /// Whether a call that failed with `error` after `attempt` retries
-    /// (0 for the first try) is tried again, and after what pause.
-    pub fn retry_pause(&self, attempt: u32, error: &ToolError) -> Option<Duration> {
-        if attempt >= self.retries || !self.retry_on.contains(&error.kind) {
-            return None;
-        }
-        let pause = match self.backoff {
-            Backoff::Fixed => self.retry_delay,
-            Backoff::Exponential => {
-                let grown = self
-                    .retry_delay
-                    .saturating_mul(1u32.checked_shl(attempt).unwrap_or(u32::MAX))
-                    .min(MAX_RETRY_PAUSE.max(self.retry_delay));
-                let half = grown / 2;
-                half + half.mul_f64(rand::random::<f64>())
-            }
-        };
-        match error.retry_after {
-            Some(asked) if asked > MAX_RETRY_PAUSE => None,
-            Some(asked) => Some(pause.max(asked)),
-            None => Some(pause),
-        }
-    }
+/// How one call went, with the options it ran under: what
+/// [`ToolRegistry::call_detailed`] returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallReport {
+    /// The tool's output, or why there is none.
+    pub output: Result<Value, ToolError>,
+    /// The effective options of the call: the tool's, with the run's and
+    /// the call's [`ExecOverrides`](super::ExecOverrides) applied.
+    pub options: ExecOptions,
+    /// How many times the tool was run: 0 when the call never reached it
+    /// (unknown tool, invalid input), else 1 plus the retries.
+    pub attempts: u32,
 }
 
 /// Why a tool could not be registered.
@@ -297,15 +228,7 @@ impl ToolRegistry {
         input: &str,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
-        if input.len() > self.input_budget.max_bytes {
-            return Err(ToolError::invalid_input(format!(
-                "the input is {} bytes; the most a tool takes is {} bytes. Send less at once",
-                input.len(),
-                self.input_budget.max_bytes
-            )));
-        }
-        let value = parse_input(input)?;
-        self.call_value(name, value, cx).await
+        self.call_detailed(name, input, cx).await.output
     }
 
     /// Like [`call`](Self::call), with the input already parsed.
@@ -319,35 +242,91 @@ impl ToolRegistry {
         input: Value,
         cx: &CallContext,
     ) -> Result<Value, ToolError> {
-        let entry = self
-            .tools
-            .get(name)
-            .ok_or_else(|| ToolError::unknown_tool(name))?;
-        check_input(&input, &self.input_budget).map_err(ToolError::invalid_input)?;
-        validate(&entry.validator, &input)?;
-        let mut attempt = 0;
-        loop {
+        self.execute(name, Ok(input), cx).await.output
+    }
+
+    /// Like [`call`](Self::call), and report the effective [`ExecOptions`]
+    /// and the number of attempts along with the output.
+    ///
+    /// The options are the tool's, with `cx.overrides` applied
+    /// ([`ExecOptions::with`]). Each attempt runs under `options.timeout`
+    /// (if any) on top of the tool's own limits: the smaller deadline ends
+    /// it. A failure whose kind is in `options.retry_on` is retried after
+    /// [`ExecOptions::retry_pause`].
+    pub async fn call_detailed(&self, name: &str, input: &str, cx: &CallContext) -> CallReport {
+        let input = if input.len() > self.input_budget.max_bytes {
+            Err(ToolError::invalid_input(format!(
+                "the input is {} bytes; the most a tool takes is {} bytes. Send less at once",
+                input.len(),
+                self.input_budget.max_bytes
+            )))
+        } else {
+            parse_input(input)
+        };
+        self.execute(name, input, cx).await
+    }
+
+    async fn execute(
+        &self,
+        name: &str,
+        input: Result<Value, ToolError>,
+        cx: &CallContext,
+    ) -> CallReport {
+        let Some(entry) = self.tools.get(name) else {
+            return CallReport {
+                output: Err(ToolError::unknown_tool(name)),
+                options: ExecOptions::default().with(&cx.overrides),
+                attempts: 0,
+            };
+        };
+        let options = entry.options.with(&cx.overrides);
+        let checked = input.and_then(|input| {
+            check_input(&input, &self.input_budget)
+                .map_err(ToolError::invalid_input)
+                .and_then(|()| validate(&entry.validator, &input))
+                .map(|()| input)
+        });
+        let input = match checked {
+            Ok(input) => input,
+            Err(e) => {
+                return CallReport {
+                    output: Err(e),
+                    options,
+                    attempts: 0,
+                };
+            }
+        };
+        let mut attempts = 0;
+        let output = loop {
+            attempts += 1;
             let call = entry.tool.call(input.clone(), cx);
-            let result = match entry.options.timeout {
+            let result = match options.timeout {
                 Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
                     Err(ToolError::new(
                         ToolErrorKind::Timeout,
-                        format!("tool `{name}` did not finish within {limit:?}"),
+                        format!(
+                            "tool `{name}` did not finish within {limit:?}; \
+                             allow it more time (timeout) or ask for less work"
+                        ),
                     ))
                 }),
                 None => call.await,
             };
             match result {
-                Err(e) => match entry.options.retry_pause(attempt, &e) {
+                Err(e) => match options.retry_pause(attempts - 1, &e) {
                     Some(pause) => {
-                        attempt += 1;
-                        tracing::debug!(tool = name, attempt, ?pause, error = %e, "retrying tool call");
+                        tracing::debug!(tool = name, attempts, ?pause, error = %e, "retrying tool call");
                         tokio::time::sleep(pause).await;
                     }
-                    None => return Err(e),
+                    None => break Err(e),
                 },
-                ok => return ok,
+                ok => break ok,
             }
+        };
+        CallReport {
+            output,
+            options,
+            attempts,
         }
     }
 

@@ -78,6 +78,7 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
                     stream: false,
                     tools: ToolSelection::Named(vec!["echo".into(), "fail".into()]),
                     dynamic_tools: dynamic.then(|| DynamicTools::new(["extra"])),
+                    tool_options: Default::default(),
                 }
             },
         )
