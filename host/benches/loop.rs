@@ -125,7 +125,7 @@ struct Row {
 
 async fn measure(calls: usize, iterations: u32, runs: usize) -> anyhow::Result<Row> {
     let base_url = start_server(calls).await?;
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     registry.register(NativeTool::new(
         "noop",
         "Does nothing.",

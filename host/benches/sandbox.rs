@@ -400,7 +400,7 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         ..HostConfig::default()
     })
     .unwrap();
-    let mut plain = ToolRegistry::new();
+    let plain = ToolRegistry::new();
     for tool in plain_host
         .load_file(&plugins.join("text.wasm"))
         .await
@@ -489,7 +489,7 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         "[limits]\ntimeout_ms = 10\nfuel = 100000000000\n",
     )
     .unwrap();
-    let mut spin = ToolRegistry::new();
+    let spin = ToolRegistry::new();
     for tool in host
         .load_file(&dir.path().join("hostile_spin.wasm"))
         .await
@@ -549,7 +549,7 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
                 continue;
             }
             let plugin = lang_host.load_file(&wasm).await.unwrap();
-            let mut registry = ToolRegistry::new();
+            let registry = ToolRegistry::new();
             for t in plugin.tools() {
                 registry.register(t).unwrap();
             }

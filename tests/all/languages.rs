@@ -110,10 +110,8 @@ fn big_text(bytes: usize) -> String {
 #[tokio::test]
 async fn python_tool_converts_units_with_its_configured_precision() {
     let (registry, _dir) = load("py_units", None).await;
-    let spec = registry
-        .specs()
-        .find(|s| s.name == "py_convert_units")
-        .expect("described");
+    let tool = registry.get("py_convert_units").expect("described");
+    let spec = tool.spec();
     assert_eq!(
         spec.input_schema["required"],
         json!(["value", "from_unit", "to_unit"])
@@ -506,7 +504,7 @@ async fn every_language_loads_into_one_registry() {
             .collect::<Vec<_>>()
     );
     let registry = report.registry().expect("the loaded tools register");
-    let mut tools: Vec<&str> = registry.specs().map(|s| s.name.as_str()).collect();
+    let mut tools: Vec<String> = registry.snapshot().keys().collect();
     tools.sort_unstable();
     assert_eq!(
         tools,

@@ -31,7 +31,7 @@ fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {
 /// `slow` never finishes in time (50 ms registry timeout); `extra` is for
 /// dynamic tool tests.
 fn registry() -> Arc<ToolRegistry> {
-    let mut r = ToolRegistry::new();
+    let r = ToolRegistry::new();
     r.register(NativeTool::new(
         "add",
         "Adds a and b.",
@@ -679,4 +679,112 @@ async fn a_tool_s_own_options_hold_unless_the_run_overrides_them() {
     );
     assert_eq!(options.retries, 0);
     assert_eq!(calls[0].attempts, 1);
+}
+
+fn late_tool(name: &str) -> NativeTool {
+    NativeTool::new(
+        name,
+        "Registered late.",
+        json!({"type": "object"}),
+        |_| async move { Ok(json!("late!")) },
+    )
+}
+
+#[tokio::test]
+async fn a_tool_registered_between_iterations_is_offered_in_the_next_request() {
+    let server = FakeOpenAi::start().await;
+    server.push(Turn::calls(vec![add(1, 1)]));
+    server.push(Turn::calls(vec![
+        FakeCall::new("late", json!({})),
+        FakeCall::new("later", json!({})),
+    ]));
+    server.push(Turn::text("done"));
+    let tools = registry();
+    // `late` is a base tool by name and `later` a dynamic one; neither is
+    // registered when the run starts.
+    let config = RunnerConfig {
+        tools: ToolSelection::Named(vec!["add".into(), "broken".into(), "late".into()]),
+        dynamic_tools: Some(DynamicTools::new(["later"])),
+        ..RunnerConfig::default()
+    };
+    let changed = Arc::clone(&tools);
+    let outcome = ToolRunner::new(
+        provider(ProviderKind::OpenAi, server.url()),
+        Arc::clone(&tools),
+        config,
+        vec![Message::user("go")],
+    )
+    .on_iteration(move |it| {
+        if it.number == 1 {
+            changed.register(late_tool("late")).expect("late");
+            changed.register(late_tool("later")).expect("later");
+            assert!(changed.unregister("broken").is_some());
+        }
+    })
+    .await
+    .expect("the run ends");
+    assert_eq!(outcome.stop_reason, StopReason::Completed);
+    let bodies = server.bodies();
+    let names =
+        |i: usize| -> Vec<String> { tool_names(&bodies[i]).into_iter().map(|t| t.0).collect() };
+    assert!(!names(0).contains(&"late".to_owned()), "{:?}", names(0));
+    assert!(!names(0).contains(&"later".to_owned()), "{:?}", names(0));
+    assert!(names(0).contains(&"broken".to_owned()));
+    assert!(names(1).contains(&"late".to_owned()), "{:?}", names(1));
+    assert!(!names(1).contains(&"broken".to_owned()), "{:?}", names(1));
+    let later: Vec<_> = tool_names(&bodies[1])
+        .into_iter()
+        .filter(|t| t.0 == "later")
+        .collect();
+    assert_eq!(
+        later,
+        [(
+            "later".to_owned(),
+            "Registered late. (added for this step)".to_owned()
+        )],
+        "a dynamic tool registered late is offered once, decorated"
+    );
+    let results = tool_results(&outcome);
+    assert_eq!(results[1].1, "\"late!\"", "{results:?}");
+    assert_eq!(results[2].1, "\"late!\"", "{results:?}");
+}
+
+#[tokio::test]
+async fn a_selection_may_name_a_version_and_its_calls_go_to_that_version() {
+    let server = FakeOpenAi::start().await;
+    server.push(Turn::calls(vec![FakeCall::new("calc", json!({}))]));
+    server.push(Turn::text("done"));
+    let tools = ToolRegistry::new();
+    for version in ["1.0.0", "2.0.0"] {
+        tools
+            .register(
+                NativeTool::new(
+                    "calc",
+                    "Calculates.",
+                    json!({"type": "object"}),
+                    move |_| async move { Ok(json!(version)) },
+                )
+                .with_version(version),
+            )
+            .expect("calc");
+    }
+    let config = RunnerConfig {
+        tools: ToolSelection::Named(vec!["calc@1.0.0".into()]),
+        ..RunnerConfig::default()
+    };
+    let outcome = ToolRunner::new(
+        provider(ProviderKind::OpenAi, server.url()),
+        Arc::new(tools),
+        config,
+        vec![Message::user("go")],
+    )
+    .await
+    .expect("the run ends");
+    let bodies = server.bodies();
+    assert_eq!(
+        tool_names(&bodies[0]),
+        [("calc".to_owned(), "Calculates.".to_owned())],
+        "the model sees the plain name"
+    );
+    assert_eq!(tool_results(&outcome)[0].1, "\"1.0.0\"");
 }

@@ -452,7 +452,7 @@ async fn spare_instances_serve_one_call_each_and_survive_hostile_calls() {
     // None are made before the first call: loading a directory costs no
     // instances for plugins nobody calls.
     assert_eq!(scratchpad.spare_instances(), 0);
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in scratchpad.tools() {
         registry.register(tool).unwrap();
     }
@@ -618,7 +618,7 @@ async fn the_compile_cache_is_used_and_a_corrupt_entry_is_rebuilt() {
     let third = new_host().load_file(&wasm).await.unwrap();
     assert_eq!(third.cache_status(), CacheStatus::Rebuilt);
     let registry = {
-        let mut r = ToolRegistry::new();
+        let r = ToolRegistry::new();
         for t in third.tools() {
             r.register(t).unwrap();
         }
@@ -720,7 +720,7 @@ async fn a_plugin_loaded_from_the_cache_survives_its_entry_being_rewritten_in_pl
         .await
         .unwrap();
     assert_eq!(plugin.cache_status(), CacheStatus::Hit);
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for t in plugin.tools() {
         registry.register(t).unwrap();
     }

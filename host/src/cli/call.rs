@@ -123,7 +123,7 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
             };
             return Ok(Err(ToolError::new(kind, message)));
         }
-        let names: Vec<&str> = registry.specs().map(|s| s.name.as_str()).collect();
+        let names: Vec<String> = registry.snapshot().keys().collect();
         message.push_str(&format!("; available: {}", names.join(", ")));
         return Ok(Err(ToolError::new(ToolErrorKind::UnknownTool, message)));
     }

@@ -231,7 +231,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .context("cannot set up the provider")
         .map_err(UsageError)?;
     let registry = Arc::new(args.plugins.load_registry().await?);
-    let names: Vec<&str> = registry.specs().map(|s| s.name.as_str()).collect();
+    let names: Vec<String> = registry.snapshot().keys().collect();
     eprintln!(
         "toolhost: {} with {} tool(s){}{}",
         provider.name(),

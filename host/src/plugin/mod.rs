@@ -194,7 +194,7 @@ impl LoadReport {
     /// report already).
     pub fn register_into(
         &self,
-        registry: &mut ToolRegistry,
+        registry: &ToolRegistry,
     ) -> Result<(), crate::tools::RegistryError> {
         for plugin in &self.plugins {
             for tool in plugin.tools() {
@@ -212,8 +212,8 @@ impl LoadReport {
     /// schemas were checked at load, so this means the two disagree: it is
     /// returned, never a registry missing some tools.
     pub fn registry(&self) -> Result<ToolRegistry, crate::tools::RegistryError> {
-        let mut registry = ToolRegistry::new();
-        self.register_into(&mut registry)?;
+        let registry = ToolRegistry::new();
+        self.register_into(&registry)?;
         Ok(registry)
     }
 }

@@ -1,6 +1,6 @@
 //! [`ToolRunner`]: performs what [`LoopState`] decides.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::future::IntoFuture;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use super::outcome::{
     CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome,
 };
 use crate::llm::{ChatRequest, Message, Provider, ToolCall, Usage};
-use crate::tools::{SessionId, ToolRegistry, ToolSpec};
+use crate::tools::{CallContext, SessionId, ToolRegistry, ToolSet, ToolSpec};
 
 type Update = Box<dyn FnOnce(&mut Driver) + Send>;
 type StepFuture = BoxFuture<'static, (Box<Driver>, Result<RunItem, RunError>)>;
@@ -290,7 +290,10 @@ impl Driver {
         if let Err(e) = self.conversation.check_invariant() {
             return Err(self.error(RunErrorKind::Invariant(e), StopReason::Error));
         }
-        let specs = self.offered_specs();
+        // One snapshot per request: the tools offered and the calls of the
+        // answer see the same set, whatever is registered meanwhile.
+        let tools = self.registry.snapshot();
+        let (specs, routes) = self.offered_specs(&tools);
         self.requests += 1;
         let on_text = self.callbacks.on_text.clone();
         let request = ChatRequest {
@@ -312,10 +315,9 @@ impl Driver {
         };
         self.usage += response.usage;
         let mut message = response.message;
-        let offered: BTreeSet<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         let plan = self
             .state
-            .plan(&self.config, &mut message, |name| offered.contains(name));
+            .plan(&self.config, &mut message, |name| routes.contains_key(name));
         if let Verdict::OverLimit { count, limit } = plan.verdict {
             let kind = RunErrorKind::OverLimit {
                 count,
@@ -325,10 +327,12 @@ impl Driver {
             return Err(self.error(kind, StopReason::OverLimit));
         }
         self.conversation.push(Message::Assistant(message.clone()));
+        let cx = CallContext::in_session(self.session.clone())
+            .with_overrides(self.config.tool_options.clone());
         let calls = execute::run_round(
-            &self.registry,
-            &self.session,
-            &self.config.tool_options,
+            &tools,
+            &cx,
+            &routes,
             self.config.concurrency(),
             &message.tool_calls,
             plan.dispositions,
@@ -353,24 +357,29 @@ impl Driver {
         Ok(RunItem::Iteration(iteration))
     }
 
-    /// The base tools plus the dynamic ones, with decorated descriptions.
-    fn offered_specs(&self) -> Vec<ToolSpec> {
-        let mut seen = BTreeSet::new();
+    /// The base tools plus the dynamic ones, with decorated descriptions,
+    /// and for each offered name the registry name its calls go to (a
+    /// selection may name `name@version`; the model sees only `name`).
+    fn offered_specs(&self, tools: &ToolSet) -> (Vec<ToolSpec>, BTreeMap<String, String>) {
+        let mut routes = BTreeMap::new();
         let mut specs = Vec::new();
-        let mut add = |name: &str, decorate: Option<&super::DynamicTools>| {
-            if let Some(tool) = self.registry.get(name)
-                && seen.insert(name.to_owned())
-            {
-                let mut spec = tool.spec().clone();
-                if let Some(dynamic) = decorate {
-                    spec.description = dynamic.decorate(&spec.name, &spec.description);
-                }
-                specs.push(spec);
+        let mut add = |key: &str, decorate: Option<&super::DynamicTools>| {
+            let Some(tool) = tools.get(key) else {
+                return;
+            };
+            let mut spec = tool.spec().clone();
+            if routes.contains_key(&spec.name) {
+                return;
             }
+            routes.insert(spec.name.clone(), key.to_owned());
+            if let Some(dynamic) = decorate {
+                spec.description = dynamic.decorate(&spec.name, &spec.description);
+            }
+            specs.push(spec);
         };
         match &self.config.tools {
             ToolSelection::All => {
-                for spec in self.registry.specs() {
+                for spec in tools.specs() {
                     add(&spec.name, None);
                 }
             }
@@ -386,7 +395,7 @@ impl Driver {
                 add(name, Some(dynamic));
             }
         }
-        specs
+        (specs, routes)
     }
 
     fn outcome(&mut self, stop_reason: StopReason) -> RunOutcome {

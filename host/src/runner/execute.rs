@@ -1,6 +1,7 @@
 //! Executing the calls of one response: approval, bounded concurrency,
 //! timings, results in call order.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -13,9 +14,7 @@ use super::conversation::error_result;
 use super::machine::Disposition;
 use super::outcome::{CallRecord, CallStatus, Iteration};
 use crate::llm::{ToolCall, ToolResult};
-use crate::tools::{
-    CallContext, CallReport, ExecOverrides, SessionId, ToolError, ToolErrorKind, ToolRegistry,
-};
+use crate::tools::{CallContext, CallReport, ExecOverrides, ToolError, ToolErrorKind, ToolSet};
 
 /// What the `on_tool_call` callback decides about a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,9 +78,9 @@ fn record(
 /// (at most `concurrency` at once, each on its own task), answer the others
 /// with an error result.
 pub(super) async fn run_round(
-    registry: &Arc<ToolRegistry>,
-    session: &SessionId,
-    overrides: &ExecOverrides,
+    tools: &Arc<ToolSet>,
+    cx: &CallContext,
+    routes: &BTreeMap<String, String>,
     concurrency: usize,
     calls: &[ToolCall],
     dispositions: Vec<Disposition>,
@@ -121,16 +120,17 @@ pub(super) async fn run_round(
         };
         slots.push(slot);
     }
-    let cx = CallContext::in_session(session.clone()).with_overrides(overrides.clone());
     let mut executed = futures::stream::iter(jobs)
         .map(|call| {
-            let registry = Arc::clone(registry);
+            let tools = Arc::clone(tools);
             let cx = cx.clone();
+            let target = routes
+                .get(&call.name)
+                .cloned()
+                .unwrap_or_else(|| call.name.clone());
             AbortOnDrop(tokio::spawn(async move {
                 let started = Instant::now();
-                let report = registry
-                    .call_detailed(&call.name, &call.arguments, &cx)
-                    .await;
+                let report = tools.call_detailed(&target, &call.arguments, &cx).await;
                 (call, report, started.elapsed())
             }))
         })
@@ -144,7 +144,7 @@ pub(super) async fn run_round(
                 Some(Err(join)) => executed_record(
                     call.clone(),
                     lost(
-                        overrides,
+                        &cx.overrides,
                         ToolError::new(
                             ToolErrorKind::Trap,
                             format!("tool `{}` panicked or was cancelled: {join}", call.name),
@@ -155,7 +155,7 @@ pub(super) async fn run_round(
                 None => executed_record(
                     call.clone(),
                     lost(
-                        overrides,
+                        &cx.overrides,
                         ToolError::failed("internal error: the call was lost"),
                     ),
                     Duration::ZERO,

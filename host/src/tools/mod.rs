@@ -24,7 +24,7 @@ use serde_json::Value;
 pub use error::{ToolError, ToolErrorKind};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
-pub use registry::{CallReport, RegistryError, ToolRegistry};
+pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet};
 pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
 
 /// What the model is told about a tool.
@@ -143,6 +143,13 @@ pub trait Tool: Send + Sync + 'static {
         ToolOrigin::Native
     }
 
+    /// The tool's version, if it has one (e.g. `"1.2.0"`). Two tools may
+    /// share a name in a [`ToolRegistry`] only when both have versions and
+    /// they differ; `name@version` then addresses each.
+    fn version(&self) -> Option<&str> {
+        None
+    }
+
     /// Drop whatever the tool keeps for `session` (stateful tools only).
     fn end_session(&self, _session: &SessionId) {}
 }
@@ -156,6 +163,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn origin(&self) -> ToolOrigin {
         (**self).origin()
+    }
+    fn version(&self) -> Option<&str> {
+        (**self).version()
     }
     fn end_session(&self, session: &SessionId) {
         (**self).end_session(session)

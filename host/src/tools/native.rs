@@ -16,6 +16,7 @@ type Handler = dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + S
 /// A tool backed by an async Rust function, for tools that need no sandbox.
 pub struct NativeTool {
     spec: ToolSpec,
+    version: Option<String>,
     handler: Arc<Handler>,
 }
 
@@ -23,6 +24,7 @@ impl std::fmt::Debug for NativeTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("NativeTool")
             .field("spec", &self.spec)
+            .field("version", &self.version)
             .finish()
     }
 }
@@ -45,8 +47,16 @@ impl NativeTool {
                 description: description.into(),
                 input_schema,
             },
+            version: None,
             handler: Arc::new(move |input| f(input).boxed()),
         }
+    }
+
+    /// The same tool with a version (see [`Tool::version`]).
+    #[must_use]
+    pub fn with_version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
     }
 
     /// A tool from a typed function; the schema comes from `I`.
@@ -95,6 +105,10 @@ impl NativeTool {
 impl Tool for NativeTool {
     fn spec(&self) -> &ToolSpec {
         &self.spec
+    }
+
+    fn version(&self) -> Option<&str> {
+        self.version.as_deref()
     }
 
     fn call(

@@ -98,7 +98,7 @@ fn bad_arguments_and_unknown_tools_become_error_results() {
 fn parallel_calls_respect_the_bound_and_keep_call_order() {
     let in_flight = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     let (flight, top) = (in_flight.clone(), peak.clone());
     registry
         .register(crate::tools::NativeTool::new(
@@ -399,7 +399,7 @@ impl Tool for SessionSpy {
 fn one_session_per_run_and_it_is_ended() {
     let calls_seen = Arc::new(Mutex::new(Vec::new()));
     let ended = Arc::new(Mutex::new(Vec::new()));
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     registry
         .register(SessionSpy {
             spec: ToolSpec {

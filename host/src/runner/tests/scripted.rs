@@ -175,7 +175,7 @@ pub fn calls(list: &[(&str, &str, &str)]) -> AssistantMessage {
 /// milliseconds then returns them; `extra` is meant as a dynamic tool.
 pub fn registry() -> Arc<ToolRegistry> {
     let schema = json!({"type": "object", "properties": {"x": {"type": "integer"}}});
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     registry
         .register(NativeTool::new(
             "echo",
