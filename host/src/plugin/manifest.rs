@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::integrity::{IntegrityPolicy, Sha256Digest};
+use crate::tools::rest::RestDecl;
 use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
 
 /// Limits as written in a manifest or host config, in friendly units. An
@@ -200,6 +201,9 @@ pub struct HostConfig {
     /// Which component bytes may run: the lock file and trusted signers
     /// (`[integrity]`).
     pub integrity: IntegrityPolicy,
+    /// REST endpoints as tools (`[[rest]]`), the operator's own: see
+    /// [`rest`](crate::tools::rest).
+    pub rest: Vec<RestDecl>,
 }
 
 /// Budgets on plugin-supplied data handled by the host, outside the
@@ -254,6 +258,7 @@ impl Default for HostConfig {
             allow: Allow::default(),
             plugins: PluginBudget::default(),
             integrity: IntegrityPolicy::default(),
+            rest: Vec::new(),
         }
     }
 }

@@ -168,6 +168,7 @@ fn describe_origin(origin: &ToolOrigin) -> String {
     match origin {
         ToolOrigin::Native => "a native tool".to_owned(),
         ToolOrigin::Plugin { path, .. } => format!("plugin {}", path.display()),
+        ToolOrigin::Rest { url, file } => super::rest::describe_origin(url, file.as_deref()),
     }
 }
 
