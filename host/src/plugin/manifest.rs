@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 
 use super::integrity::{IntegrityPolicy, Sha256Digest};
-use crate::tools::rest::RestDecl;
 use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
+use crate::tools::rest::RestDecl;
 
 /// Limits as written in a manifest or host config, in friendly units. An
 /// absent field means "the default".

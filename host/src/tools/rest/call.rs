@@ -113,7 +113,11 @@ impl Request {
         self.output(&body, &final_url)
     }
 
-    fn add_query(&self, url: &mut reqwest::Url, input: &Map<String, Value>) -> Result<(), ToolError> {
+    fn add_query(
+        &self,
+        url: &mut reqwest::Url,
+        input: &Map<String, Value>,
+    ) -> Result<(), ToolError> {
         let mut pairs = Vec::new();
         for name in &self.query {
             match input.get(name) {
@@ -216,7 +220,10 @@ impl Request {
                 ),
             )
         };
-        if response.content_length().is_some_and(|n| n > self.max_bytes) {
+        if response
+            .content_length()
+            .is_some_and(|n| n > self.max_bytes)
+        {
             return Err(too_large());
         }
         let mut body = Vec::new();

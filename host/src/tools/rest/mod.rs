@@ -320,7 +320,11 @@ impl Tool for RestTool {
         &self.spec
     }
 
-    fn call(&self, input: Value, _cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn call(
+        &self,
+        input: Value,
+        _cx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ToolError>> {
         let request = Arc::clone(&self.request);
         Box::pin(async move { request.run(input).await })
     }
@@ -475,8 +479,12 @@ fn build(
         Some(Value::Object(p)) => p.keys().map(String::as_str).collect(),
         _ => BTreeSet::new(),
     };
-    let template = UrlTemplate::parse(&decl.url)
-        .map_err(|e| invalid(format!("`url` = {:?}: {e}", crate::text::clip(&decl.url, 256))))?;
+    let template = UrlTemplate::parse(&decl.url).map_err(|e| {
+        invalid(format!(
+            "`url` = {:?}: {e}",
+            crate::text::clip(&decl.url, 256)
+        ))
+    })?;
     let body = decl.body.unwrap_or(decl.method.default_body());
     let referenced = template
         .params()
@@ -546,8 +554,12 @@ fn build(
     let mut headers = HeaderMap::new();
     let mut header_summaries = Vec::new();
     for (name, spec) in &decl.headers {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| invalid(format!("`{}` is not a valid header name", crate::text::untrusted(name, 80))))?;
+        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+            invalid(format!(
+                "`{}` is not a valid header name",
+                crate::text::untrusted(name, 80)
+            ))
+        })?;
         if [
             reqwest::header::HOST,
             reqwest::header::CONTENT_LENGTH,

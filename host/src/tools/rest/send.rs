@@ -50,9 +50,7 @@ impl Checker {
             return Some(format!("{shown} has a malformed host"));
         };
         let ip = host.parse::<IpAddr>().ok();
-        let port = url
-            .port_or_known_default()
-            .unwrap_or(scheme.default_port());
+        let port = url.port_or_known_default().unwrap_or(scheme.default_port());
         if !self
             .origins
             .iter()
@@ -110,9 +108,7 @@ impl Resolve for CheckedResolver {
         let checker = Arc::clone(&self.0);
         let name = name.as_str().to_owned();
         Box::pin(async move {
-            let found: Vec<_> = tokio::net::lookup_host((name.as_str(), 0))
-                .await?
-                .collect();
+            let found: Vec<_> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
             let mut refused = None;
             let allowed: Vec<_> = found
                 .into_iter()
@@ -218,7 +214,10 @@ mod tests {
     fn retry_after_is_seconds_or_an_http_date() {
         let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
         assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(parse_retry_after(" 120 ", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            parse_retry_after(" 120 ", now),
+            Some(Duration::from_secs(120))
+        );
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
             Some(Duration::from_secs(30))
@@ -249,7 +248,10 @@ mod tests {
         let url = |u: &str| Url::parse(u).unwrap();
         assert_eq!(c.refusal(&url("https://api.example.com/x?y=1")), None);
         let other = c.refusal(&url("https://evil.example.net/x")).unwrap();
-        assert!(other.contains("--allow-http https://evil.example.net"), "{other}");
+        assert!(
+            other.contains("--allow-http https://evil.example.net"),
+            "{other}"
+        );
         assert!(c.refusal(&url("http://api.example.com/")).is_some());
         assert!(c.refusal(&url("https://u:p@api.example.com/")).is_some());
         let local = c.refusal(&url("http://127.0.0.1:8080/")).unwrap();

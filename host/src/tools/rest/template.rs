@@ -31,9 +31,9 @@ impl UrlTemplate {
     ///
     /// What is wrong with it, for a message about the declaration.
     pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let (scheme, rest) = text
-            .split_once("://")
-            .ok_or("write it as scheme://host[:port]/path, e.g. https://api.example.com/items/{id}")?;
+        let (scheme, rest) = text.split_once("://").ok_or(
+            "write it as scheme://host[:port]/path, e.g. https://api.example.com/items/{id}",
+        )?;
         let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (authority, tail) = rest.split_at(end);
         if authority.contains(['{', '}']) || scheme.contains(['{', '}']) {
@@ -208,7 +208,14 @@ mod tests {
 
     #[test]
     fn values_that_would_change_the_path_are_refused() {
-        for bad in [json!(".."), json!("."), json!(""), json!(null), json!([1]), json!({})] {
+        for bad in [
+            json!(".."),
+            json!("."),
+            json!(""),
+            json!(null),
+            json!([1]),
+            json!({}),
+        ] {
             let e = expand("http://h/files/{name}", json!({ "name": bad })).unwrap_err();
             assert_eq!(e.kind, crate::tools::ToolErrorKind::InvalidInput, "{bad}");
         }
