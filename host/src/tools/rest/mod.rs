@@ -498,7 +498,7 @@ fn build(
             )));
         }
     }
-    if (body == BodyMode::Fields) != !decl.body_fields.is_empty() {
+    if (body == BodyMode::Fields) == decl.body_fields.is_empty() {
         return Err(invalid(
             "`body_fields` goes with `body = \"fields\"`, and `body = \"fields\"` needs `body_fields`".into(),
         ));

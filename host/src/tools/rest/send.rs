@@ -62,12 +62,10 @@ impl Checker {
             ));
         }
         // reqwest does not ask the resolver about IP literals: checked here.
-        if let Some(ip) = ip {
-            if let Some(range) = private_range(ip).filter(|_| !self.private_ok) {
-                return Some(format!(
-                    "{shown} is a {range} address, and this host does not let tools reach private or local addresses (`allow.http_private` in the host config, or --allow-http-private)"
-                ));
-            }
+        if let Some(range) = ip.and_then(private_range).filter(|_| !self.private_ok) {
+            return Some(format!(
+                "{shown} is a {range} address, and this host does not let tools reach private or local addresses (`allow.http_private` in the host config, or --allow-http-private)"
+            ));
         }
         None
     }
@@ -120,10 +118,8 @@ impl Resolve for CheckedResolver {
                     _ => true,
                 })
                 .collect();
-            if allowed.is_empty() {
-                if let Some((ip, range)) = refused {
-                    return Err(Box::new(AddressRefused { name, ip, range }) as _);
-                }
+            if let (true, Some((ip, range))) = (allowed.is_empty(), refused) {
+                return Err(Box::new(AddressRefused { name, ip, range }) as _);
             }
             Ok(Box::new(allowed.into_iter()) as Addrs)
         })
