@@ -57,6 +57,7 @@ impl Server {
             .route("/redirect", get(redirect))
             .route("/endless", get(endless))
             .route("/text", get(text))
+            .route("/slow", get(slow))
             .fallback(fallback)
             .with_state(hits.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -193,6 +194,12 @@ async fn endless(State(hits): State<Hits>) -> Response {
         futures::stream::repeat_with(move || Ok::<_, std::convert::Infallible>(chunk.clone()))
             .take(4096);
     axum::body::Body::from_stream(stream).into_response()
+}
+
+async fn slow(State(hits): State<Hits>) -> &'static str {
+    hits.add("/slow");
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    "late"
 }
 
 async fn text(State(hits): State<Hits>) -> &'static str {
@@ -515,6 +522,69 @@ async fn a_redirect_to_a_host_not_allowed_is_refused_and_never_contacted() {
         .await
         .unwrap();
     assert_eq!(out["data"]["total"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_headers_never_follow_a_redirect_to_another_origin() {
+    let server = Server::start().await;
+    let other = Server::start().await;
+    // Both origins allowed: a tool without secrets may go from one to the
+    // other, a tool with a header from the environment may not.
+    let config = config(&server).allow_http(other.origin().parse().unwrap());
+    let schema = json!({"type": "object", "properties": {"to": {"type": "string"}}});
+    let plain = get_decl(
+        &server,
+        "plain",
+        "/redirect",
+        json!({"query": ["to"], "input_schema": schema}),
+    );
+    let secret = get_decl(
+        &server,
+        "secret",
+        "/redirect",
+        json!({"query": ["to"], "input_schema": schema,
+               "headers": {"X-Api-Key": {"env": "API_TOKEN"}}}),
+    );
+    let registry = registry(&config, vec![plain, secret]);
+    let target = other.url("/data");
+    let out = call(&registry, "plain", json!({"to": target}))
+        .await
+        .unwrap();
+    assert_eq!(out["data"]["total"], 3);
+    assert_eq!(other.hits.get("/data"), 1);
+    let e = assert_kind(
+        call(&registry, "secret", json!({"to": target})).await,
+        ToolErrorKind::PermissionDenied,
+    );
+    assert!(e.message.contains(&target), "{e}");
+    assert!(e.message.contains("leaves the tool's origin"), "{e}");
+    assert_eq!(other.hits.get("/data"), 1, "the secret never left");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_service_ends_at_the_deadline_as_a_timeout() {
+    let server = Server::start().await;
+    let registry = registry(
+        &config(&server),
+        vec![get_decl(
+            &server,
+            "slow",
+            "/slow",
+            json!({"timeout_ms": 300, "retries": 1}),
+        )],
+    );
+    let started = Instant::now();
+    let e = assert_kind(
+        call(&registry, "slow", json!({})).await,
+        ToolErrorKind::Timeout,
+    );
+    assert!(e.message.contains("300 ms"), "{e}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(server.hits.get("/slow"), 2, "a timeout is retried");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
