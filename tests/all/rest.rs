@@ -796,6 +796,19 @@ async fn declaration_files_are_checked_like_a_plugin_directory() {
             .any(|e| e.contains("wrong.rest.toml") && e.contains("\"other\"")),
         "{errors:?}"
     );
+    // A host that pins its plugins loads no declaration file: it could be
+    // neither pinned nor signed.
+    let mut pinned = config(&server);
+    pinned.integrity.require_signatures = true;
+    let refused = rest::load_dir(dir.path(), &RestPolicy::new(&pinned).unwrap()).unwrap();
+    assert!(refused.tools.is_empty());
+    assert_eq!(refused.errors.len(), 3);
+    assert!(
+        refused.errors[0].to_string().contains("[[rest]]"),
+        "{}",
+        refused.errors[0]
+    );
+
     let mut registry = ToolRegistry::new();
     for tool in report.tools {
         tool.register(&mut registry).unwrap();

@@ -168,6 +168,9 @@ pub struct RestPolicy {
     allowed_env: Vec<String>,
     env_values: Vec<EnvVar>,
     budget: PluginBudget,
+    /// Plugins are pinned (a lock file) or must be signed: declaration
+    /// files, which can be neither, are not loaded.
+    pinned: bool,
     clients: Clients,
 }
 
@@ -198,6 +201,7 @@ impl RestPolicy {
             allowed_env: config.allow.env.clone(),
             env_values: config.allow.env_values.clone(),
             budget: config.plugins,
+            pinned: config.integrity.lock_file.is_some() || config.integrity.require_signatures,
             clients,
         })
     }
@@ -362,7 +366,9 @@ pub struct RestLoadReport {
 /// Such a file is the plugin directory's, not the operator's: its headers
 /// may only name variables in `allow.env`, and its description and schema
 /// are held to the `plugins` budgets. A broken file is reported in the
-/// report and the others load.
+/// report and the others load. When the host pins its plugins (a lock
+/// file, or signatures required), no declaration file loads: each is
+/// reported, and the operator declares the tool in `[[rest]]` instead.
 ///
 /// # Errors
 ///
@@ -407,6 +413,11 @@ pub fn load_file(path: &Path, policy: &RestPolicy) -> Result<RestTool, RestError
         .and_then(|n| n.to_str())
         .and_then(|n| n.strip_suffix(REST_FILE_SUFFIX))
         .ok_or_else(|| file_error(format!("the file name must be NAME{REST_FILE_SUFFIX}")))?;
+    if policy.pinned {
+        return Err(file_error(
+            "not loaded: this host loads only pinned or signed plugins (`integrity.lock_file` or `integrity.require_signatures`), and a REST declaration file can be neither; declare the tool in the host config (`[[rest]]`) instead".into(),
+        ));
+    }
     let bytes = crate::plugin::read_regular(
         path,
         policy.budget.max_manifest_bytes,
