@@ -667,3 +667,35 @@ fn build(
         request: Arc::new(request),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The ```toml blocks of a Markdown file.
+    fn toml_blocks(doc: &str) -> Vec<&str> {
+        doc.split("```toml\n")
+            .skip(1)
+            .filter_map(|rest| rest.split_once("```").map(|(block, _)| block))
+            .collect()
+    }
+
+    #[test]
+    fn the_documented_declarations_parse_and_load() {
+        let rest_md = toml_blocks(include_str!("../../../../docs/rest.md"));
+        let cli_md = toml_blocks(include_str!("../../../../docs/cli.md"));
+        let host_config = cli_md
+            .iter()
+            .find(|b| b.contains("[[rest]]"))
+            .expect("cli.md shows [[rest]]");
+        for (block, var) in [(rest_md[0], "GITHUB_TOKEN"), (host_config, "WEATHER_TOKEN")] {
+            let config: HostConfig = toml::from_str(block).unwrap_or_else(|e| panic!("{e}"));
+            let config = config.env(var, "secret");
+            let policy = RestPolicy::new(&config).unwrap();
+            assert_eq!(config.rest.len(), 1);
+            let tool = RestTool::new(config.rest[0].clone(), &policy)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!format!("{tool:?}").contains("secret"));
+        }
+    }
+}
