@@ -63,10 +63,13 @@ impl Request {
         self.add_query(&mut url, &input)?;
         // The origin was checked at load and parameters cannot change it;
         // checked again all the same, as every redirect hop is.
-        if let Some(reason) = self.checker.refusal(&url) {
-            return Err(ToolError::new(ToolErrorKind::PermissionDenied, reason));
-        }
         let shown = crate::text::untrusted(url.as_str(), 256);
+        if let Some(reason) = self.checker.refusal(&url) {
+            return Err(ToolError::new(
+                ToolErrorKind::PermissionDenied,
+                format!("the request to {shown} was refused: {reason}"),
+            ));
+        }
         let mut request = self
             .client
             .request(self.method.clone(), url)

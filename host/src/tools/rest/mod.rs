@@ -558,7 +558,10 @@ fn build(
         ))
     })?;
     if let Some(reason) = policy.checker.refusal(&url) {
-        return Err(not_allowed(reason));
+        return Err(not_allowed(format!(
+            "`url` = {:?}: {reason}",
+            crate::text::clip(&decl.url, 256)
+        )));
     }
 
     // Headers: constants and secrets from the environment.
@@ -693,8 +696,8 @@ mod tests {
             let config = config.env(var, "secret");
             let policy = RestPolicy::new(&config).unwrap();
             assert_eq!(config.rest.len(), 1);
-            let tool = RestTool::new(config.rest[0].clone(), &policy)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let tool =
+                RestTool::new(config.rest[0].clone(), &policy).unwrap_or_else(|e| panic!("{e}"));
             assert!(!format!("{tool:?}").contains("secret"));
         }
     }

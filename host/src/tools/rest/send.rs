@@ -28,26 +28,27 @@ pub(crate) struct Checker {
 
 impl Checker {
     /// Whether `url` may be requested: `None` if so, else why not (a
-    /// sentence that names the URL and what to change).
+    /// clause about "it", naming the origin and what to change; the caller
+    /// names the URL).
     pub(crate) fn refusal(&self, url: &Url) -> Option<String> {
-        let shown = crate::text::untrusted(url.as_str(), 256);
         let Some(scheme) = Scheme::parse(url.scheme()) else {
-            return Some(format!("{shown} is not an http or https URL"));
+            return Some("it is not an http or https URL".to_owned());
         };
         if !url.username().is_empty() || url.password().is_some() {
-            return Some(format!(
-                "{shown} carries a user name or password; put credentials in a header from an environment variable"
-            ));
+            return Some(
+                "it carries a user name or password; put credentials in a header from an environment variable"
+                    .to_owned(),
+            );
         }
         let Some(raw) = url.host_str() else {
-            return Some(format!("{shown} has no host"));
+            return Some("it has no host".to_owned());
         };
         let raw = raw
             .strip_prefix('[')
             .and_then(|h| h.strip_suffix(']'))
             .unwrap_or(raw);
         let Some(host) = normalize_host(raw) else {
-            return Some(format!("{shown} has a malformed host"));
+            return Some("its host is malformed".to_owned());
         };
         let ip = host.parse::<IpAddr>().ok();
         let port = url.port_or_known_default().unwrap_or(scheme.default_port());
@@ -58,13 +59,13 @@ impl Checker {
         {
             let origin = origin_of(url);
             return Some(format!(
-                "{shown} is not on the HTTP allow-list; add {origin} to `allow.http` in the host config, or pass --allow-http {origin}"
+                "its origin {origin} is not on the HTTP allow-list; add {origin} to `allow.http` in the host config, or pass --allow-http {origin}"
             ));
         }
         // reqwest does not ask the resolver about IP literals: checked here.
         if let Some(range) = ip.and_then(private_range).filter(|_| !self.private_ok) {
             return Some(format!(
-                "{shown} is a {range} address, and this host does not let tools reach private or local addresses (`allow.http_private` in the host config, or --allow-http-private)"
+                "{host} is a {range} address, and this host does not let tools reach private or local addresses (`allow.http_private` in the host config, or --allow-http-private)"
             ));
         }
         None
@@ -93,7 +94,7 @@ pub(crate) struct AddressRefused {
 
 /// A redirect hop the allow-list refused, or one too many.
 #[derive(Debug, thiserror::Error)]
-#[error("the redirect to {0}")]
+#[error("{0}")]
 pub(crate) struct RedirectRefused(pub(crate) String);
 
 /// Resolves names with the system resolver and hands reqwest only the
@@ -150,16 +151,18 @@ fn client(checker: &Arc<Checker>, same_origin: bool) -> Result<reqwest::Client, 
         let shown = crate::text::untrusted(attempt.url().as_str(), 256);
         if attempt.previous().len() > MAX_REDIRECTS {
             return attempt.error(RedirectRefused(format!(
-                "{shown} was not followed: more than {MAX_REDIRECTS} redirects"
+                "it redirected more than {MAX_REDIRECTS} times (the last to {shown})"
             )));
         }
         if let Some(reason) = hops.refusal(attempt.url()) {
-            return attempt.error(RedirectRefused(format!("{shown} was refused: {reason}")));
+            return attempt.error(RedirectRefused(format!(
+                "it redirected to {shown}, and {reason}"
+            )));
         }
         let first = attempt.previous().first().map(origin_of);
         if same_origin && first.as_deref() != Some(origin_of(attempt.url()).as_str()) {
             return attempt.error(RedirectRefused(format!(
-                "{shown} was refused: it leaves the tool's origin, and the tool sends headers from environment variables, which go to that origin only"
+                "it redirected to {shown}, which leaves the tool's origin; the tool sends headers from environment variables, and those go to its own origin only"
             )));
         }
         attempt.follow()
@@ -246,6 +249,10 @@ mod tests {
         let other = c.refusal(&url("https://evil.example.net/x")).unwrap();
         assert!(
             other.contains("--allow-http https://evil.example.net"),
+            "{other}"
+        );
+        assert!(
+            other.starts_with("its origin https://evil.example.net "),
             "{other}"
         );
         assert!(c.refusal(&url("http://api.example.com/")).is_some());
