@@ -171,6 +171,11 @@ pub struct SessionSpec {
 /// lock_file = "toolhost.lock"     # relative to this file
 /// require_signatures = false
 /// trusted_keys = []
+/// [[rest]]                        # a REST endpoint as a tool (crate::tools::rest)
+/// name = "weather"
+/// description = "Today's weather in a city."
+/// url = "https://api.example.com/weather/{city}"
+/// input_schema = { type = "object", properties.city.type = "string" }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
