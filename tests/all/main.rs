@@ -10,6 +10,7 @@ mod languages;
 mod llm;
 mod load;
 mod new;
+mod rest;
 mod run_cli;
 mod runner;
 mod sandbox;

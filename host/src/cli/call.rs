@@ -101,22 +101,31 @@ fn print_json(text: &str) {
 /// Outer error: the host could not be set up. Inner: the call failed.
 async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolError>> {
     let input = args.read_input().map_err(UsageError)?;
-    let (_host, report) = args.plugins.load().await?;
-    let registry = report.registry()?;
+    let loaded = args.plugins.load_all().await?;
+    let registry = loaded.registry()?;
+    let report = &loaded.report;
     if !registry.contains(&args.tool) {
         let mut message = format!("no tool named `{}`", args.tool);
-        if !report.errors.is_empty() {
-            // The tool may live in a plugin that failed to load: say which.
+        if !report.errors.is_empty() || !loaded.rest.errors.is_empty() {
+            // The tool may live in a plugin (or a REST declaration) that
+            // failed to load: say which.
             let failed: Vec<String> = report
                 .errors
                 .iter()
                 .map(|e| ChainDisplay(e).to_string())
+                .chain(
+                    loaded
+                        .rest
+                        .errors
+                        .iter()
+                        .map(|e| ChainDisplay(e).to_string()),
+                )
                 .collect();
             message.push_str(&format!(
                 "; these plugins failed to load: {}",
                 failed.join("; ")
             ));
-            let kind = if report.plugins.is_empty() {
+            let kind = if report.plugins.is_empty() && loaded.rest.tools.is_empty() {
                 ToolErrorKind::PluginLoad
             } else {
                 ToolErrorKind::UnknownTool

@@ -6,6 +6,8 @@ use clap::Args;
 use serde_json::json;
 use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
+use toolhost::tools::Tool;
+use toolhost::tools::rest::RestTool;
 
 use super::{ChainDisplay, PluginArgs};
 
@@ -71,8 +73,19 @@ pub fn print_limits_and_grants(plugin: &Plugin, indent: &str) {
     }
 }
 
+/// A REST tool's source for `list --json`: what it calls and how, never a
+/// secret (headers from the environment name the variable only).
+fn rest_json(tool: &RestTool) -> serde_json::Value {
+    let mut source = serde_json::to_value(tool.summary()).unwrap_or_default();
+    if let Some(map) = source.as_object_mut() {
+        map.insert("kind".into(), json!("rest"));
+    }
+    source
+}
+
 pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let (_host, report) = args.plugins.load().await?;
+    let loaded = args.plugins.load_all().await?;
+    let report = &loaded.report;
     if args.json {
         let tools: Vec<_> = report
             .plugins
@@ -87,11 +100,27 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
                     })
                 })
             })
+            .chain(loaded.rest.tools.iter().map(|tool| {
+                let t = tool.spec();
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                    "source": rest_json(tool),
+                })
+            }))
             .collect();
         let errors: Vec<_> = report
             .errors
             .iter()
             .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
+            .chain(
+                loaded
+                    .rest
+                    .errors
+                    .iter()
+                    .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()})),
+            )
             .collect();
         println!(
             "{}",
@@ -125,7 +154,14 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
-    if report.plugins.is_empty() && report.errors.is_empty() {
+    for tool in &loaded.rest.tools {
+        print_rest(tool);
+    }
+    if report.plugins.is_empty()
+        && report.errors.is_empty()
+        && loaded.rest.tools.is_empty()
+        && loaded.rest.errors.is_empty()
+    {
         println!(
             "no plugins in {} (build the bundled ones with plugins/build.sh)",
             args.plugins.plugins.display()
@@ -134,5 +170,50 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     for e in &report.errors {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
+    for e in &loaded.rest.errors {
+        println!("failed: {}", ChainDisplay(e).escaped());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A REST tool for people: what it calls, its limits, where each header
+/// comes from (a variable's name, never its value), and the tool.
+fn print_rest(tool: &RestTool) {
+    let s = tool.summary();
+    let method = serde_json::to_value(s.method).unwrap_or_default();
+    let file = s
+        .file
+        .as_ref()
+        .map(|f| format!(", declared in {}", f.display()))
+        .unwrap_or_default();
+    println!(
+        "rest: {} {}{}",
+        method.as_str().unwrap_or("?"),
+        escape_controls(&s.url),
+        escape_controls(&file)
+    );
+    println!(
+        "  limits: timeout {} ms, response {} KiB, {} retries",
+        s.timeout_ms, s.max_response_kb, s.retries
+    );
+    for h in &s.headers {
+        match &h.env {
+            Some(var) => println!(
+                "  header: {} (from env {})",
+                escape_controls(&h.name),
+                escape_controls(var)
+            ),
+            None => println!("  header: {} (constant)", escape_controls(&h.name)),
+        }
+    }
+    let spec = tool.spec();
+    println!(
+        "  - {}: {}",
+        escape_controls(&spec.name),
+        escape_controls(&spec.description)
+    );
+    println!(
+        "      input: {}",
+        escape_json_controls(&spec.input_schema.to_string())
+    );
 }

@@ -18,6 +18,7 @@ use clap::{Args, Parser, Subcommand};
 use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
 use toolhost::sandbox::HttpOrigin;
 use toolhost::tools::ToolRegistry;
+use toolhost::tools::rest::{self, RestLoadReport, RestPolicy, RestTool};
 
 /// Exit code for a failed tool call or run.
 pub const EXIT_FAILED: u8 = 1;
@@ -168,10 +169,7 @@ pub struct UsageError(pub anyhow::Error);
 impl PluginArgs {
     /// The host config: the file, then the flags on top.
     pub fn host_config(&self) -> anyhow::Result<HostConfig> {
-        let path = match &self.config {
-            Some(p) => Some(p.clone()),
-            None => user_config_file().filter(|p| p.is_file()),
-        };
+        let path = self.config_file();
         let here = Path::new("toolhost.toml");
         if here.is_file() && path.as_deref().is_none_or(|p| !same_file(p, here)) {
             // Policy never comes from where the process happens to run: a
@@ -219,6 +217,14 @@ impl PluginArgs {
         Ok(config)
     }
 
+    /// The host config file read: `--config`, else the user's if it exists.
+    fn config_file(&self) -> Option<PathBuf> {
+        match &self.config {
+            Some(p) => Some(p.clone()),
+            None => user_config_file().filter(|p| p.is_file()),
+        }
+    }
+
     /// Whether logging was turned down to errors (`-q`).
     fn quiet_progress(&self) -> bool {
         QUIET.load(std::sync::atomic::Ordering::Relaxed)
@@ -258,10 +264,74 @@ impl PluginArgs {
         Ok((host, report))
     }
 
-    /// A registry of every tool in the plugins.
+    /// The plugins and the REST tools: `[[rest]]` in the host config (an
+    /// invalid one is a configuration error) and every `NAME.rest.toml` in
+    /// the plugin directory (a broken one is reported and skipped, like a
+    /// broken plugin).
+    pub async fn load_all(&self) -> anyhow::Result<Loaded> {
+        let (host, report) = self.load().await?;
+        let config = host.config();
+        let policy = RestPolicy::new(config).map_err(|e| UsageError(e.into()))?;
+        let mut rest = RestLoadReport::default();
+        let config_file = self.config_file();
+        for decl in &config.rest {
+            let mut tool = RestTool::new(decl.clone(), &policy).map_err(|e| {
+                let e = anyhow::Error::new(e);
+                UsageError(match &config_file {
+                    Some(path) => e.context(format!("in host config {}", path.display())),
+                    None => e,
+                })
+            })?;
+            if let Some(path) = &config_file {
+                tool = tool.declared_in(path);
+            }
+            rest.tools.push(tool);
+        }
+        if self.plugins.is_dir() {
+            let found = rest::load_dir(&self.plugins, &policy).with_context(|| {
+                format!(
+                    "cannot read REST declarations in {}",
+                    self.plugins.display()
+                )
+            })?;
+            for error in &found.errors {
+                tracing::warn!("skipped REST tool: {}", ChainDisplay(error).escaped());
+            }
+            rest.tools.extend(found.tools);
+            rest.errors.extend(found.errors);
+        }
+        Ok(Loaded { host, report, rest })
+    }
+
+    /// A registry of every tool in the plugins and every REST tool.
     pub async fn load_registry(&self) -> anyhow::Result<ToolRegistry> {
-        let (_host, report) = self.load().await?;
-        Ok(report.registry()?)
+        self.load_all().await?.registry()
+    }
+}
+
+/// What [`PluginArgs::load_all`] found.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The sandbox the plugins run in, held while their tools run.
+    #[expect(dead_code, reason = "held, not read: the commands use the tools")]
+    pub host: PluginHost,
+    /// The plugins, and the files that failed to load.
+    pub report: LoadReport,
+    /// The REST tools, and the declaration files that failed to load.
+    pub rest: RestLoadReport,
+}
+
+impl Loaded {
+    /// A registry with every tool. Two tools with one name (a plugin's and
+    /// a REST declaration's) are an error naming both.
+    pub fn registry(&self) -> anyhow::Result<ToolRegistry> {
+        let mut registry = self.report.registry()?;
+        for tool in &self.rest.tools {
+            tool.clone()
+                .register(&mut registry)
+                .map_err(|e| UsageError(e.into()))?;
+        }
+        Ok(registry)
     }
 }
 

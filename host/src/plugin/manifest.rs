@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::integrity::{IntegrityPolicy, Sha256Digest};
 use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
+use crate::tools::rest::RestDecl;
 
 /// Limits as written in a manifest or host config, in friendly units. An
 /// absent field means "the default".
@@ -170,6 +171,11 @@ pub struct SessionSpec {
 /// lock_file = "toolhost.lock"     # relative to this file
 /// require_signatures = false
 /// trusted_keys = []
+/// [[rest]]                        # a REST endpoint as a tool (crate::tools::rest)
+/// name = "weather"
+/// description = "Today's weather in a city."
+/// url = "https://api.example.com/weather/{city}"
+/// input_schema = { type = "object", properties.city.type = "string" }
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -200,6 +206,9 @@ pub struct HostConfig {
     /// Which component bytes may run: the lock file and trusted signers
     /// (`[integrity]`).
     pub integrity: IntegrityPolicy,
+    /// REST endpoints as tools (`[[rest]]`), the operator's own: see
+    /// [`rest`](crate::tools::rest).
+    pub rest: Vec<RestDecl>,
 }
 
 /// Budgets on plugin-supplied data handled by the host, outside the
@@ -254,6 +263,7 @@ impl Default for HostConfig {
             allow: Allow::default(),
             plugins: PluginBudget::default(),
             integrity: IntegrityPolicy::default(),
+            rest: Vec::new(),
         }
     }
 }

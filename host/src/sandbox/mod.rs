@@ -44,6 +44,7 @@ pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
 pub use http::{HttpGrant, HttpOrigin, HttpOriginError};
+pub(crate) use http::{Scheme, normalize_host, private_range};
 pub use limits::{LimitError, Limits};
 
 use crate::tools::ToolError;

@@ -2,7 +2,7 @@
 //!
 //! A [`Tool`] is anything with a name, a description, a JSON Schema for its
 //! input and an async `call`: a function in a WebAssembly plugin, a native
-//! Rust function, later a REST endpoint or an MCP server's tool. The
+//! Rust function, a REST endpoint ([`rest`]), later an MCP server's tool. The
 //! [`ToolRegistry`] owns every tool by name, validates each input against the
 //! tool's schema *once, here*, and applies the per-tool [`ExecOptions`]
 //! (timeout, retries). Everything above it (CLI, loop, MCP server) calls
@@ -12,6 +12,7 @@ mod error;
 mod native;
 mod options;
 mod registry;
+pub mod rest;
 mod schema;
 
 use std::fmt;
@@ -51,6 +52,15 @@ pub enum ToolOrigin {
         plugin: String,
         /// The `.wasm` file it was loaded from.
         path: std::path::PathBuf,
+    },
+    /// A REST endpoint declared in data (see [`rest`]).
+    Rest {
+        /// The URL template.
+        url: String,
+        /// The file it was declared in (`toolhost.toml` or a
+        /// `NAME.rest.toml`), if known.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        file: Option<std::path::PathBuf>,
     },
 }
 

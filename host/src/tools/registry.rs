@@ -103,6 +103,7 @@ fn describe_origin(tool: &dyn Tool) -> String {
     let origin = match tool.origin() {
         ToolOrigin::Native => "a native tool".to_owned(),
         ToolOrigin::Plugin { path, .. } => format!("plugin {}", path.display()),
+        ToolOrigin::Rest { url, file } => super::rest::describe_origin(&url, file.as_deref()),
     };
     match tool.version() {
         Some(version) => format!("{origin} (version {version})"),

@@ -67,11 +67,13 @@ use wasmtime_wasi_http::{
 };
 
 pub use origin::{HttpOrigin, HttpOriginError};
+// For REST tools (`tools::rest`), which check their requests by the same rules.
+pub(crate) use address::private_range;
 
 use super::state::StoreState;
 use super::{Limits, PluginIdentity};
 use crate::tools::{ToolError, ToolErrorKind};
-use origin::{Scheme, normalize_host};
+pub(crate) use origin::{Scheme, normalize_host};
 
 /// Where a plugin may send HTTP requests. Empty (the default): nowhere.
 ///
