@@ -13,4 +13,5 @@ mod new;
 mod run_cli;
 mod runner;
 mod sandbox;
+mod sessions;
 mod trust;
