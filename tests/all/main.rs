@@ -14,4 +14,5 @@ mod rest;
 mod run_cli;
 mod runner;
 mod sandbox;
+mod sessions;
 mod trust;

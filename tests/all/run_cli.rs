@@ -211,3 +211,199 @@ async fn run_answers_through_a_real_plugin_over_gemini_generate_content() {
         );
     }
 }
+
+/// `toolhost run PROMPT` against `fake` with `extra` flags; the output.
+async fn run_against(fake: &FakeOpenAi, prompt: &str, extra: &[&str]) -> Output {
+    let mut args: Vec<String> = [
+        "run",
+        prompt,
+        "--provider",
+        "openai",
+        "--base-url",
+        &fake.url(),
+        "--api-key-env",
+        "TOOLHOST_TEST_KEY",
+        "--model",
+        "test-model",
+    ]
+    .map(str::to_owned)
+    .into();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    toolhost_run(args).await
+}
+
+fn assert_ok(out: &Output) {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Each message of an OpenAI request as (role, content).
+fn roles_and_text(body: &Value) -> Vec<(String, Value)> {
+    body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| (m["role"].as_str().unwrap().to_owned(), m["content"].clone()))
+        .collect()
+}
+
+#[tokio::test]
+async fn resume_continues_a_saved_conversation_with_the_next_question() {
+    let plugins = plugin_subset(&["calc"]);
+    let work = tempfile::tempdir().unwrap();
+    let saved = work.path().join("first.json");
+    let resumed = work.path().join("second.json");
+    let fake = FakeOpenAi::start().await;
+    fake.push(Turn::calls(vec![FakeCall::new(
+        "calc_eval",
+        json!({"expression": "6*7"}),
+    )]));
+    fake.push(Turn::text("6*7 is 42."));
+    fake.push(Turn::text("Doubled, 84."));
+    let plugins = plugins.path().to_str().unwrap();
+    let flags = [
+        "--plugins",
+        plugins,
+        "--transcript",
+        saved.to_str().unwrap(),
+    ];
+    assert_ok(&run_against(&fake, "What is 6*7? Use the calculator.", &flags).await);
+    let transcript: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
+    assert_eq!(transcript["format"], json!(1), "{transcript}");
+
+    let flags = [
+        "--plugins",
+        plugins,
+        "--resume",
+        saved.to_str().unwrap(),
+        "--transcript",
+        resumed.to_str().unwrap(),
+    ];
+    let out = run_against(&fake, "And doubled?", &flags).await;
+    assert_ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Doubled, 84.");
+    let bodies = fake.bodies();
+    assert_eq!(bodies.len(), 3, "two requests, then one");
+    let sent = roles_and_text(&bodies[2]);
+    let roles: Vec<&str> = sent.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "assistant", "user"],
+        "{sent:?}"
+    );
+    assert_eq!(sent[0].1, json!("What is 6*7? Use the calculator."));
+    assert_eq!(sent[3].1, json!("6*7 is 42."));
+    assert_eq!(sent[4].1, json!("And doubled?"));
+    // The earlier messages went out as the first run stored them.
+    assert_eq!(bodies[2]["messages"][1], bodies[1]["messages"][1]);
+    assert_eq!(bodies[2]["messages"][2], bodies[1]["messages"][2]);
+    let second: Value = serde_json::from_slice(&std::fs::read(&resumed).unwrap()).unwrap();
+    assert_eq!(second["messages"].as_array().unwrap().len(), 6, "{second}");
+}
+
+#[tokio::test]
+async fn messages_from_a_file_are_sent_before_the_prompt() {
+    let work = tempfile::tempdir().unwrap();
+    let file = work.path().join("few-shot.json");
+    let examples = json!([
+        {"role": "system", "content": "Answer in one word."},
+        {"role": "user", "content": "Colour of the sky?"},
+        {"role": "assistant", "content": "Blue."},
+    ]);
+    std::fs::write(&file, examples.to_string()).unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    let fake = FakeOpenAi::start().await;
+    fake.push(Turn::text("Green."));
+    let flags = [
+        "--plugins",
+        empty.path().to_str().unwrap(),
+        "--messages",
+        file.to_str().unwrap(),
+    ];
+    assert_ok(&run_against(&fake, "Colour of grass?", &flags).await);
+    let sent = roles_and_text(&fake.bodies()[0]);
+    assert_eq!(
+        sent,
+        [
+            ("system".to_owned(), json!("Answer in one word.")),
+            ("user".to_owned(), json!("Colour of the sky?")),
+            ("assistant".to_owned(), json!("Blue.")),
+            ("user".to_owned(), json!("Colour of grass?")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn resume_and_messages_refuse_bad_files_with_exit_2() {
+    let work = tempfile::tempdir().unwrap();
+    let unanswered = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "tool_calls": [{"id": "c1", "name": "calc_eval", "arguments": "{}"}]},
+    ]);
+    let cases: [(&str, &str, String, &str); 6] = [
+        (
+            "--resume",
+            "broken.json",
+            "{\"messages\": [".into(),
+            "not valid JSON",
+        ),
+        (
+            "--resume",
+            "future.json",
+            json!({"format": 2, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
+            "transcript format 2",
+        ),
+        (
+            "--resume",
+            "array.json",
+            json!([{"role": "user", "content": "hi"}]).to_string(),
+            "not a transcript",
+        ),
+        (
+            "--resume",
+            "unanswered.json",
+            json!({"format": 1, "messages": unanswered}).to_string(),
+            "has no tool result",
+        ),
+        (
+            "--messages",
+            "unanswered.json",
+            unanswered.to_string(),
+            "has no tool result",
+        ),
+        (
+            "--messages",
+            "wrong-role.json",
+            json!([{"role": "narrator", "content": "hi"}]).to_string(),
+            "expected a JSON array of messages",
+        ),
+    ];
+    let fake = FakeOpenAi::start().await;
+    for (flag, name, text, expected) in cases {
+        let path = work.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        let out = run_against(&fake, "next", &[flag, path.to_str().unwrap()]).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag} {name}: {stderr}");
+        assert!(stderr.contains(expected), "{flag} {name}: {stderr}");
+        assert!(stderr.contains(name), "the file is named: {stderr}");
+    }
+    let missing = work.path().join("missing.json");
+    let out = run_against(&fake, "next", &["--resume", missing.to_str().unwrap()]).await;
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open it"));
+    let path = work.path().join("array.json");
+    let path = path.to_str().unwrap();
+    let out = run_against(&fake, "next", &["--resume", path, "--messages", path]).await;
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--resume and --messages conflict"
+    );
+    assert!(fake.bodies().is_empty(), "no request was sent");
+}

@@ -2,6 +2,7 @@
 //! 2 usage or configuration error.
 
 mod call;
+mod history;
 mod inspect;
 mod list;
 mod lock;

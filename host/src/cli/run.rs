@@ -2,8 +2,9 @@
 //!
 //! The final answer goes to stdout; progress (iterations, tool calls with
 //! timings) to stderr. `--transcript FILE` writes the whole conversation as
-//! provider-neutral JSON, also when the run fails; `--json` prints a summary
-//! object instead of the bare answer.
+//! provider-neutral JSON, also when the run fails, and `--resume FILE`
+//! continues from one; `--json` prints a summary object instead of the bare
+//! answer.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -19,7 +20,7 @@ use toolhost::runner::{
 };
 use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
 
-use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
+use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError, history};
 
 /// Which provider to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -98,6 +99,15 @@ pub struct RunArgs {
     /// A system prompt.
     #[arg(long)]
     pub system: Option<String>,
+    /// Start from the messages in FILE, before PROMPT: a JSON array of
+    /// neutral messages (a system prompt, few-shot examples), as in a
+    /// transcript's "messages".
+    #[arg(long, value_name = "FILE")]
+    pub messages: Option<PathBuf>,
+    /// Continue the conversation saved with --transcript FILE: its messages,
+    /// then PROMPT. Tool state (stateful plugins) is not carried over.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["messages", "system"])]
+    pub resume: Option<PathBuf>,
     /// Model/tool rounds at most.
     #[arg(long, default_value_t = RunnerConfig::default().max_iterations)]
     pub max_iterations: u32,
@@ -230,6 +240,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
         .context("cannot set up the provider")
         .map_err(UsageError)?;
+    let mut messages = history::starting_messages(
+        args.system.as_deref(),
+        args.messages.as_deref(),
+        args.resume.as_deref(),
+    )
+    .map_err(UsageError)?;
+    messages.push(Message::user(args.prompt.clone()));
     let registry = Arc::new(args.plugins.load_registry().await?);
     let names: Vec<String> = registry.snapshot().keys().collect();
     eprintln!(
@@ -239,11 +256,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if names.is_empty() { "" } else { ": " },
         escape_controls(&names.join(", "))
     );
-    let mut messages = Vec::new();
-    if let Some(system) = &args.system {
-        messages.push(Message::system(system.clone()));
-    }
-    messages.push(Message::user(args.prompt.clone()));
     let config = args.config();
     let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&calls);
@@ -361,14 +373,15 @@ fn call_summary(record: &CallRecord) -> serde_json::Value {
     })
 }
 
-/// `{"messages": [...], "stop_reason", "iterations", "tool_calls", "usage",
-/// "final", "error"?}`.
+/// `{"format": 1, "messages": [...], "stop_reason", "iterations",
+/// "tool_calls", "usage", "final", "error"?}`: what `--resume` reads.
 fn write_transcript(
     path: &PathBuf,
     outcome: &RunOutcome,
     error: Option<&str>,
 ) -> anyhow::Result<()> {
     let mut transcript = summary(outcome);
+    transcript["format"] = json!(history::TRANSCRIPT_FORMAT);
     transcript["messages"] = serde_json::to_value(&outcome.messages)?;
     if let Some(error) = error {
         transcript["error"] = json!(error);

@@ -159,6 +159,7 @@ pub struct SessionSpec {
 /// max_instances = 1000
 /// spare_instances = 2
 /// session_idle_ttl_secs = 600
+/// max_sessions = 500
 /// [limits.default]
 /// timeout_ms = 5000
 /// [limits.max]
@@ -196,6 +197,14 @@ pub struct HostConfig {
     pub memory_init: MemoryInit,
     /// Default idle time after which a session's instance is dropped.
     pub session_idle_ttl_secs: u64,
+    /// Live sessions of stateful plugins at most, across every plugin of
+    /// the host: each holds an instance slot, so this stays below
+    /// `max_instances` and a flood of conversations cannot take every slot.
+    /// At the cap, a new session evicts the least recently used idle one
+    /// (its state is lost); when every live session has a call in flight,
+    /// the new session's call fails with `busy`. `None` (the default): half
+    /// of `max_instances`, at least 1.
+    pub max_sessions: Option<u32>,
     /// Default and maximum limits.
     pub limits: HostLimits,
     /// What manifests may be granted.
@@ -259,12 +268,21 @@ impl Default for HostConfig {
             spare_instances: 2,
             memory_init: MemoryInit::default(),
             session_idle_ttl_secs: 600,
+            max_sessions: None,
             limits: HostLimits::default(),
             allow: Allow::default(),
             plugins: PluginBudget::default(),
             integrity: IntegrityPolicy::default(),
             rest: Vec::new(),
         }
+    }
+}
+
+impl HostConfig {
+    /// The live-session cap in effect: `max_sessions`, or half of
+    /// `max_instances` (at least 1).
+    pub fn effective_max_sessions(&self) -> u32 {
+        self.max_sessions.unwrap_or((self.max_instances / 2).max(1))
     }
 }
 

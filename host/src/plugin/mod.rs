@@ -162,6 +162,8 @@ pub struct PluginHost {
     config: Arc<HostConfig>,
     /// `config.integrity`, its lock file read once.
     integrity: Arc<integrity::Integrity>,
+    /// `config.max_sessions`, shared by every plugin this host loads.
+    session_cap: Arc<session::SessionCap>,
     /// `config.limits`, checked and converted once.
     defaults: Limits,
     ceiling: Limits,
@@ -234,8 +236,17 @@ impl PluginHost {
                 config.spare_instances, config.max_instances
             )));
         }
+        if let Some(max) = config.max_sessions
+            && (max == 0 || max > config.max_instances)
+        {
+            return Err(SandboxError::Config(format!(
+                "`max_sessions` = {max} must be between 1 and `max_instances` = {}; change it",
+                config.max_instances
+            )));
+        }
         let integrity =
             integrity::Integrity::new(&config.integrity).map_err(SandboxError::Config)?;
+        let session_cap = session::SessionCap::new(config.effective_max_sessions() as usize);
         let sandbox = Sandbox::new(&SandboxConfig {
             cache_dir: config.cache_dir.clone(),
             max_instances: config.max_instances,
@@ -246,6 +257,7 @@ impl PluginHost {
             sandbox,
             config: Arc::new(config),
             integrity: Arc::new(integrity),
+            session_cap,
             defaults,
             ceiling,
             observer: None,
@@ -261,6 +273,12 @@ impl PluginHost {
     /// The operator config in force.
     pub fn config(&self) -> &HostConfig {
         &self.config
+    }
+
+    /// How many sessions of stateful plugins are live across this host
+    /// (at most [`HostConfig::effective_max_sessions`]).
+    pub fn live_sessions(&self) -> usize {
+        self.session_cap.live()
     }
 
     /// Load every `*.wasm` in `dir` (not recursive), in file-name order.
@@ -476,7 +494,7 @@ impl PluginHost {
             tools,
             tools_from_cache,
             interface: ComponentInterface::of(component, self.sandbox.engine()),
-            sessions: session::Sessions::new(idle_ttl),
+            sessions: session::Sessions::new(idle_ttl, Arc::clone(&self.session_cap)),
             guest,
         }))
     }

@@ -38,7 +38,11 @@ type StepFuture = BoxFuture<'static, (Box<Driver>, Result<RunItem, RunError>)>;
 ///
 /// One [`SessionId`] is used for every call of the run, so stateful tools
 /// keep their state for the conversation; the registry's `end_session` is
-/// called when the run ends or the runner is dropped.
+/// called when the run ends or the runner is dropped, unless the run was
+/// made with [`keep_session`](Self::keep_session): then a later run with
+/// [`with_session`](Self::with_session) and the earlier
+/// [`RunOutcome::messages`] continues the conversation, tool state included
+/// (until the plugin host's idle TTL or session cap drops it).
 ///
 /// # Examples
 ///
@@ -96,6 +100,7 @@ impl ToolRunner {
                 usage: Usage::default(),
                 requests: 0,
                 callbacks: Callbacks::default(),
+                keep_session: false,
             })),
             in_flight: None,
             pending: Vec::new(),
@@ -107,6 +112,40 @@ impl ToolRunner {
     pub fn with_session(mut self, session: SessionId) -> Self {
         self.session = session.clone();
         self.update(move |d| d.session = session);
+        self
+    }
+
+    /// Do not end the session when the run ends: stateful tools keep their
+    /// instances, so that a later run with the same session (see
+    /// [`with_session`](Self::with_session) and [`RunOutcome::session`])
+    /// finds their state. A kept session still ends after the plugin's idle
+    /// TTL, counts toward the host's `max_sessions`, and may be evicted
+    /// when that cap is reached; end it early with
+    /// [`ToolRegistry::end_session`].
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(provider: std::sync::Arc<dyn toolhost::llm::Provider>,
+    /// #               registry: std::sync::Arc<toolhost::tools::ToolRegistry>)
+    /// #               -> Result<(), toolhost::runner::RunError> {
+    /// use toolhost::llm::Message;
+    /// use toolhost::runner::{RunnerConfig, ToolRunner};
+    ///
+    /// let config = RunnerConfig::default();
+    /// let first = ToolRunner::new(provider.clone(), registry.clone(), config.clone(),
+    ///     vec![Message::user("remember 7")])
+    ///     .keep_session()
+    ///     .await?;
+    /// let mut messages = first.messages;
+    /// messages.push(Message::user("what did I ask you to remember?"));
+    /// let second = ToolRunner::new(provider, registry, config, messages)
+    ///     .with_session(first.session)
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn keep_session(mut self) -> Self {
+        self.update(|d| d.keep_session = true);
         self
     }
 
@@ -247,6 +286,7 @@ impl IntoFuture for ToolRunner {
                     iterations: 0,
                     tool_calls: 0,
                     usage: Usage::default(),
+                    session: self.session.clone(),
                 }),
             })
         }
@@ -264,11 +304,15 @@ struct Driver {
     usage: Usage,
     requests: u32,
     callbacks: Callbacks,
+    /// Leave the session to its idle TTL instead of ending it on drop.
+    keep_session: bool,
 }
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        self.registry.end_session(&self.session);
+        if !self.keep_session {
+            self.registry.end_session(&self.session);
+        }
     }
 }
 
@@ -415,6 +459,7 @@ impl Driver {
             iterations: self.state.iterations(),
             tool_calls: self.state.total_calls(),
             usage: self.usage,
+            session: self.session.clone(),
         }
     }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::machine::StopReason;
 use crate::llm::InvariantError;
 use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
-use crate::tools::{ExecOptions, ToolErrorKind};
+use crate::tools::{ExecOptions, SessionId, ToolErrorKind};
 
 /// How one call of a response was handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,6 +99,11 @@ pub struct RunOutcome {
     pub tool_calls: u64,
     /// Tokens over all requests.
     pub usage: Usage,
+    /// The session of the run's tool calls: pass it to
+    /// [`ToolRunner::with_session`](super::ToolRunner::with_session) to
+    /// continue a run made with
+    /// [`keep_session`](super::ToolRunner::keep_session).
+    pub session: SessionId,
 }
 
 /// A run that ended with an error. The conversation so far is kept in
