@@ -9,6 +9,7 @@ mod lock;
 mod new;
 mod progress;
 mod run;
+mod serve;
 mod sign;
 
 use std::path::{Path, PathBuf};
@@ -53,6 +54,8 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Run the capped LLM tool loop on a prompt with the plugins' tools.
     Run(run::RunArgs),
+    /// Serve every tool over MCP: stdio (default) or streamable HTTP (--http).
+    Serve(serve::ServeArgs),
     /// Scaffold a plugin project (source, manifest, build.sh) in rust, python, js, c or go.
     New(new::NewArgs),
     /// Pin a plugin directory: write a lock file with the SHA-256 of every NAME.wasm and NAME.toml.
@@ -438,6 +441,7 @@ pub fn main() -> ExitCode {
             Command::Call(args) => call::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
             Command::Run(args) => run::run(args).await,
+            Command::Serve(args) => serve::run(args).await,
             Command::New(args) => new::run(args).await,
             Command::Lock(args) => lock::run(args).await,
             Command::Keygen(args) => sign::keygen(args).await,

@@ -1,0 +1,199 @@
+//! `toolhost serve --http`: MCP's streamable HTTP transport (rmcp's tower
+//! service on axum), with the checks a local server needs: loopback unless
+//! told otherwise, a bearer token for anything else, Host and Origin
+//! checked against DNS rebinding.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use toolhost::tools::{ExecOverrides, ToolRegistry};
+
+use super::handler::McpTools;
+
+/// How long calls in flight may run on after SIGTERM or Ctrl-C before the
+/// remaining sessions are closed.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// Loopback names a `Host` header may carry (any port).
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Browser origins on this machine (any port).
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// The checked `--http` flags.
+#[derive(Debug)]
+pub struct Options {
+    addr: SocketAddr,
+    token: Option<Arc<str>>,
+    hosts: Vec<String>,
+    origins: Vec<String>,
+}
+
+impl Options {
+    /// Check the flags: a non-loopback address needs `--allow-remote` and a
+    /// token.
+    pub fn new(
+        addr: SocketAddr,
+        allow_remote: bool,
+        token_env: Option<&str>,
+        allow_hosts: Vec<String>,
+        allow_origins: Vec<String>,
+    ) -> anyhow::Result<Self> {
+        if !addr.ip().is_loopback() && !(allow_remote && token_env.is_some()) {
+            bail!(
+                "refusing to serve MCP on {addr}, which is not a loopback address: anyone who \
+                 can reach it could run the tools. Bind 127.0.0.1 (or ::1), or pass \
+                 --allow-remote and --token-env VAR (a bearer token in environment variable VAR)"
+            );
+        }
+        let token = match token_env {
+            None => None,
+            Some(var) => {
+                let token = std::env::var(var).with_context(|| {
+                    format!("--token-env {var}: environment variable {var} is not set (or not UTF-8); set it to the bearer token clients must send")
+                })?;
+                if token.trim().is_empty() {
+                    bail!(
+                        "--token-env {var}: environment variable {var} is empty; set it to a long random token"
+                    );
+                }
+                Some(Arc::from(token))
+            }
+        };
+        let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+        if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
+            hosts.push(addr.ip().to_string());
+        }
+        hosts.extend(allow_hosts);
+        let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+        origins.extend(allow_origins);
+        Ok(Self {
+            addr,
+            token,
+            hosts,
+            origins,
+        })
+    }
+}
+
+/// Serve until SIGTERM or Ctrl-C, then let calls in flight finish (up to
+/// [`SHUTDOWN_GRACE`]).
+pub async fn serve(
+    options: Options,
+    registry: Arc<ToolRegistry>,
+    overrides: ExecOverrides,
+) -> anyhow::Result<()> {
+    let sessions = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(options.hosts.clone())
+        .with_allowed_origins(options.origins.clone())
+        .enforce_origin_validation()
+        .with_cancellation_token(sessions.child_token());
+    let tools = registry.len();
+    // One handler (and so one plugin session) per MCP session; rmcp drops
+    // it, ending the plugin session, when the session is deleted or
+    // expires (after 5 minutes without a request).
+    let service = StreamableHttpService::new(
+        move || Ok(McpTools::new(Arc::clone(&registry), overrides.clone())),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    let mut mcp = Router::new().nest_service("/mcp", service);
+    if let Some(token) = options.token.clone() {
+        mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
+    }
+    let app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.addr))
+        .map_err(super::UsageError)?;
+    let local = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
+    // On stderr, always (also with -q): scripts and tests read the port.
+    eprintln!("toolhost serve: listening on http://{local}/mcp");
+    tracing::info!("serving {tools} tools over MCP (streamable HTTP) on http://{local}/mcp");
+    let closing = sessions.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            super::shutdown_signal().await;
+            tracing::info!(
+                "signal received: finishing calls in flight (up to {}s)",
+                SHUTDOWN_GRACE.as_secs()
+            );
+            // Open event streams never end by themselves: close the
+            // sessions once the grace period is over.
+            tokio::spawn(async move {
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+                closing.cancel();
+            });
+        })
+        .await
+        .context("the HTTP server failed")?;
+    sessions.cancel();
+    Ok(())
+}
+
+/// Refuse (401) a request without `Authorization: Bearer <token>`.
+async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
+            next.run(request).await
+        }
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "Unauthorized: send Authorization: Bearer <token>\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Compare without an early exit, so the time taken does not say how much
+/// of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_public_bind_needs_allow_remote_and_a_token() {
+        let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        assert!(Options::new(public, false, None, vec![], vec![]).is_err());
+        assert!(Options::new(public, true, None, vec![], vec![]).is_err());
+        assert!(Options::new(local, false, None, vec![], vec![]).is_ok());
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secre"));
+    }
+}
