@@ -9,6 +9,7 @@ mod integrity;
 mod languages;
 mod llm;
 mod load;
+mod mcp;
 mod new;
 mod rest;
 mod run_cli;

@@ -1,0 +1,329 @@
+//! `toolhost serve` as an MCP server, driven by a real peer: the official
+//! MCP Python SDK (PyPI `mcp`, pinned in .ci/install-guest-toolchains.sh,
+//! installed by `.ci/install-guest-toolchains.sh mcp`) running
+//! tests/mcp/client.py, over stdio and over streamable HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolhost_tests::plugins::{
+    copy_plugin_from, hostile_dir, plugin_subset, toolhost_bin, workspace_root,
+};
+
+/// The venv's Python, where .ci/toolchains.sh puts it.
+fn python() -> PathBuf {
+    let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target").join("toolchains"));
+    let python = toolchains.join("venv").join("bin").join("python3");
+    assert!(
+        python.is_file(),
+        "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP Python SDK",
+        python.display()
+    );
+    python
+}
+
+fn cache_dir() -> String {
+    workspace_root()
+        .join("target")
+        .join("test-cache")
+        .display()
+        .to_string()
+}
+
+/// calc, text and scratchpad, and hostile_sleep (which times out).
+fn plugins() -> tempfile::TempDir {
+    let dir = plugin_subset(&["calc", "text", "scratchpad"]);
+    copy_plugin_from(hostile_dir(), "hostile_sleep", dir.path());
+    dir
+}
+
+/// Run tests/mcp/client.py; its JSON report.
+fn client(transport: &str, target: &str, steps: &Value) -> Value {
+    let out = Command::new(python())
+        .arg(workspace_root().join("tests").join("mcp").join("client.py"))
+        .args([transport, target, &steps.to_string()])
+        .output()
+        .expect("python starts");
+    assert!(out.status.success(), "the MCP client failed: {out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("client stdout is not JSON ({e}): {text}"))
+}
+
+/// `toolhost serve` over stdio, as an MCP client's config names it.
+fn stdio_command(plugins: &tempfile::TempDir) -> String {
+    json!([
+        toolhost_bin(),
+        "serve",
+        "--plugins",
+        plugins.path(),
+        "--cache-dir",
+        cache_dir(),
+    ])
+    .to_string()
+}
+
+/// The steps both transports run, and what they must answer.
+fn conversation() -> Value {
+    json!([
+        {"op": "list"},
+        {"op": "call", "tool": "text_stats", "args": {"text": "One two. Three!"}},
+        {"op": "call", "tool": "calc_eval", "args": {"expression": 7}},
+        {"op": "call", "tool": "hostile_sleep", "args": {}},
+        {"op": "call", "tool": "no_such_tool", "args": {}},
+        {"op": "call", "tool": "scratchpad_increment", "args": {}},
+        {"op": "call", "tool": "scratchpad_increment", "args": {}},
+        {"op": "call", "tool": "scratchpad_increment", "args": {}, "session": "b"},
+    ])
+}
+
+fn check_conversation(report: &Value) {
+    for (name, info) in report["sessions"].as_object().expect("sessions") {
+        assert_eq!(info["server_name"], "toolhost", "session {name}");
+        assert_eq!(info["protocol_version"], "2025-11-25", "session {name}");
+    }
+    let results = report["results"].as_array().expect("results");
+    let tools = results[0]["tools"].as_array().expect("tools/list");
+    for name in ["calc_eval", "text_stats", "scratchpad_increment"] {
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {tools:?}"));
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+        assert!(tool["description"].as_str().is_some_and(|d| !d.is_empty()));
+    }
+    let stats = &results[1];
+    assert_eq!(stats["is_error"], false, "{stats}");
+    assert_eq!(stats["structured"]["words"], 3, "{stats}");
+    assert_eq!(stats["structured"]["sentences"], 2, "{stats}");
+    let text: Value = serde_json::from_str(stats["text"][0].as_str().expect("text")).unwrap();
+    assert_eq!(text, stats["structured"]);
+    // A tool's failure is a result the model reads, worded as the loop
+    // words it: "kind: message".
+    let invalid = &results[2];
+    assert_eq!(invalid["is_error"], true, "{invalid}");
+    assert!(
+        invalid["text"][0]
+            .as_str()
+            .is_some_and(|t| t.starts_with("invalid_input: ")),
+        "{invalid}"
+    );
+    let timeout = &results[3];
+    assert_eq!(timeout["is_error"], true, "{timeout}");
+    assert!(
+        timeout["text"][0]
+            .as_str()
+            .is_some_and(|t| t.starts_with("timeout: ")),
+        "{timeout}"
+    );
+    // An unknown tool is a protocol error: JSON-RPC invalid params.
+    let unknown = &results[4]["error"];
+    assert_eq!(unknown["code"], -32602, "{unknown}");
+    assert!(
+        unknown["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no_such_tool")),
+        "{unknown}"
+    );
+    // One plugin session per MCP session.
+    assert_eq!(results[5]["structured"]["value"], 1, "{}", results[5]);
+    assert_eq!(results[6]["structured"]["value"], 2, "{}", results[6]);
+    assert_eq!(results[7]["structured"]["value"], 1, "{}", results[7]);
+}
+
+#[test]
+fn stdio_serves_the_tools_to_the_python_sdk_client() {
+    let plugins = plugins();
+    let report = client("stdio", &stdio_command(&plugins), &conversation());
+    check_conversation(&report);
+}
+
+/// A `toolhost serve --http` process, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(plugins: &tempfile::TempDir, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(toolhost_bin())
+            .args([
+                "serve",
+                "--http",
+                "127.0.0.1:0",
+                "--cache-dir",
+                &cache_dir(),
+            ])
+            .arg("--plugins")
+            .arg(plugins.path())
+            .args(extra)
+            .envs(env.iter().copied())
+            .env_remove("TOOLHOST_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolhost starts");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("toolhost serve printed its address before exiting")
+                .expect("stderr is text");
+            if let Some(url) = line.strip_prefix("toolhost serve: listening on ") {
+                break url.to_owned();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let addr = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .expect("http://ADDR/mcp")
+            .to_owned();
+        Self { child, url, addr }
+    }
+
+    /// One raw HTTP/1.1 request; the status code and body.
+    fn request(&self, head: &str, body: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "{head}\r\nHost: {}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len()
+        )
+        .unwrap();
+        // Read to the end, but not forever: an event stream stays open, and
+        // its head is all a test needs.
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            if text.contains("\r\n\r\n") && text.contains("text/event-stream") {
+                break;
+            }
+        }
+        let response = String::from_utf8_lossy(&bytes).into_owned();
+        let status = response
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+#[test]
+fn http_serves_the_tools_with_one_plugin_session_per_mcp_session() {
+    let plugins = plugins();
+    let mut server = Server::start(&plugins, &[], &[]);
+    let report = client("http", &server.url, &conversation());
+    check_conversation(&report);
+    // SIGTERM: a graceful shutdown, exit 0.
+    let status = Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let code = loop {
+        if let Some(status) = server.child.try_wait().expect("wait") {
+            break status.code();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn http_refuses_foreign_origins_and_answers_healthz() {
+    let plugins = plugin_subset(&["calc"]);
+    let server = Server::start(&plugins, &[], &[]);
+    let (status, body) = server.request("GET /healthz HTTP/1.1", "");
+    assert_eq!((status, body.trim()), (200, "ok"));
+    let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+                Accept: application/json, text/event-stream";
+    let (status, _) = server.request(
+        &format!("{post}\r\nOrigin: https://evil.example"),
+        INITIALIZE,
+    );
+    assert_eq!(status, 403, "a foreign Origin (DNS rebinding) is refused");
+    let (status, _) = server.request(
+        &format!("{post}\r\nOrigin: http://localhost:1234"),
+        INITIALIZE,
+    );
+    assert_eq!(status, 200, "a loopback Origin is served");
+}
+
+#[test]
+fn http_with_a_token_refuses_requests_without_it() {
+    let plugins = plugin_subset(&["calc"]);
+    let server = Server::start(
+        &plugins,
+        &["--token-env", "MCP_TEST_TOKEN"],
+        &[("MCP_TEST_TOKEN", "s3cret")],
+    );
+    let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+                Accept: application/json, text/event-stream";
+    let (status, _) = server.request(post, INITIALIZE);
+    assert_eq!(status, 401);
+    let (status, _) = server.request(
+        &format!("{post}\r\nAuthorization: Bearer wrong"),
+        INITIALIZE,
+    );
+    assert_eq!(status, 401);
+    let (status, _) = server.request(
+        &format!("{post}\r\nAuthorization: Bearer s3cret"),
+        INITIALIZE,
+    );
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn http_on_a_public_address_needs_allow_remote_and_a_token() {
+    let plugins = plugin_subset(&["calc"]);
+    let out: Output = Command::new(toolhost_bin())
+        .args(["serve", "--http", "0.0.0.0:0", "--plugins"])
+        .arg(plugins.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("toolhost starts");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not a loopback address") && stderr.contains("--allow-remote"),
+        "{stderr}"
+    );
+}
