@@ -430,3 +430,23 @@ impl HostConfig {
         self
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_settings_parse_and_the_cap_defaults_to_half_the_instances() {
+        let config: HostConfig =
+            toml::from_str("max_instances = 40\nsession_idle_ttl_secs = 5\nmax_sessions = 8")
+                .expect("valid host config");
+        assert_eq!(config.max_sessions, Some(8));
+        assert_eq!(config.effective_max_sessions(), 8);
+        let config: HostConfig = toml::from_str("max_instances = 40").expect("valid host config");
+        assert_eq!(config.effective_max_sessions(), 20);
+        let config: HostConfig = toml::from_str("max_instances = 1").expect("valid host config");
+        assert_eq!(config.effective_max_sessions(), 1);
+        let e = toml::from_str::<HostConfig>("max_session = 8").expect_err("a typo is refused");
+        assert!(e.to_string().contains("max_session"), "{e}");
+    }
+}
