@@ -112,7 +112,9 @@ fn describe_origin(tool: &dyn Tool) -> String {
     }
 }
 
-fn is_valid_version(version: &str) -> bool {
+/// Whether `version` is one a tool may carry: 1 to 64 characters of
+/// `a-z A-Z 0-9 . _ - +`.
+pub fn is_valid_version(version: &str) -> bool {
     (1..=64).contains(&version.len())
         && version
             .bytes()
