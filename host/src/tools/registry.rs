@@ -6,6 +6,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 
+use super::log::CallLog;
 use super::options::ExecOptions;
 use super::schema::{InputBudget, SchemaBudget, check_input, check_schema};
 use super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
@@ -89,6 +90,7 @@ pub struct ToolSet {
     /// what the plain name resolves to.
     tools: BTreeMap<String, Vec<Arc<Entry>>>,
     input_budget: InputBudget,
+    log: Option<Arc<CallLog>>,
 }
 
 impl std::fmt::Debug for ToolSet {
@@ -111,7 +113,9 @@ fn describe_origin(tool: &dyn Tool) -> String {
     }
 }
 
-fn is_valid_version(version: &str) -> bool {
+/// Whether `version` is one a tool may carry: 1 to 64 characters of
+/// `a-z A-Z 0-9 . _ - +`.
+pub fn is_valid_version(version: &str) -> bool {
     (1..=64).contains(&version.len())
         && version
             .bytes()
@@ -123,6 +127,7 @@ impl ToolSet {
         Self {
             tools: BTreeMap::new(),
             input_budget,
+            log: None,
         }
     }
 
@@ -231,7 +236,40 @@ impl ToolSet {
         self.execute(name, input, cx).await
     }
 
+    /// Run the call, and record it in the log if there is one.
     async fn execute(
+        &self,
+        name: &str,
+        input: Result<Value, ToolError>,
+        cx: &CallContext,
+    ) -> CallReport {
+        let Some(log) = &self.log else {
+            return self.execute_unlogged(name, input, cx).await;
+        };
+        let logged_input = match (&input, log.includes_io()) {
+            (Ok(value), true) => Some(value.clone()),
+            _ => None,
+        };
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
+        let report = self.execute_unlogged(name, input, cx).await;
+        let (tool, version) = match self.resolve(name) {
+            Some((key, _, entry)) => (key, entry.tool.version()),
+            None => (name, None),
+        };
+        log.record(
+            tool,
+            version,
+            cx.session.as_ref(),
+            started,
+            clock.elapsed(),
+            &report,
+            logged_input.as_ref(),
+        );
+        report
+    }
+
+    async fn execute_unlogged(
         &self,
         name: &str,
         input: Result<Value, ToolError>,
@@ -411,8 +449,32 @@ impl ToolRegistry {
         *current = Arc::new(ToolSet {
             tools,
             input_budget: current.input_budget,
+            log: current.log.clone(),
         });
         Ok(value)
+    }
+
+    /// The same registry, recording its calls in `log`.
+    #[must_use]
+    pub fn with_log(self, log: Arc<CallLog>) -> Self {
+        self.set_log(Some(log));
+        self
+    }
+
+    /// Record calls in `log` from now on (`None`: stop recording). Calls
+    /// already running finish under the log they started with.
+    pub fn set_log(&self, log: Option<Arc<CallLog>>) {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        *current = Arc::new(ToolSet {
+            tools: current.tools.clone(),
+            input_budget: current.input_budget,
+            log,
+        });
+    }
+
+    /// The call log, if calls are being recorded.
+    pub fn log(&self) -> Option<Arc<CallLog>> {
+        self.snapshot().log.clone()
     }
 
     /// Add `tool` with default [`ExecOptions`].
