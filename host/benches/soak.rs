@@ -176,7 +176,7 @@ async fn soak(plugins: &Path, conversations: usize, callers: usize) -> usize {
         .load_file(&plugins.join("scratchpad.wasm"))
         .await
         .unwrap();
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in plugin.tools() {
         registry.register(tool).unwrap();
     }

@@ -43,8 +43,8 @@
 //!     input_schema = { type = "object", required = ["city"], properties.city.type = "string" }
 //!     headers.Authorization = { env = "EXAMPLE_TOKEN", prefix = "Bearer " }
 //! "#)?;
-//! let mut registry = ToolRegistry::new();
-//! RestTool::new(decl, &policy)?.register(&mut registry)?;
+//! let registry = ToolRegistry::new();
+//! RestTool::new(decl, &policy)?.register(&registry)?;
 //! # Ok(()) }
 //! ```
 
@@ -310,7 +310,7 @@ impl RestTool {
     ///
     /// As [`ToolRegistry::register_with`]: the name is taken, or the
     /// schema does not compile.
-    pub fn register(self, registry: &mut ToolRegistry) -> Result<(), RegistryError> {
+    pub fn register(self, registry: &ToolRegistry) -> Result<(), RegistryError> {
         let options = self.exec_options();
         registry.register_with(Arc::new(self), options)
     }
