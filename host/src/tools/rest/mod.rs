@@ -62,8 +62,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use decl::{
-    BackoffSpec, BodyMode, HeaderSpec, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, ResponseFormat, RestDecl,
-    RestMethod,
+    BodyMode, HeaderSpec, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, ResponseFormat, RestDecl, RestMethod,
 };
 
 use super::{
