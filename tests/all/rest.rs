@@ -247,11 +247,11 @@ fn issues_decl(server: &Server) -> RestDecl {
 /// A registry holding the tool of each declaration.
 fn registry(config: &HostConfig, decls: Vec<RestDecl>) -> ToolRegistry {
     let policy = RestPolicy::new(config).expect("the client starts");
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for decl in decls {
         RestTool::new(decl, &policy)
             .expect("the declaration loads")
-            .register(&mut registry)
+            .register(&registry)
             .expect("the tool registers");
     }
     registry
@@ -613,10 +613,10 @@ async fn loopback_is_refused_without_http_private_and_nothing_is_contacted() {
         "url": format!("http://localhost:{port}/data"),
         "retries": 0,
     }));
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     RestTool::new(by_name, &policy)
         .unwrap()
-        .register(&mut registry)
+        .register(&registry)
         .unwrap();
     let e = assert_kind(
         call(&registry, "by_name", json!({})).await,
@@ -716,7 +716,7 @@ async fn secrets_never_show_and_names_are_unique_across_sources() {
     assert!(!shown.contains(TOKEN), "{shown}");
     assert!(shown.contains("API_TOKEN"), "names the variable: {shown}");
 
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     registry
         .register(NativeTool::new(
             "issues",
@@ -727,7 +727,7 @@ async fn secrets_never_show_and_names_are_unique_across_sources() {
         .unwrap();
     let e = tool
         .declared_in("/etc/toolhost/toolhost.toml")
-        .register(&mut registry)
+        .register(&registry)
         .unwrap_err();
     let e = e.to_string();
     assert!(e.contains("a native tool"), "{e}");
@@ -809,9 +809,9 @@ async fn declaration_files_are_checked_like_a_plugin_directory() {
         refused.errors[0]
     );
 
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     for tool in report.tools {
-        tool.register(&mut registry).unwrap();
+        tool.register(&registry).unwrap();
     }
     assert_eq!(
         call(&registry, "items", json!({})).await.unwrap(),

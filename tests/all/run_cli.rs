@@ -87,14 +87,24 @@ fn assert_answered(summary: &Value) {
 }
 
 #[tokio::test]
-async fn run_tool_timeout_and_retries_flags_show_as_each_call_s_options() {
+async fn run_tool_timeout_and_retries_flags_show_as_each_call_s_options_and_log_calls_writes_lines()
+{
     let plugins = plugin_subset(&["calc"]);
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("calls.jsonl");
     let (summary, _fake) = ask_calc(
         FakeOpenAi::start().await,
         "openai",
         false,
         plugins.path(),
-        &["--tool-timeout", "1500ms", "--tool-retries", "2"],
+        &[
+            "--tool-timeout",
+            "1500ms",
+            "--tool-retries",
+            "2",
+            "--log-calls",
+            log.to_str().unwrap(),
+        ],
     )
     .await;
     assert_answered(&summary);
@@ -107,12 +117,30 @@ async fn run_tool_timeout_and_retries_flags_show_as_each_call_s_options() {
         json!(["timeout", "busy", "unavailable"]),
         "{summary}"
     );
+    let text = std::fs::read_to_string(&log).expect("the log was written");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines[0]["tool"], json!("calc_eval"), "{text}");
+    assert_eq!(lines[0]["status"], json!("ok"), "{text}");
+    assert_eq!(lines[0]["attempts"], json!(1), "{text}");
+    assert!(lines[0]["session"].is_string(), "{text}");
+    assert!(!text.contains("6*7"), "no input without --log-io: {text}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&log).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "readable by the owner only: {mode:o}");
+    }
+
     let (plain, _fake) = ask_calc(
         FakeOpenAi::start().await,
         "openai",
         false,
         plugins.path(),
-        &[],
+        &["--log-calls", log.to_str().unwrap(), "--log-io"],
     )
     .await;
     assert_eq!(
@@ -121,6 +149,11 @@ async fn run_tool_timeout_and_retries_flags_show_as_each_call_s_options() {
         "{plain}"
     );
     assert_eq!(plain["calls"][0]["options"]["retries"], json!(0), "{plain}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2, "appended: {text}");
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert!(last["input"].as_str().unwrap().contains("6*7"), "{last}");
+    assert!(last["output"].as_str().unwrap().contains("42"), "{last}");
 }
 
 #[tokio::test]

@@ -800,3 +800,49 @@ async fn a_longer_outer_timeout_never_lengthens_the_sandbox_deadline() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_manifest_exec_table_and_version_set_its_tools_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin_from(hostile_dir(), "hostile_sleep", dir.path());
+    std::fs::write(
+        dir.path().join("hostile_sleep.toml"),
+        "version = \"2.0.0\"\n[exec]\ntimeout_ms = 100\nretries = 1\nretry_delay_ms = 10\n\
+         backoff = \"fixed\"\n[limits]\ntimeout_ms = 1000\n",
+    )
+    .unwrap();
+    let report = load(&host(), dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let registry = report.registry().expect("the loaded tools register");
+    assert_eq!(
+        registry.snapshot().keys().collect::<Vec<_>>(),
+        ["hostile_sleep@2.0.0"]
+    );
+    let started = std::time::Instant::now();
+    let report = registry
+        .call_detailed("hostile_sleep@2.0.0", "{}", &CallContext::default())
+        .await;
+    assert_eq!(report.output.unwrap_err().kind, ToolErrorKind::Timeout);
+    assert_eq!(report.options.timeout, Some(Duration::from_millis(100)));
+    assert_eq!(report.options.retries, 1);
+    assert_eq!(report.attempts, 2, "a timeout is retried once");
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
+
+    std::fs::write(
+        dir.path().join("hostile_sleep.toml"),
+        "[exec]\nretries = 99\n",
+    )
+    .unwrap();
+    let refused = load(&host(), dir.path()).await;
+    let message = refused
+        .errors
+        .iter()
+        .map(|e| format!("{e:#}"))
+        .collect::<Vec<_>>()
+        .join("; ");
+    assert!(message.contains("[exec] retries = 99"), "{message}");
+}

@@ -213,3 +213,23 @@ async fn a_session_with_a_call_in_flight_is_never_evicted_and_a_full_host_says_b
     assert_eq!(increment(&registry, "newcomer").await, json!(1));
     assert_eq!(host.live_sessions(), 1);
 }
+
+#[test]
+fn max_sessions_outside_1_to_max_instances_is_refused_naming_the_setting() {
+    for max_sessions in [0, 11] {
+        let e = PluginHost::new(HostConfig {
+            max_instances: 10,
+            max_sessions: Some(max_sessions),
+            ..HostConfig::default()
+        })
+        .expect_err("out of range");
+        assert!(e.to_string().contains("max_sessions"), "{e}");
+    }
+    let host = PluginHost::new(HostConfig {
+        max_instances: 10,
+        max_sessions: Some(10),
+        ..HostConfig::default()
+    })
+    .expect("up to max_instances is allowed");
+    assert_eq!(host.live_sessions(), 0);
+}

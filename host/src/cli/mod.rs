@@ -53,7 +53,7 @@ enum Command {
     /// Show a component's imports, exports, manifest, limits, grants and cache state.
     Inspect(inspect::InspectArgs),
     /// Run the capped LLM tool loop on a prompt with the plugins' tools.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Serve every tool over MCP: stdio (default) or streamable HTTP (--http).
     Serve(serve::ServeArgs),
     /// Scaffold a plugin project (source, manifest, build.sh) in rust, python, js, c or go.
@@ -329,10 +329,10 @@ impl Loaded {
     /// A registry with every tool. Two tools with one name (a plugin's and
     /// a REST declaration's) are an error naming both.
     pub fn registry(&self) -> anyhow::Result<ToolRegistry> {
-        let mut registry = self.report.registry()?;
+        let registry = self.report.registry()?;
         for tool in &self.rest.tools {
             tool.clone()
-                .register(&mut registry)
+                .register(&registry)
                 .map_err(|e| UsageError(e.into()))?;
         }
         Ok(registry)
@@ -440,7 +440,7 @@ pub fn main() -> ExitCode {
             Command::List(args) => list::run(args).await,
             Command::Call(args) => call::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
-            Command::Run(args) => run::run(args).await,
+            Command::Run(args) => run::run(*args).await,
             Command::Serve(args) => serve::run(args).await,
             Command::New(args) => new::run(args).await,
             Command::Lock(args) => lock::run(args).await,

@@ -7,7 +7,7 @@
 //! answer.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use toolhost::runner::{
     CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
 };
 use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
+use toolhost::tools::CallLog;
 
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError, history};
 
@@ -141,6 +142,16 @@ pub struct RunArgs {
     pub plugins: PluginArgs,
     #[command(flatten)]
     pub exec: ExecArgs,
+    /// Append one JSON line per tool call to FILE (created readable by you
+    /// only): {"tool", "version"?, "session", "started_unix_ms",
+    /// "duration_ms", "status", "error_kind", "attempts"}. No inputs or
+    /// outputs unless --log-io.
+    #[arg(long, value_name = "FILE")]
+    pub log_calls: Option<PathBuf>,
+    /// With --log-calls, also write each call's input and output (each
+    /// clipped to 4 KiB). They may hold secrets the model or a tool saw.
+    #[arg(long, requires = "log_calls")]
+    pub log_io: bool,
 }
 
 impl RunArgs {
@@ -248,6 +259,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     .map_err(UsageError)?;
     messages.push(Message::user(args.prompt.clone()));
     let registry = Arc::new(args.plugins.load_registry().await?);
+    if let Some(path) = &args.log_calls {
+        registry.set_log(Some(Arc::new(call_log(path, args.log_io)?)));
+    }
     let names: Vec<String> = registry.snapshot().keys().collect();
     eprintln!(
         "toolhost: {} with {} tool(s){}{}",
@@ -357,6 +371,38 @@ fn summary(outcome: &RunOutcome) -> serde_json::Value {
         "tool_calls": outcome.tool_calls,
         "usage": outcome.usage,
     })
+}
+
+/// The `--log-calls` log: a small ring (the file is the record) whose sink
+/// appends each entry to `path` as one JSON line.
+fn call_log(path: &Path, io: bool) -> anyhow::Result<CallLog> {
+    let mut options = std::fs::OpenOptions::new();
+    options.append(true).create(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options
+        .open(path)
+        .with_context(|| format!("--log-calls: cannot open {}", path.display()))
+        .map_err(UsageError)?;
+    let file = std::sync::Mutex::new(file);
+    let warned = std::sync::atomic::AtomicBool::new(false);
+    let shown = path.display().to_string();
+    let log = CallLog::new(256, 256 * 1024).with_sink(move |entry| {
+        let Ok(line) = serde_json::to_string(entry) else {
+            return;
+        };
+        let line = escape_json_controls(&line).into_owned() + "\n";
+        let written = file
+            .lock()
+            .map_err(|_| std::io::Error::other("poisoned"))
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+        if let Err(e) = written
+            && !warned.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!("toolhost: cannot write the call log to {shown}: {e}");
+        }
+    });
+    Ok(if io { log.with_io(4096) } else { log })
 }
 
 /// One entry of `--json`'s `"calls"`: what was called, how it went, and

@@ -17,6 +17,8 @@ pub struct Plugin {
     pub(super) manifest_path: Option<PathBuf>,
     pub(super) digest: blake3::Hash,
     pub(super) stateful: bool,
+    pub(super) version: Option<String>,
+    pub(super) exec: crate::tools::ExecOptions,
     pub(super) cache: CacheStatus,
     pub(super) tools: Vec<ToolSpec>,
     pub(super) tools_from_cache: bool,
@@ -54,6 +56,15 @@ impl Plugin {
     /// Whether it keeps one instance per session.
     pub fn is_stateful(&self) -> bool {
         self.stateful
+    }
+    /// Its tools' version, from the manifest's `version`.
+    pub fn version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+    /// How the registry runs its tools by default (the manifest's
+    /// `[exec]`).
+    pub fn exec_options(&self) -> &crate::tools::ExecOptions {
+        &self.exec
     }
     /// Whether the compiled code came from the cache.
     pub fn cache_status(&self) -> CacheStatus {
@@ -200,6 +211,10 @@ impl Tool for WasmTool {
             plugin: self.plugin.name.clone(),
             path: self.plugin.path.clone(),
         }
+    }
+
+    fn version(&self) -> Option<&str> {
+        self.plugin.version()
     }
 
     fn end_session(&self, session: &SessionId) {

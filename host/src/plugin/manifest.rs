@@ -9,6 +9,68 @@ use serde::Deserialize;
 use super::integrity::{IntegrityPolicy, Sha256Digest};
 use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
 use crate::tools::rest::RestDecl;
+use crate::tools::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE, ToolErrorKind};
+
+/// How the registry runs the plugin's tools by default (its tools'
+/// [`ExecOptions`]); a run or a call may override them. An absent field
+/// keeps [`ExecOptions::default`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecSpec {
+    /// An outer deadline per attempt, in milliseconds. It never lengthens
+    /// `[limits] timeout_ms`: the smaller one ends the call.
+    pub timeout_ms: Option<u64>,
+    /// Retries of a call that failed with a kind in `retry_on`, at most
+    /// [`ExecSpec::MAX_RETRIES`].
+    pub retries: Option<u32>,
+    /// The pause before the first retry, in milliseconds (at most
+    /// [`MAX_RETRY_PAUSE`]).
+    pub retry_delay_ms: Option<u64>,
+    /// `"fixed"` or `"exponential"`.
+    pub backoff: Option<Backoff>,
+    /// The error kinds worth a retry, e.g. `["timeout", "busy"]`.
+    pub retry_on: Option<Vec<ToolErrorKind>>,
+}
+
+impl ExecSpec {
+    /// The most retries a manifest may ask for: each retry is another
+    /// full call.
+    pub const MAX_RETRIES: u32 = 10;
+
+    /// The options this spec describes.
+    ///
+    /// # Errors
+    ///
+    /// A value out of range, with what to do about it.
+    pub fn options(&self) -> Result<ExecOptions, String> {
+        if let Some(retries) = self.retries
+            && retries > Self::MAX_RETRIES
+        {
+            return Err(format!(
+                "[exec] retries = {retries}, the most allowed is {}; lower it",
+                Self::MAX_RETRIES
+            ));
+        }
+        let max_delay = u64::try_from(MAX_RETRY_PAUSE.as_millis()).unwrap_or(u64::MAX);
+        if let Some(ms) = self.retry_delay_ms
+            && ms > max_delay
+        {
+            return Err(format!(
+                "[exec] retry_delay_ms = {ms}, the most allowed is {max_delay}; lower it"
+            ));
+        }
+        if self.timeout_ms == Some(0) {
+            return Err("[exec] timeout_ms = 0 would end every call at once; remove it or give a positive deadline".to_owned());
+        }
+        Ok(ExecOptions::default().with(&ExecOverrides {
+            timeout: self.timeout_ms.map(std::time::Duration::from_millis),
+            retries: self.retries,
+            retry_delay: self.retry_delay_ms.map(std::time::Duration::from_millis),
+            backoff: self.backoff,
+            retry_on: self.retry_on.clone(),
+        }))
+    }
+}
 
 /// Limits as written in a manifest or host config, in friendly units. An
 /// absent field means "the default".
@@ -68,7 +130,14 @@ impl LimitsSpec {
 ///
 /// ```toml
 /// stateful = false
+/// version = "1.2.0"           # its tools' version: calc@1.2.0
 /// sha256 = "<64 hex digits>"  # load only this exact NAME.wasm
+/// [exec]                      # how the registry runs its tools by default
+/// timeout_ms = 1000           # outer deadline; never past [limits] timeout_ms
+/// retries = 2
+/// retry_delay_ms = 100
+/// backoff = "exponential"
+/// retry_on = ["timeout", "busy", "unavailable"]
 /// [limits]
 /// fuel = 500000000
 /// timeout_ms = 2000
@@ -94,6 +163,13 @@ pub struct Manifest {
     /// Keep one instance per session instead of a fresh one per call.
     #[serde(default)]
     pub stateful: bool,
+    /// The version of the plugin's tools (see
+    /// [`Tool::version`](crate::tools::Tool::version)), e.g. `"1.2.0"`.
+    #[serde(default)]
+    pub version: Option<String>,
+    /// How the registry runs the plugin's tools by default.
+    #[serde(default)]
+    pub exec: ExecSpec,
     /// The SHA-256 of the one `NAME.wasm` this manifest is for: any other
     /// component is refused (see [`integrity`](super::integrity)).
     #[serde(default)]
@@ -428,5 +504,25 @@ impl HostConfig {
         self.allow.env_values.push(EnvVar::new(name.clone(), value));
         self.allow.env.push(name);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_settings_parse_and_the_cap_defaults_to_half_the_instances() {
+        let config: HostConfig =
+            toml::from_str("max_instances = 40\nsession_idle_ttl_secs = 5\nmax_sessions = 8")
+                .expect("valid host config");
+        assert_eq!(config.max_sessions, Some(8));
+        assert_eq!(config.effective_max_sessions(), 8);
+        let config: HostConfig = toml::from_str("max_instances = 40").expect("valid host config");
+        assert_eq!(config.effective_max_sessions(), 20);
+        let config: HostConfig = toml::from_str("max_instances = 1").expect("valid host config");
+        assert_eq!(config.effective_max_sessions(), 1);
+        let e = toml::from_str::<HostConfig>("max_session = 8").expect_err("a typo is refused");
+        assert!(e.to_string().contains("max_session"), "{e}");
     }
 }

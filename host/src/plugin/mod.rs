@@ -24,7 +24,8 @@ use wasmtime::component::Component;
 pub use inspect::Inspection;
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
 pub use manifest::{
-    Allow, DirSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec, PluginBudget,
+    Allow, DirSpec, ExecSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec,
+    PluginBudget,
 };
 
 use integrity::ManifestState;
@@ -200,7 +201,7 @@ impl LoadReport {
     ) -> Result<(), crate::tools::RegistryError> {
         for plugin in &self.plugins {
             for tool in plugin.tools() {
-                registry.register_with(Arc::new(tool), Default::default())?;
+                registry.register_with(Arc::new(tool), plugin.exec_options().clone())?;
             }
         }
         Ok(())
@@ -490,6 +491,8 @@ impl PluginHost {
             manifest_path,
             digest,
             stateful: manifest.stateful,
+            version: manifest.version.clone(),
+            exec: resolved.exec.clone(),
             cache,
             tools,
             tools_from_cache,
@@ -591,9 +594,23 @@ impl PluginHost {
         let http = allow
             .http_grant(&manifest.permissions.http)
             .map_err(not_allowed)?;
+        let manifest_error = |message: String| PluginError::Manifest {
+            path: manifest_path.to_owned(),
+            message,
+        };
+        let exec = manifest.exec.options().map_err(manifest_error)?;
+        if let Some(version) = &manifest.version
+            && !crate::tools::is_valid_version(version)
+        {
+            return Err(manifest_error(format!(
+                "version = {:?} is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `.`, `_`, `-` and `+`, e.g. \"1.2.0\"",
+                crate::text::clip(version, 80)
+            )));
+        }
         Ok(Resolved {
             limits,
             permissions: Permissions { dirs, env, http },
+            exec,
         })
     }
 }
@@ -601,6 +618,7 @@ impl PluginHost {
 struct Resolved {
     limits: Limits,
     permissions: Permissions,
+    exec: crate::tools::ExecOptions,
 }
 
 /// A plugin's manifest, read and checked against the operator's config.

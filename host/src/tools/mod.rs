@@ -9,6 +9,7 @@
 //! tools only through the registry.
 
 mod error;
+mod log;
 mod native;
 mod options;
 mod registry;
@@ -23,9 +24,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::{ToolError, ToolErrorKind};
+pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
-pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet};
+pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
 
 /// What the model is told about a tool.

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::*;
-use crate::tools::NativeTool;
+use crate::tools::{NativeTool, ToolErrorKind};
 
 fn answering(name: &str, answer: &'static str) -> NativeTool {
     NativeTool::new(

@@ -10,10 +10,11 @@ use serde_json::Value;
 
 use super::template::UrlTemplate;
 use super::{
-    BackoffSpec, BodyMode, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError,
-    RestPolicy, RestSummary, RestTool, call,
+    BodyMode, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError, RestPolicy,
+    RestSummary, RestTool, call,
 };
-use crate::tools::{Backoff, ExecOptions, ToolSpec};
+use crate::plugin::ExecSpec;
+use crate::tools::ToolSpec;
 
 /// Check `decl` and build its tool. `trusted`: the operator's own
 /// declaration, which may name any environment variable.
@@ -190,16 +191,16 @@ pub(super) fn build(
     }
     let secret_headers = header_summaries.iter().any(|h| h.env.is_some());
 
-    let options = ExecOptions {
-        timeout: Some(Duration::from_millis(decl.timeout_ms)),
-        retries: decl.retries,
-        retry_delay: Duration::from_millis(decl.retry_delay_ms),
-        backoff: match decl.backoff {
-            BackoffSpec::Exponential => Backoff::Exponential,
-            BackoffSpec::Fixed => Backoff::Fixed,
-        },
-        retry_on: decl.retry_on.clone(),
-    };
+    // The same keys, bounds and messages as a plugin manifest's [exec].
+    let options = ExecSpec {
+        timeout_ms: Some(decl.timeout_ms),
+        retries: Some(decl.retries),
+        retry_delay_ms: Some(decl.retry_delay_ms),
+        backoff: Some(decl.backoff),
+        retry_on: Some(decl.retry_on.clone()),
+    }
+    .options()
+    .map_err(|message| invalid(message.replace("[exec] ", "")))?;
     let path_params: BTreeSet<String> = template.params().map(str::to_owned).collect();
     let request = call::Request {
         tool: tool.clone(),

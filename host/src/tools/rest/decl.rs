@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tools::ToolErrorKind;
+use crate::tools::{Backoff, ToolErrorKind};
 
 /// One REST endpoint as a tool. Every key but `name`, `description` and
 /// `url` has a default; see `docs/rest.md` for each key and where its
@@ -97,7 +97,7 @@ pub struct RestDecl {
     /// How the pause grows: `exponential` (default, with jitter) or
     /// `fixed`.
     #[serde(default)]
-    pub backoff: BackoffSpec,
+    pub backoff: Backoff,
     /// Error kinds retried. Default: `timeout`, `busy`, `unavailable`.
     #[serde(default = "default_retry_on")]
     pub retry_on: Vec<ToolErrorKind>,
@@ -195,17 +195,6 @@ pub enum ResponseFormat {
     Json,
     /// Text (UTF-8), returned as one JSON string.
     Text,
-}
-
-/// How retry pauses grow (see [`Backoff`](crate::tools::Backoff)).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BackoffSpec {
-    /// Doubling, with jitter, capped at 10 s.
-    #[default]
-    Exponential,
-    /// The same pause every time.
-    Fixed,
 }
 
 /// One request header: exactly one of `value` (a constant, written in the

@@ -43,8 +43,8 @@
 //!     input_schema = { type = "object", required = ["city"], properties.city.type = "string" }
 //!     headers.Authorization = { env = "EXAMPLE_TOKEN", prefix = "Bearer " }
 //! "#)?;
-//! let mut registry = ToolRegistry::new();
-//! RestTool::new(decl, &policy)?.register(&mut registry)?;
+//! let registry = ToolRegistry::new();
+//! RestTool::new(decl, &policy)?.register(&registry)?;
 //! # Ok(()) }
 //! ```
 
@@ -62,8 +62,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use decl::{
-    BackoffSpec, BodyMode, HeaderSpec, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, ResponseFormat, RestDecl,
-    RestMethod,
+    BodyMode, HeaderSpec, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, ResponseFormat, RestDecl, RestMethod,
 };
 
 use super::{
@@ -310,7 +309,7 @@ impl RestTool {
     ///
     /// As [`ToolRegistry::register_with`]: the name is taken, or the
     /// schema does not compile.
-    pub fn register(self, registry: &mut ToolRegistry) -> Result<(), RegistryError> {
+    pub fn register(self, registry: &ToolRegistry) -> Result<(), RegistryError> {
         let options = self.exec_options();
         registry.register_with(Arc::new(self), options)
     }

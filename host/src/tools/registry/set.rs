@@ -1,0 +1,307 @@
+//! [`ToolSet`]: one consistent snapshot of the registry, and how a call
+//! runs on it (validation, timeout, retries, the call log).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::super::log::CallLog;
+use super::super::options::ExecOptions;
+use super::super::schema::{InputBudget, check_input};
+use super::super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolSpec};
+use super::CallReport;
+
+pub(super) struct Entry {
+    pub(super) tool: Arc<dyn Tool>,
+    pub(super) validator: Arc<jsonschema::Validator>,
+    pub(super) options: ExecOptions,
+}
+
+/// One consistent view of a [`ToolRegistry`](super::ToolRegistry): the tools as they were when
+/// [`ToolRegistry::snapshot`](super::ToolRegistry::snapshot) was taken. Registering or unregistering later
+/// changes the registry, never a snapshot, so a model request and the
+/// calls of its answer see the same set, and a call in flight finishes on
+/// the tool it started with.
+///
+/// Names: `calc` is the tool of that name, or, where several versions are
+/// registered, the one registered last (still present); `calc@1.0.0` is that
+/// exact version. Listings ([`specs`](Self::specs), [`tools`](Self::tools))
+/// show one tool per name, the one its plain name resolves to: models only
+/// ever see plain names (providers do not accept `@` in a tool name).
+pub struct ToolSet {
+    /// Every version of each name, in registration order; the last one is
+    /// what the plain name resolves to.
+    pub(super) tools: BTreeMap<String, Vec<Arc<Entry>>>,
+    pub(super) input_budget: InputBudget,
+    pub(super) log: Option<Arc<CallLog>>,
+}
+
+impl std::fmt::Debug for ToolSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSet")
+            .field("tools", &self.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl ToolSet {
+    pub(super) fn empty(input_budget: InputBudget) -> Self {
+        Self {
+            tools: BTreeMap::new(),
+            input_budget,
+            log: None,
+        }
+    }
+
+    /// The entry `name` (or `name@version`) resolves to, and its index among
+    /// the versions of its name.
+    pub(super) fn resolve(&self, name: &str) -> Option<(&str, usize, &Arc<Entry>)> {
+        let (plain, version) = match name.split_once('@') {
+            Some((plain, version)) => (plain, Some(version)),
+            None => (name, None),
+        };
+        let (key, versions) = self.tools.get_key_value(plain)?;
+        let index = match version {
+            None => versions.len().checked_sub(1)?,
+            Some(v) => versions.iter().position(|e| e.tool.version() == Some(v))?,
+        };
+        Some((key.as_str(), index, &versions[index]))
+    }
+
+    /// The tool `name` (or `name@version`) resolves to.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.resolve(name).map(|(_, _, e)| &e.tool)
+    }
+
+    /// Whether `name` (or `name@version`) resolves to a tool.
+    pub fn contains(&self, name: &str) -> bool {
+        self.resolve(name).is_some()
+    }
+
+    /// One tool per name (the one the plain name resolves to), sorted by
+    /// name.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools
+            .values()
+            .filter_map(|v| v.last())
+            .map(|e| &e.tool)
+    }
+
+    /// The spec of each of [`tools`](Self::tools).
+    pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools().map(|t| t.spec())
+    }
+
+    /// Every registered tool as it is addressed: `name` for a tool without
+    /// a version, `name@version` for one with, sorted by name then in
+    /// registration order.
+    pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        self.tools.values().flatten().map(|e| {
+            let name = &e.tool.spec().name;
+            match e.tool.version() {
+                Some(v) => format!("{name}@{v}"),
+                None => name.clone(),
+            }
+        })
+    }
+
+    /// How many names there are (versions of one name count once).
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// Call tool `name` with `input`, JSON text as a model or a user wrote
+    /// it. See [`ToolRegistry::call`](super::ToolRegistry::call).
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolRegistry::call`](super::ToolRegistry::call).
+    pub async fn call(
+        &self,
+        name: &str,
+        input: &str,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        self.call_detailed(name, input, cx).await.output
+    }
+
+    /// Like [`call`](Self::call), with the input already parsed.
+    ///
+    /// # Errors
+    ///
+    /// As [`ToolRegistry::call`](super::ToolRegistry::call).
+    pub async fn call_value(
+        &self,
+        name: &str,
+        input: Value,
+        cx: &CallContext,
+    ) -> Result<Value, ToolError> {
+        self.execute(name, Ok(input), cx).await.output
+    }
+
+    /// See [`ToolRegistry::call_detailed`](super::ToolRegistry::call_detailed).
+    pub async fn call_detailed(&self, name: &str, input: &str, cx: &CallContext) -> CallReport {
+        let input = if input.len() > self.input_budget.max_bytes {
+            Err(ToolError::invalid_input(format!(
+                "the input is {} bytes; the most a tool takes is {} bytes. Send less at once",
+                input.len(),
+                self.input_budget.max_bytes
+            )))
+        } else {
+            parse_input(input)
+        };
+        self.execute(name, input, cx).await
+    }
+
+    /// Run the call, and record it in the log if there is one.
+    async fn execute(
+        &self,
+        name: &str,
+        input: Result<Value, ToolError>,
+        cx: &CallContext,
+    ) -> CallReport {
+        let Some(log) = &self.log else {
+            return self.execute_unlogged(name, input, cx).await;
+        };
+        let logged_input = match (&input, log.includes_io()) {
+            (Ok(value), true) => Some(value.clone()),
+            _ => None,
+        };
+        let started = std::time::SystemTime::now();
+        let clock = std::time::Instant::now();
+        let report = self.execute_unlogged(name, input, cx).await;
+        let (tool, version) = match self.resolve(name) {
+            Some((key, _, entry)) => (key, entry.tool.version()),
+            None => (name, None),
+        };
+        log.record(
+            tool,
+            version,
+            cx.session.as_ref(),
+            started,
+            clock.elapsed(),
+            &report,
+            logged_input.as_ref(),
+        );
+        report
+    }
+
+    async fn execute_unlogged(
+        &self,
+        name: &str,
+        input: Result<Value, ToolError>,
+        cx: &CallContext,
+    ) -> CallReport {
+        let Some((_, _, entry)) = self.resolve(name) else {
+            return CallReport {
+                output: Err(ToolError::unknown_tool(name)),
+                options: ExecOptions::default().with(&cx.overrides),
+                attempts: 0,
+            };
+        };
+        // The call holds its own reference: it runs to its end even if the
+        // tool is unregistered (and this snapshot dropped) meanwhile.
+        let entry = Arc::clone(entry);
+        let options = entry.options.with(&cx.overrides);
+        let checked = input.and_then(|input| {
+            check_input(&input, &self.input_budget)
+                .map_err(ToolError::invalid_input)
+                .and_then(|()| validate(&entry.validator, &input))
+                .map(|()| input)
+        });
+        let input = match checked {
+            Ok(input) => input,
+            Err(e) => {
+                return CallReport {
+                    output: Err(e),
+                    options,
+                    attempts: 0,
+                };
+            }
+        };
+        let mut attempts = 0;
+        let output = loop {
+            attempts += 1;
+            let call = entry.tool.call(input.clone(), cx);
+            let result = match options.timeout {
+                Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                    Err(ToolError::new(
+                        ToolErrorKind::Timeout,
+                        format!(
+                            "tool `{name}` did not finish within {limit:?}; \
+                             allow it more time (timeout) or ask for less work"
+                        ),
+                    ))
+                }),
+                None => call.await,
+            };
+            match result {
+                Err(e) => match options.retry_pause(attempts - 1, &e) {
+                    Some(pause) => {
+                        tracing::debug!(tool = name, attempts, ?pause, error = %e, "retrying tool call");
+                        tokio::time::sleep(pause).await;
+                    }
+                    None => break Err(e),
+                },
+                ok => break ok,
+            }
+        };
+        CallReport {
+            output,
+            options,
+            attempts,
+        }
+    }
+
+    /// Tell every tool of this snapshot that `session` is over, so stateful
+    /// tools free its instance.
+    pub fn end_session(&self, session: &SessionId) {
+        for entry in self.tools.values().flatten() {
+            entry.tool.end_session(session);
+        }
+    }
+}
+
+/// Parse a tool input as JSON text; anything else is `invalid_input`.
+fn parse_input(input: &str) -> Result<Value, ToolError> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        // Models often send "" for a tool without parameters.
+        return Ok(Value::Object(Default::default()));
+    }
+    serde_json::from_str(trimmed)
+        .map_err(|e| ToolError::invalid_input(format!("the input is not valid JSON: {e}")))
+}
+
+fn validate(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
+    // The common case, valid input, skips building error descriptions.
+    if validator.is_valid(input) {
+        return Ok(());
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(input)
+        .take(5)
+        .map(|e| {
+            let path = e.instance_path.to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("at {path}: {e}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolError::invalid_input(format!(
+            "the input does not match the tool's schema: {}",
+            problems.join("; ")
+        )))
+    }
+}
