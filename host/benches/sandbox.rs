@@ -39,6 +39,8 @@ struct Scale {
     deadlines: usize,
 }
 
+mod common;
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let full = args.iter().any(|a| a == "--bench");
@@ -89,14 +91,13 @@ fn main() {
         scaling(&plugins, &callers, Duration::from_secs_f64(seconds), spares);
         return;
     }
-    if !plugins.join("text.wasm").is_file() || !hostile.join("hostile_spin.wasm").is_file() {
-        let ok = std::process::Command::new("bash")
-            .arg(root.join("plugins/build.sh"))
-            .arg("rust")
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "plugins/build.sh rust failed");
-    }
+    common::ensure_rust_plugins(
+        &root,
+        &[
+            &plugins.join("text.wasm"),
+            &hostile.join("hostile_spin.wasm"),
+        ],
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

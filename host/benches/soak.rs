@@ -27,6 +27,8 @@ use toolhost::plugin::{HostConfig, PluginHost};
 use toolhost::runner::{RunnerConfig, ToolRunner};
 use toolhost::tools::{SessionId, ToolRegistry};
 
+mod common;
+
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().collect();
     let flag = |name: &str| {
@@ -45,14 +47,7 @@ fn main() -> std::process::ExitCode {
         .unwrap()
         .to_owned();
     let plugins = flag("--plugins").map_or_else(|| root.join("target/plugins"), Into::into);
-    if !plugins.join("scratchpad.wasm").is_file() {
-        let ok = std::process::Command::new("bash")
-            .arg(root.join("plugins/build.sh"))
-            .arg("rust")
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "plugins/build.sh rust failed");
-    }
+    common::ensure_rust_plugins(&root, &[&plugins.join("scratchpad.wasm")]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(callers.max(1))
         .enable_all()

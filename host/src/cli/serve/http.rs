@@ -56,7 +56,8 @@ impl Options {
         allow_hosts: Vec<String>,
         allow_origins: Vec<String>,
     ) -> anyhow::Result<Self> {
-        if !addr.ip().is_loopback() && !(allow_remote && token_env.is_some()) {
+        let remote_allowed = allow_remote && token_env.is_some();
+        if !(addr.ip().is_loopback() || remote_allowed) {
             bail!(
                 "refusing to serve MCP on {addr}, which is not a loopback address: anyone who \
                  can reach it could run the tools. Bind 127.0.0.1 (or ::1), or pass \
