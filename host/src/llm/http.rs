@@ -16,8 +16,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::LlmError;
-use super::retry_after::parse_retry_after;
 use super::sse::{SseEvent, SseParser};
+use crate::tools::retry_after::parse_retry_after;
 
 /// How to reach a provider's HTTP API.
 ///

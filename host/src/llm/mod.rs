@@ -21,7 +21,6 @@ mod kind;
 mod message;
 mod openai;
 mod replay;
-mod retry_after;
 mod sse;
 
 use futures::future::BoxFuture;

@@ -14,6 +14,7 @@ mod native;
 mod options;
 mod registry;
 pub mod rest;
+pub(crate) mod retry_after;
 mod schema;
 
 use std::fmt;

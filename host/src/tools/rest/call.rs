@@ -88,7 +88,7 @@ impl Request {
                 .headers()
                 .get(reqwest::header::RETRY_AFTER)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| send::parse_retry_after(v, SystemTime::now()));
+                .and_then(|v| crate::tools::retry_after::parse_retry_after(v, SystemTime::now()));
             let mut error = ToolError::new(
                 ToolErrorKind::Unavailable,
                 format!(

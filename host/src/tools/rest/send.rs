@@ -4,7 +4,6 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -192,47 +191,9 @@ pub(crate) fn refusal_in(error: &(dyn std::error::Error + 'static)) -> Option<St
     None
 }
 
-/// The wait a `Retry-After` value asks for: a number of seconds, or an
-/// HTTP-date (`Wed, 21 Oct 2015 07:28:00 GMT`) measured from `now` (a
-/// date in the past asks for no wait). `None` if it is neither.
-pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let value = value.trim();
-    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
-        // More digits than a u64 holds is a very long wait all the same.
-        return Some(Duration::from_secs(value.parse().unwrap_or(u64::MAX)));
-    }
-    let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_after_is_seconds_or_an_http_date() {
-        let now = httpdate::parse_http_date("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-        assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(
-            parse_retry_after(" 120 ", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:28:30 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            parse_retry_after("99999999999999999999999", now),
-            Some(Duration::from_secs(u64::MAX))
-        );
-        for bad in ["", "-1", "1.5", "soon", "Wed, 21 Oct 2015"] {
-            assert_eq!(parse_retry_after(bad, now), None, "{bad}");
-        }
-    }
 
     fn checker(origins: &[&str], private_ok: bool) -> Checker {
         Checker {

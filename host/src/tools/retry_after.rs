@@ -1,4 +1,5 @@
-//! Reading a `Retry-After` header: delay-seconds or an HTTP date.
+//! Reading a `Retry-After` header: delay-seconds or an HTTP date. One
+//! parser for every remote the host retries: LLM providers and REST tools.
 
 use std::time::{Duration, SystemTime};
 
