@@ -13,6 +13,7 @@ use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -130,6 +131,13 @@ pub async fn serve(
         .context("cannot read the bound address")?;
     // On stderr, always (also with -q): scripts and tests read the port.
     eprintln!("toolhost serve: listening on http://{local}/mcp");
+    // Without TCP_NODELAY a response written in two pieces (headers, then
+    // the event stream) waits for the client's delayed ACK: 40 ms a call.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
+        }
+    });
     tracing::info!("serving {tools} tools over MCP (streamable HTTP) on http://{local}/mcp");
     let closing = sessions.clone();
     axum::serve(listener, app)

@@ -3,6 +3,7 @@
 
 mod handler;
 mod http;
+mod stdio;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -86,8 +87,9 @@ async fn serve_stdio(
     overrides: toolhost::tools::ExecOverrides,
 ) -> anyhow::Result<()> {
     tracing::info!("serving {} tools over MCP on stdio", registry.len());
+    let transport = stdio::transport().context("cannot use stdin/stdout as the MCP transport")?;
     let service = McpTools::new(registry, overrides)
-        .serve(rmcp::transport::stdio())
+        .serve(transport)
         .await
         .context("the MCP handshake on stdio failed (is an MCP client on the other end?)")?;
     let cancel = service.cancellation_token();

@@ -1,0 +1,713 @@
+//! Serve benchmark: one `tools/call` of `text_stats` through `toolhost
+//! serve` (the MCP server), over stdio and over streamable HTTP, next to
+//! the same call made in process through the registry, all in one run so
+//! the ratios hold on a noisy machine.
+//!
+//! ```sh
+//! cargo bench -p toolhost --bench serve                  # full run, prints a table
+//! cargo test  -p toolhost --bench serve -- --bench       # the same, in the test profile
+//! cargo test  -p toolhost --bench serve                  # smoke run (a few calls)
+//! cargo bench -p toolhost --bench serve -- --clients 1,8,64 --seconds 3
+//! ```
+//!
+//! The MCP client here is deliberately thin (newline-delimited JSON-RPC on
+//! stdio; HTTP/1.1 keep-alive written by hand, one connection and one MCP
+//! session per client) so that, on a machine where client and server share
+//! the cores, the figures are the server's and not a client library's.
+//!
+//! It prints the floors the project holds `serve` to and whether this run
+//! met them; it exits non-zero only if a call failed. Needs the bundled
+//! plugins: it runs `plugins/build.sh rust` if `text.wasm` is missing.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::tools::{CallContext, ToolRegistry};
+
+mod common;
+
+/// The tool call every row makes.
+const TOOL: &str = "text_stats";
+const TEXT: &str = "The quick brown fox jumps over the lazy dog. Twice!";
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let full = args.iter().any(|a| a == "--bench");
+    let flag = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let clients: Vec<usize> = flag("--clients").map_or_else(
+        || vec![1, 8, 64],
+        |list| {
+            list.split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse()
+                        .expect("--clients takes numbers like 1,8,64")
+                })
+                .collect()
+        },
+    );
+    let seconds: f64 = flag("--seconds").map_or(if full { 3.0 } else { 0.3 }, |s| {
+        s.parse().expect("--seconds N")
+    });
+    let calls = if full { 20_000 } else { 50 };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let built = root.join("target/plugins");
+    common::ensure_rust_plugins(&root, &[&built.join("text.wasm")]);
+    // Only the one plugin, so that `serve` starts fast and lists one tool.
+    let plugins = tempfile::tempdir().unwrap();
+    for file in ["text.wasm", "text.toml"] {
+        if built.join(file).is_file() {
+            std::fs::copy(built.join(file), plugins.path().join(file)).unwrap();
+        }
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let setup = Setup {
+        plugins: plugins.path().to_owned(),
+        cache: cache.path().to_owned(),
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let window = Duration::from_secs_f64(seconds);
+    println!(
+        "serve bench: `{TOOL}` per call; {calls} calls per latency row, {seconds} s per \
+         throughput row, {} cores shared by client and server",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+
+    let local = rt.block_on(in_process_rows(&setup, calls, window));
+    let (in_process, in_process_8) = (&local.latencies, local.rate_8);
+    let (stdio, stdio_cpu) = stdio_round_trips(&setup, calls);
+    let http = rt.block_on(http_rows(&setup, &clients, calls, window));
+
+    println!();
+    println!("| path | clients | p50 | p99 | calls/s | CPU per call |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    let one = |d: &[Duration]| 1.0 / percentile(d, 0.5).as_secs_f64();
+    let cpu = |d: Option<Duration>| d.map(fmt).unwrap_or_default();
+    println!(
+        "| in process (`ToolRegistry::call`) | 1 | {} | {} | {:.0} | |",
+        fmt(percentile(in_process, 0.5)),
+        fmt(percentile(in_process, 0.99)),
+        one(in_process)
+    );
+    println!(
+        "| in process (`ToolRegistry::call`) | 8 | | | {in_process_8:.0} | {} |",
+        cpu(local.cpu)
+    );
+    println!(
+        "| MCP over stdio (`toolhost serve`) | 1 | {} | {} | {:.0} | {} (server) |",
+        fmt(percentile(&stdio, 0.5)),
+        fmt(percentile(&stdio, 0.99)),
+        one(&stdio),
+        cpu(stdio_cpu)
+    );
+    for row in &http {
+        let (p50, p99) = match &row.latencies {
+            Some(l) => (fmt(percentile(l, 0.5)), fmt(percentile(l, 0.99))),
+            None => (String::new(), String::new()),
+        };
+        println!(
+            "| MCP over HTTP (`toolhost serve --http`) | {} | {p50} | {p99} | {:.0} | {} (server) |",
+            row.clients,
+            row.per_second,
+            cpu(row.cpu)
+        );
+    }
+
+    println!();
+    let in_p50 = percentile(in_process, 0.5);
+    let stdio_p50 = percentile(&stdio, 0.5);
+    let stdio_floor = in_p50 * 3 + Duration::from_micros(50);
+    println!(
+        "floor: stdio round trip p50 <= 3 x in-process p50 + 50 us: {} <= {} -> {} ({:.2}x in process)",
+        fmt(stdio_p50),
+        fmt(stdio_floor),
+        verdict(stdio_p50 <= stdio_floor),
+        stdio_p50.as_secs_f64() / in_p50.as_secs_f64()
+    );
+    if let Some(eight) = http.iter().find(|r| r.clients == 8) {
+        println!(
+            "floor: HTTP with 8 clients >= 20000 calls/s: {:.0} -> {} ({:.2}x the in-process rate with 8 callers)",
+            eight.per_second,
+            verdict(eight.per_second >= 20_000.0),
+            eight.per_second / in_process_8
+        );
+    }
+    let failed: u64 = http.iter().map(|r| r.errors).sum();
+    if failed > 0 {
+        eprintln!("{failed} HTTP calls failed");
+        std::process::exit(1);
+    }
+}
+
+struct Setup {
+    plugins: PathBuf,
+    cache: PathBuf,
+}
+
+impl Setup {
+    /// `toolhost serve` on these plugins, with `extra` flags.
+    fn serve(&self, extra: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        command
+            .arg("serve")
+            .arg("--plugins")
+            .arg(&self.plugins)
+            .arg("--cache-dir")
+            .arg(&self.cache)
+            .arg("-q")
+            .args(extra)
+            .env_remove("TOOLHOST_CONFIG")
+            .env_remove("TOOLHOST_LOCK");
+        command
+    }
+}
+
+fn input() -> Value {
+    json!({ "text": TEXT })
+}
+
+/// The same call through the library: one caller's latencies, and the
+/// rate of 8 concurrent callers.
+async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InProcess {
+    let host = PluginHost::new(HostConfig {
+        cache_dir: Some(setup.cache.clone()),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let plugin = host
+        .load_file(&setup.plugins.join("text.wasm"))
+        .await
+        .unwrap();
+    let registry = ToolRegistry::new();
+    for tool in plugin.tools() {
+        registry.register(tool).unwrap();
+    }
+    let registry = Arc::new(registry);
+    let cx = CallContext::default();
+    let mut samples = Vec::with_capacity(calls);
+    for i in 0..calls + calls / 10 {
+        let start = Instant::now();
+        registry.call_value(TOOL, input(), &cx).await.unwrap();
+        if i >= calls / 10 {
+            samples.push(start.elapsed());
+        }
+    }
+    samples.sort();
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (registry, done, stop) = (Arc::clone(&registry), done.clone(), stop.clone());
+            tokio::spawn(async move {
+                let cx = CallContext::default();
+                while !stop.load(Ordering::Relaxed) {
+                    registry.call_value(TOOL, input(), &cx).await.unwrap();
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    let cpu_before = cpu_time("self");
+    tokio::time::sleep(window).await;
+    stop.store(true, Ordering::Relaxed);
+    let counted = done.load(Ordering::Relaxed);
+    let cpu = per_call(cpu_before, cpu_time("self"), counted);
+    let rate = counted as f64 / start.elapsed().as_secs_f64();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    InProcess {
+        latencies: samples,
+        rate_8: rate,
+        cpu,
+    }
+}
+
+/// The in-process rows.
+struct InProcess {
+    latencies: Vec<Duration>,
+    /// Calls/s with 8 callers.
+    rate_8: f64,
+    /// CPU per call with 8 callers.
+    cpu: Option<Duration>,
+}
+
+/// A `toolhost serve` process on stdio; killed when dropped.
+struct StdioServer {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Drop for StdioServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl StdioServer {
+    fn start(setup: &Setup) -> Self {
+        let mut child = setup
+            .serve(&[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("toolhost serve starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut server = Self {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        };
+        server.request(0, &initialize(0));
+        server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        server
+    }
+
+    fn send(&mut self, message: &str) {
+        self.stdin.write_all(message.as_bytes()).unwrap();
+        self.stdin.write_all(b"\n").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Send a request; its response (skipping anything else the server
+    /// sends meanwhile).
+    fn request(&mut self, id: u64, message: &str) -> Value {
+        self.send(message);
+        loop {
+            self.line.clear();
+            let read = self.stdout.read_line(&mut self.line).unwrap();
+            assert!(read > 0, "toolhost serve closed stdout");
+            let value: Value = serde_json::from_str(&self.line).expect("a JSON-RPC line");
+            if value["id"] == id {
+                return value;
+            }
+        }
+    }
+}
+
+fn initialize(id: u64) -> String {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "serve-bench", "version": "0"}
+        }
+    })
+    .to_string()
+}
+
+fn call_request(id: u64) -> String {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": TOOL, "arguments": input()}
+    })
+    .to_string()
+}
+
+/// A successful `text_stats` answer, or why not.
+fn check_answer(response: &Value) -> Result<(), String> {
+    let result = &response["result"];
+    let words = TEXT.split_whitespace().count();
+    if result["isError"] == true || result["structuredContent"]["words"] != words {
+        return Err(format!("unexpected answer: {response}"));
+    }
+    Ok(())
+}
+
+/// Round trips, and the server's CPU per call.
+fn stdio_round_trips(setup: &Setup, calls: usize) -> (Vec<Duration>, Option<Duration>) {
+    let mut server = StdioServer::start(setup);
+    let pid = server.child.id().to_string();
+    let cpu_before = cpu_time(&pid);
+    let mut samples = Vec::with_capacity(calls);
+    for i in 0..calls + calls / 10 {
+        let id = i as u64 + 1;
+        let message = call_request(id);
+        let start = Instant::now();
+        let response = server.request(id, &message);
+        let elapsed = start.elapsed();
+        check_answer(&response).unwrap();
+        if i >= calls / 10 {
+            samples.push(elapsed);
+        }
+    }
+    let cpu = per_call(cpu_before, cpu_time(&pid), (calls + calls / 10) as u64);
+    samples.sort();
+    (samples, cpu)
+}
+
+struct HttpRow {
+    clients: usize,
+    per_second: f64,
+    errors: u64,
+    /// Round trips, for the one-client row.
+    latencies: Option<Vec<Duration>>,
+    /// The server's CPU per call.
+    cpu: Option<Duration>,
+}
+
+/// A `toolhost serve --http` process; killed when dropped.
+struct HttpServer {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpServer {
+    fn start(setup: &Setup) -> Self {
+        let mut child = setup
+            .serve(&["--http", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolhost serve starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines
+                .next()
+                .expect("toolhost serve printed its address before exiting")
+                .unwrap();
+            if let Some(url) = line.strip_prefix("toolhost serve: listening on http://") {
+                break url.trim_end_matches("/mcp").to_owned();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, addr }
+    }
+}
+
+async fn http_rows(
+    setup: &Setup,
+    clients: &[usize],
+    calls: usize,
+    window: Duration,
+) -> Vec<HttpRow> {
+    let server = HttpServer::start(setup);
+    let pid = server.child.id().to_string();
+    let mut rows = Vec::new();
+    for &n in clients {
+        // Open every client's session before the clock starts.
+        let mut sessions = Vec::with_capacity(n);
+        for _ in 0..n {
+            sessions.push(McpHttpClient::connect(&server.addr).await);
+        }
+        if n == 1 {
+            let mut client = sessions.pop().unwrap();
+            let mut samples = Vec::with_capacity(calls);
+            let mut errors = 0;
+            for i in 0..calls + calls / 10 {
+                let start = Instant::now();
+                let answer = client.call(i as u64 + 10).await;
+                let elapsed = start.elapsed();
+                if let Err(e) = answer {
+                    errors += 1;
+                    eprintln!("HTTP call failed: {e}");
+                }
+                if i >= calls / 10 {
+                    samples.push(elapsed);
+                }
+            }
+            samples.sort();
+            // The rate of this one client, over a window like the others.
+            let mut row = drive(vec![client], window, &pid).await;
+            row.errors += errors;
+            row.latencies = Some(samples);
+            rows.push(row);
+        } else {
+            rows.push(drive(sessions, window, &pid).await);
+        }
+    }
+    rows
+}
+
+/// Every client calls back to back for `window`.
+async fn drive(clients: Vec<McpHttpClient>, window: Duration, server: &str) -> HttpRow {
+    let count = clients.len();
+    let done = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let cpu_before = cpu_time(server);
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let (done, failed, stop) = (done.clone(), failed.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut id = 1_000_000;
+                while !stop.load(Ordering::Relaxed) {
+                    id += 1;
+                    match client.call(id).await {
+                        Ok(()) => done.fetch_add(1, Ordering::Relaxed),
+                        Err(e) => {
+                            eprintln!("HTTP call failed: {e}");
+                            failed.fetch_add(1, Ordering::Relaxed)
+                        }
+                    };
+                }
+            })
+        })
+        .collect();
+    tokio::time::sleep(window).await;
+    stop.store(true, Ordering::Relaxed);
+    let elapsed = start.elapsed();
+    let counted = done.load(Ordering::Relaxed);
+    let cpu = per_call(cpu_before, cpu_time(server), counted);
+    for task in tasks {
+        task.await.unwrap();
+    }
+    HttpRow {
+        clients: count,
+        per_second: counted as f64 / elapsed.as_secs_f64(),
+        errors: failed.load(Ordering::Relaxed),
+        latencies: None,
+        cpu,
+    }
+}
+
+/// One keep-alive HTTP/1.1 connection carrying one MCP session.
+struct McpHttpClient {
+    stream: TcpStream,
+    host: String,
+    session: Option<String>,
+    buffer: Vec<u8>,
+}
+
+/// A response: status, the `Mcp-Session-Id` header, the body.
+struct HttpResponse {
+    status: u16,
+    session: Option<String>,
+    body: Vec<u8>,
+}
+
+impl McpHttpClient {
+    async fn connect(addr: &str) -> Self {
+        let stream = TcpStream::connect(addr).await.expect("connect to serve");
+        stream.set_nodelay(true).unwrap();
+        let mut client = Self {
+            stream,
+            host: addr.to_owned(),
+            session: None,
+            buffer: Vec::new(),
+        };
+        let response = client.post(&initialize(0)).await.expect("initialize");
+        assert_eq!(
+            response.status, 200,
+            "initialize answered {}",
+            response.status
+        );
+        // A server without sessions (`--stateless`) sends no id.
+        client.session = response.session;
+        let ack = client
+            .post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await
+            .expect("initialized");
+        assert_eq!(
+            ack.status, 202,
+            "notifications/initialized answered {}",
+            ack.status
+        );
+        client
+    }
+
+    async fn call(&mut self, id: u64) -> Result<(), String> {
+        let response = self.post(&call_request(id)).await?;
+        if response.status != 200 {
+            return Err(format!("HTTP {}", response.status));
+        }
+        let answer = json_rpc_in(&response.body, id)
+            .ok_or_else(|| format!("no response {id} in the body"))?;
+        check_answer(&answer)
+    }
+
+    async fn post(&mut self, body: &str) -> Result<HttpResponse, String> {
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\n\
+             Content-Length: {}\r\n",
+            self.host,
+            body.len()
+        );
+        if let Some(session) = &self.session {
+            head.push_str("Mcp-Session-Id: ");
+            head.push_str(session);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        head.push_str(body);
+        self.stream
+            .write_all(head.as_bytes())
+            .await
+            .map_err(|e| e.to_string())?;
+        self.read_response().await
+    }
+
+    async fn fill(&mut self) -> Result<(), String> {
+        let mut chunk = [0u8; 16 * 1024];
+        let read = self
+            .stream
+            .read(&mut chunk)
+            .await
+            .map_err(|e| e.to_string())?;
+        if read == 0 {
+            return Err("the server closed the connection".into());
+        }
+        self.buffer.extend_from_slice(&chunk[..read]);
+        Ok(())
+    }
+
+    async fn read_response(&mut self) -> Result<HttpResponse, String> {
+        let end = loop {
+            if let Some(end) = find(&self.buffer, b"\r\n\r\n") {
+                break end;
+            }
+            self.fill().await?;
+        };
+        let head = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
+        self.buffer.drain(..end + 4);
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("not an HTTP response: {head}"))?;
+        let (mut length, mut chunked, mut session) = (None, false, None);
+        for line in lines {
+            let Some((name, value)) = line.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            match name.to_ascii_lowercase().as_str() {
+                "content-length" => length = value.parse::<usize>().ok(),
+                "transfer-encoding" => chunked = value.eq_ignore_ascii_case("chunked"),
+                "mcp-session-id" => session = Some(value.to_owned()),
+                _ => {}
+            }
+        }
+        let body = if chunked {
+            self.read_chunked().await?
+        } else {
+            let length = length.unwrap_or(0);
+            while self.buffer.len() < length {
+                self.fill().await?;
+            }
+            self.buffer.drain(..length).collect()
+        };
+        Ok(HttpResponse {
+            status,
+            session,
+            body,
+        })
+    }
+
+    async fn read_chunked(&mut self) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        loop {
+            let line_end = loop {
+                if let Some(i) = find(&self.buffer, b"\r\n") {
+                    break i;
+                }
+                self.fill().await?;
+            };
+            let size_text = String::from_utf8_lossy(&self.buffer[..line_end]).into_owned();
+            let size = usize::from_str_radix(size_text.split(';').next().unwrap_or("").trim(), 16)
+                .map_err(|_| format!("bad chunk size {size_text:?}"))?;
+            self.buffer.drain(..line_end + 2);
+            while self.buffer.len() < size + 2 {
+                self.fill().await?;
+            }
+            body.extend_from_slice(&self.buffer[..size]);
+            self.buffer.drain(..size + 2);
+            if size == 0 {
+                return Ok(body);
+            }
+        }
+    }
+}
+
+/// The JSON-RPC message with this id in a body that is either JSON or an
+/// event stream (`data:` lines).
+fn json_rpc_in(body: &[u8], id: u64) -> Option<Value> {
+    let text = std::str::from_utf8(body).ok()?;
+    if let Ok(value) = serde_json::from_str::<Value>(text) {
+        return (value["id"] == id).then_some(value);
+    }
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|v| v["id"] == id)
+}
+
+/// User + system CPU time a process has used so far (Linux `/proc`), or
+/// `None` elsewhere. CPU time, unlike wall time, is what a call costs the
+/// server whatever else the machine is doing.
+fn cpu_time(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces; the rest follows its ')'.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (hz > 0).then(|| Duration::from_secs_f64(ticks as f64 / hz as f64))
+}
+
+/// CPU per call over a window, from two [`cpu_time`] readings.
+fn per_call(before: Option<Duration>, after: Option<Duration>, calls: u64) -> Option<Duration> {
+    let used = after?.checked_sub(before?)?;
+    (calls > 0).then(|| used / calls as u32)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i]
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else {
+        format!("{:.2} ms", us / 1000.0)
+    }
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "NOT met" }
+}

@@ -1,0 +1,78 @@
+//! stdin and stdout as the MCP transport, driven by the runtime's epoll.
+//!
+//! tokio's `stdin()`/`stdout()` (what `rmcp::transport::stdio()` uses) hand
+//! every read and every write to a blocking-pool thread: on a request-answer
+//! protocol that is four thread hand-offs per call, most of a stdio round
+//! trip on a busy machine. MCP clients spawn the server with pipes (Python,
+//! Rust) or with a Unix socket pair (Node's libuv, so Electron apps), and
+//! both can be polled: those are registered with the runtime instead.
+//! Anything else (a terminal, a file) keeps tokio's blocking-pool stdio.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+use tokio::io::{AsyncRead, AsyncWrite};
+
+type Reader = Box<dyn AsyncRead + Send + Unpin>;
+type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// What stdin or stdout is.
+enum Kind {
+    Pipe,
+    Socket,
+    Other,
+}
+
+fn kind(fd: &OwnedFd) -> Kind {
+    let Ok(meta) = fd
+        .try_clone()
+        .and_then(|dup| std::fs::File::from(dup).metadata())
+    else {
+        return Kind::Other;
+    };
+    use std::os::unix::fs::FileTypeExt;
+    let file_type = meta.file_type();
+    if file_type.is_fifo() {
+        Kind::Pipe
+    } else if file_type.is_socket() {
+        Kind::Socket
+    } else {
+        Kind::Other
+    }
+}
+
+fn socket(fd: OwnedFd) -> io::Result<tokio::net::UnixStream> {
+    let stream = std::os::unix::net::UnixStream::from(fd);
+    stream.set_nonblocking(true)?;
+    tokio::net::UnixStream::from_std(stream)
+}
+
+/// The reading half: stdin.
+fn reader() -> io::Result<Reader> {
+    let fd = io::stdin().as_fd().try_clone_to_owned()?;
+    Ok(match kind(&fd) {
+        Kind::Pipe => Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?),
+        Kind::Socket => Box::new(socket(fd)?),
+        Kind::Other => Box::new(tokio::io::stdin()),
+    })
+}
+
+/// The writing half: stdout.
+fn writer() -> io::Result<Writer> {
+    let fd = io::stdout().as_fd().try_clone_to_owned()?;
+    Ok(match kind(&fd) {
+        Kind::Pipe => Box::new(tokio::net::unix::pipe::Sender::from_owned_fd(fd)?),
+        Kind::Socket => Box::new(socket(fd)?),
+        Kind::Other => Box::new(tokio::io::stdout()),
+    })
+}
+
+/// stdin and stdout, polled where they can be. Call it inside the runtime.
+///
+/// # Errors
+///
+/// When stdin or stdout cannot be duplicated or registered with the
+/// runtime (a closed descriptor).
+pub fn transport() -> io::Result<(Reader, Writer)> {
+    Ok((reader()?, writer()?))
+}
