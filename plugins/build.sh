@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds every plugin under plugins/ into target/plugins/ (test fixtures:
-# target/plugins-hostile/).
+# target/plugins-hostile/ and target/plugins-fixtures/).
 #
 #   plugins/build.sh            # all languages
-#   plugins/build.sh rust       # only some: rust (plugins/rust + plugins/hostile),
+#   plugins/build.sh rust       # only some: rust (plugins/rust, plugins/hostile,
+#                               # plugins/fixtures),
 #                               # python, js, c, go
 #
 # Example plugins (plugins/rust/* and the other languages) go to
 # target/plugins/; the misbehaving test fixtures (plugins/hostile/*) go to
 # target/plugins-hostile/, so that pointing a real model at target/plugins
-# never offers it `hostile_exit` or a memory bomb.
+# never offers it `hostile_exit` or a memory bomb. Plugins that only serve a
+# peer's test suite (plugins/fixtures/*, e.g. the tools the MCP conformance
+# suite calls by name) go to target/plugins-fixtures/ for the same reason.
 #
 # For each plugin NAME it writes, beside each other in its directory:
 #   NAME.wasm   the component (exports toolhost:plugin/tool@0.1.0)
@@ -17,8 +20,8 @@
 #   NAME.data/  the plugin's data/ directory, when it has one (manifests
 #               grant it as `host = "NAME.data"`, relative to the manifest)
 # so that `toolhost list --plugins target/plugins` sees them all.
-# Tool names are unique across both directories (hostile ones start with
-# `hostile_`), so a test may load the two together.
+# Tool names are unique across the three directories (hostile ones start with
+# `hostile_`), so a test may load them together.
 #
 # Works from any directory. Idempotent: unchanged outputs are not rewritten
 # (their mtimes stay, so hot reload and compile caches are not disturbed),
@@ -45,9 +48,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 trap 'echo "plugins/build.sh: FAILED: \`$BASH_COMMAND\` exited $? (line $LINENO)" >&2' ERR
 out="$root/target/plugins"
 out_hostile="$root/target/plugins-hostile"
+out_fixtures="$root/target/plugins-fixtures"
 guest_target="$root/target/guest"
 cargo="${CARGO:-cargo}"
-mkdir -p "$out" "$out_hostile"
+mkdir -p "$out" "$out_hostile" "$out_fixtures"
 
 langs=("$@")
 if [ ${#langs[@]} -eq 0 ]; then
@@ -81,13 +85,14 @@ publish_dir() {
 
 build_rust() {
     local crates=() dirs=() dests=() dir name
-    for dir in "$root"/plugins/rust/*/ "$root"/plugins/hostile/*/; do
+    for dir in "$root"/plugins/rust/*/ "$root"/plugins/hostile/*/ "$root"/plugins/fixtures/*/; do
         [ -f "$dir/Cargo.toml" ] || continue
         name="$(sed -n 's/^name *= *"\(.*\)"/\1/p' "$dir/Cargo.toml" | head -n 1)"
         crates+=("$name")
         dirs+=("${dir%/}")
         case "$dir" in
         "$root"/plugins/hostile/*) dests+=("$out_hostile") ;;
+        "$root"/plugins/fixtures/*) dests+=("$out_fixtures") ;;
         *) dests+=("$out") ;;
         esac
     done
@@ -124,7 +129,7 @@ build_rust() {
             publish_dir "$dir/data" "$dest/$lib.data"
         fi
     done
-    say "rust: ${#crates[@]} plugins in $out and $out_hostile"
+    say "rust: ${#crates[@]} plugins in $out, $out_hostile and $out_fixtures"
 }
 
 # Whether the toolchain that plugins/<lang>/build.sh needs is installed.

@@ -79,6 +79,17 @@ pub fn hostile_dir() -> &'static Path {
     })
 }
 
+/// The directory with the plugins that serve peers' test suites
+/// (`target/plugins-fixtures`), such as the tools the MCP conformance suite
+/// calls by name.
+pub fn fixtures_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        build_plugins();
+        workspace_root().join("target").join("plugins-fixtures")
+    })
+}
+
 /// A fresh directory holding copies of the named plugins (`NAME.wasm`,
 /// `NAME.toml` and `NAME.data/` where they exist), for tests that add or
 /// break files.
