@@ -17,3 +17,4 @@ mod runner;
 mod sandbox;
 mod sessions;
 mod trust;
+mod watch;
