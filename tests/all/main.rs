@@ -18,3 +18,4 @@ mod runner;
 mod sandbox;
 mod sessions;
 mod trust;
+mod watch;

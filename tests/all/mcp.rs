@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -325,5 +325,217 @@ fn http_on_a_public_address_needs_allow_remote_and_a_token() {
     assert!(
         stderr.contains("not a loopback address") && stderr.contains("--allow-remote"),
         "{stderr}"
+    );
+}
+
+/// The steps that drop calc into a served directory and use it.
+fn hot_reload_steps(dir: &Path) -> Value {
+    let from = toolhost_tests::plugins::plugin_dir();
+    json!([
+        {"op": "list"},
+        {"op": "copy", "files": [
+            [from.join("calc.toml"), dir.join("calc.toml")],
+            [from.join("calc.wasm"), dir.join("calc.wasm")],
+        ]},
+        {"op": "wait_list_changed", "timeout": 60},
+        {"op": "list"},
+        {"op": "call", "tool": "calc_eval", "args": {"expression": "6*7"}},
+    ])
+}
+
+fn check_hot_reload(report: &Value) {
+    let results = report["results"].as_array().expect("results");
+    let names = |listed: &Value| -> Vec<String> {
+        listed["tools"]
+            .as_array()
+            .expect("tools/list")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!names(&results[0]).contains(&"calc_eval".to_owned()));
+    assert_eq!(
+        results[2]["list_changed"], true,
+        "no notifications/tools/list_changed"
+    );
+    assert!(
+        names(&results[3]).contains(&"calc_eval".to_owned()),
+        "{}",
+        results[3]
+    );
+    // Tools served before the reload are still there.
+    assert!(names(&results[3]).contains(&"text_stats".to_owned()));
+    assert_eq!(results[4]["structured"]["value"], 42.0, "{}", results[4]);
+}
+
+#[test]
+fn stdio_client_hears_of_a_plugin_dropped_into_the_directory() {
+    let plugins = plugin_subset(&["text"]);
+    let steps = hot_reload_steps(plugins.path());
+    check_hot_reload(&client("stdio", &stdio_command(&plugins), &steps));
+}
+
+#[test]
+fn http_client_hears_of_a_plugin_dropped_into_the_directory() {
+    let plugins = plugin_subset(&["text"]);
+    let server = Server::start(&plugins, &[], &[]);
+    let steps = hot_reload_steps(plugins.path());
+    check_hot_reload(&client("http", &server.url, &steps));
+}
+
+/// calc, and hostile_spin allowed to spin for a minute: only cancelling
+/// it stops it early.
+fn spin_plugins() -> tempfile::TempDir {
+    let dir = plugin_subset(&["calc"]);
+    copy_plugin_from(hostile_dir(), "hostile_spin", dir.path());
+    std::fs::write(
+        dir.path().join("hostile_spin.toml"),
+        "[limits]\ntimeout_ms = 60000\nfuel = 200000000000\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn cancel_steps(pid: Value) -> Value {
+    json!([
+        {"op": "list"},
+        {"op": "cancel", "tool": "hostile_spin", "args": {}, "after": 0.3},
+        {"op": "sleep", "seconds": 0.5},
+        {"op": "cpu", "pid": pid},
+        {"op": "sleep", "seconds": 1.5},
+        {"op": "cpu", "pid": pid},
+        {"op": "call", "tool": "calc_eval", "args": {"expression": "1+1"}},
+    ])
+}
+
+fn check_cancelled(report: &Value) {
+    let results = report["results"].as_array().expect("results");
+    assert_eq!(
+        results[1]["finished_before_cancel"], false,
+        "{}",
+        results[1]
+    );
+    let ticks = |i: usize| results[i]["ticks"].as_i64().expect("ticks");
+    // A guest still spinning would burn ~150 ticks (1/100 s) in 1.5 s.
+    let burnt = ticks(5) - ticks(3);
+    assert!(
+        burnt < 40,
+        "the server burnt {burnt} ticks of CPU after the cancel: the guest still runs"
+    );
+    let next = &results[6];
+    assert_eq!(next["structured"]["value"], 2.0, "{next}");
+    assert!(next["seconds"].as_f64().unwrap() < 5.0, "{next}");
+}
+
+#[test]
+fn stdio_cancelled_call_stops_the_guest() {
+    let plugins = spin_plugins();
+    let report = client(
+        "stdio",
+        &stdio_command(&plugins),
+        &cancel_steps(json!("child")),
+    );
+    check_cancelled(&report);
+}
+
+#[test]
+fn http_cancelled_call_stops_the_guest() {
+    let plugins = spin_plugins();
+    let server = Server::start(&plugins, &[], &[]);
+    let report = client("http", &server.url, &cancel_steps(json!(server.child.id())));
+    check_cancelled(&report);
+}
+
+impl Server {
+    /// One request of the stateless 2026-07-28 revision (no initialize, no
+    /// session): its JSON-RPC answer.
+    fn stateless(&self, method: &str, name: Option<&str>, params: Value) -> Value {
+        let mut params = params;
+        let meta = params
+            .as_object_mut()
+            .expect("params is an object")
+            .entry("_meta")
+            .or_insert_with(|| json!({}));
+        meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "raw", "version": "0"});
+        let body =
+            json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+        let mut stream = TcpStream::connect(&self.addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+             Mcp-Method: {method}\r\n{name}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.addr,
+            body.len(),
+            name = name
+                .map(|n| format!("Mcp-Name: {n}\r\n"))
+                .unwrap_or_default(),
+        )
+        .unwrap();
+        // A JSON body, or an event stream whose `data:` line is the answer.
+        let mut bytes = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&bytes);
+            if let Some(answer) = text
+                .split(['\n', '\r'])
+                .map(|line| line.strip_prefix("data: ").unwrap_or(line))
+                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+                .find(|v| v["id"] == 7)
+            {
+                return answer;
+            }
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => panic!("no JSON-RPC answer in: {text}"),
+                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+#[test]
+fn stateless_requests_keep_plugin_state_only_under_a_session_key() {
+    let plugins = plugins();
+    let server = Server::start(&plugins, &[], &[]);
+    let increment = |key: Option<&str>| {
+        let mut params = json!({"name": "scratchpad_increment", "arguments": {}});
+        if let Some(key) = key {
+            params["_meta"] = json!({"toolhost.dev/session": key});
+        }
+        server.stateless("tools/call", Some("scratchpad_increment"), params)
+    };
+    let value = |answer: &Value| answer["result"]["structuredContent"]["value"].clone();
+    let (a, b) = (
+        "3f6c1e0a-9b7d-4c55-8e21-a1b2c3d4e5f6",
+        "0d9e8f7a-6b5c-4d3e-9f10-123456789abc",
+    );
+    assert_eq!(value(&increment(Some(a))), 1);
+    assert_eq!(
+        value(&increment(Some(a))),
+        2,
+        "the same key shares the session"
+    );
+    assert_eq!(
+        value(&increment(Some(b))),
+        1,
+        "another key, another session"
+    );
+    assert_eq!(value(&increment(None)), 1, "no key: a one-shot session");
+    assert_eq!(value(&increment(None)), 1, "no key: a one-shot session");
+    assert_eq!(value(&increment(Some(a))), 3);
+    let refused = increment(Some("short"));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    // And tools/list works without a session too.
+    let listed = server.stateless("tools/list", None, json!({}));
+    assert!(
+        listed["result"]["tools"]
+            .as_array()
+            .is_some_and(|t| !t.is_empty()),
+        "{listed}"
     );
 }

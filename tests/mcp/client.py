@@ -9,20 +9,45 @@ stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
 
     {"op": "list"}                              tools/list
     {"op": "call", "tool": NAME, "args": {...}} tools/call
+    {"op": "cancel", "tool": NAME, "args": {...}, "after": SECONDS}
+        tools/call, abandoned after SECONDS: the SDK sends
+        notifications/cancelled
+    {"op": "copy", "files": [[SRC, DEST], ...]}  copy files (no session)
+    {"op": "wait_list_changed", "timeout": SECONDS}
+        wait for notifications/tools/list_changed on the session (one
+        received since the last wait counts)
+    {"op": "sleep", "seconds": SECONDS}         (no session)
+    {"op": "cpu", "pid": PID | "child"}          CPU time of a process in
+        clock ticks (utime + stime, /proc/PID/stat); "child": the stdio
+        server this client started (no session)
 
 Prints one JSON object on stdout: {"sessions": {NAME: {"protocol_version",
 "server_name"}}, "results": [one per step]}. A call's result is
-{"is_error", "text", "structured"}, or {"error": {"code", "message"}} when
-the server answered with a JSON-RPC error.
+{"is_error", "text", "structured", "seconds"}, or {"error": {"code",
+"message"}} when the server answered with a JSON-RPC error.
 """
 
 import asyncio
 import contextlib
 import json
+import os
+import shutil
 import sys
+import time
 
-from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client
+from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
+
+
+class Notifications:
+    """Server notifications a session received, for wait_list_changed."""
+
+    def __init__(self):
+        self.list_changed = asyncio.Event()
+
+    async def __call__(self, message):
+        if isinstance(message, types.ToolListChangedNotification):
+            self.list_changed.set()
 
 
 async def open_session(stack, transport, target):
@@ -34,7 +59,11 @@ async def open_session(stack, transport, target):
         read, write = await stack.enter_async_context(streamable_http_client(target))
     else:
         raise SystemExit(f"unknown transport {transport!r}; use stdio or http")
-    session = await stack.enter_async_context(ClientSession(read, write))
+    notifications = Notifications()
+    session = await stack.enter_async_context(
+        ClientSession(read, write, message_handler=notifications)
+    )
+    session.notifications = notifications
     init = await session.initialize()
     info = {
         "protocol_version": init.protocol_version,
@@ -43,8 +72,51 @@ async def open_session(stack, transport, target):
     return session, info
 
 
+def cpu_ticks(pid):
+    if pid == "child":
+        children = []
+        for task in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{task}/children") as f:
+                children += f.read().split()
+        pid = children[0]
+    with open(f"/proc/{pid}/stat") as f:
+        # The command may hold spaces: fields count from the last ")".
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def run_local(step):
+    """Steps that need no MCP session; None if `step` is not one."""
+    op = step["op"]
+    if op == "copy":
+        for src, dest in step["files"]:
+            shutil.copy(src, dest)
+        return {}
+    if op == "cpu":
+        return {"ticks": cpu_ticks(step["pid"])}
+    return None
+
+
 async def run_step(session, step):
     op = step["op"]
+    if op == "sleep":
+        await asyncio.sleep(step["seconds"])
+        return {}
+    if op == "wait_list_changed":
+        try:
+            await asyncio.wait_for(session.notifications.list_changed.wait(), step.get("timeout", 30))
+        except asyncio.TimeoutError:
+            return {"list_changed": False}
+        session.notifications.list_changed.clear()
+        return {"list_changed": True}
+    if op == "cancel":
+        call = asyncio.ensure_future(session.call_tool(step["tool"], step.get("args", {})))
+        await asyncio.sleep(step.get("after", 0.3))
+        finished = call.done()
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        return {"finished_before_cancel": finished}
     if op == "list":
         listed = await session.list_tools()
         return {
@@ -54,6 +126,7 @@ async def run_step(session, step):
             ]
         }
     if op == "call":
+        started = time.monotonic()
         try:
             result = await session.call_tool(step["tool"], step.get("args", {}))
         except MCPError as e:
@@ -62,6 +135,7 @@ async def run_step(session, step):
             "is_error": bool(result.is_error),
             "text": [c.text for c in result.content if c.type == "text"],
             "structured": result.structured_content,
+            "seconds": time.monotonic() - started,
         }
     raise SystemExit(f"unknown op {op!r}")
 
@@ -72,6 +146,10 @@ async def main(transport, target, steps):
     results = []
     async with contextlib.AsyncExitStack() as stack:
         for step in steps:
+            local = run_local(step)
+            if local is not None:
+                results.append(local)
+                continue
             name = step.get("session", "a")
             if name not in sessions:
                 sessions[name], infos[name] = await open_session(stack, transport, target)

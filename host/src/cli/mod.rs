@@ -316,8 +316,8 @@ impl PluginArgs {
 /// What [`PluginArgs::load_all`] found.
 #[derive(Debug)]
 pub struct Loaded {
-    /// The sandbox the plugins run in, held while their tools run.
-    #[expect(dead_code, reason = "held, not read: the commands use the tools")]
+    /// The sandbox the plugins run in, held while their tools run (and
+    /// what `serve` reloads plugins with).
     pub host: PluginHost,
     /// The plugins, and the files that failed to load.
     pub report: LoadReport,

@@ -11,6 +11,7 @@ pub mod integrity;
 mod loaded;
 mod manifest;
 mod session;
+mod watch;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ pub use manifest::{
     Allow, DirSpec, ExecSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec,
     PluginBudget,
 };
+pub use watch::{DEFAULT_DEBOUNCE, PluginWatcher, ReloadError, WatchError, WatchEvent};
 
 use integrity::ManifestState;
 

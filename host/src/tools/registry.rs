@@ -252,6 +252,56 @@ impl ToolRegistry {
         tool: Arc<dyn Tool>,
         options: ExecOptions,
     ) -> Result<(), RegistryError> {
+        let entry = self.entry(tool, options)?;
+        self.update(|set| {
+            let mut tools = set.tools.clone();
+            insert(&mut tools, entry)?;
+            Ok((tools, ()))
+        })
+    }
+
+    /// Swap tools in one step: remove every tool in `old` (the very
+    /// `Arc`s that were registered, compared by address) and add `new`.
+    /// A reader sees the set before or the set after, never a mix; calls
+    /// already running on an old tool finish on it. This is how a plugin
+    /// reload replaces exactly the tools that plugin registered, whatever
+    /// else the registry holds.
+    ///
+    /// # Errors
+    ///
+    /// As [`register_with`](Self::register_with), for any tool in `new`
+    /// (a name taken by a tool not in `old`, an invalid name, version or
+    /// schema); the registry is then left as it was.
+    pub fn replace(
+        &self,
+        old: &[Arc<dyn Tool>],
+        new: Vec<(Arc<dyn Tool>, ExecOptions)>,
+    ) -> Result<(), RegistryError> {
+        let entries = new
+            .into_iter()
+            .map(|(tool, options)| self.entry(tool, options))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.update(|set| {
+            let mut tools = set.tools.clone();
+            tools.retain(|_, versions| {
+                versions.retain(|e| !old.iter().any(|o| Arc::ptr_eq(o, &e.tool)));
+                !versions.is_empty()
+            });
+            for entry in entries {
+                insert(&mut tools, entry)?;
+            }
+            Ok((tools, ()))
+        })
+    }
+
+    /// A checked registry entry for `tool`: name, version and schema
+    /// within their rules, the schema compiled. Done before any lock is
+    /// taken.
+    fn entry(
+        &self,
+        tool: Arc<dyn Tool>,
+        options: ExecOptions,
+    ) -> Result<Arc<Entry>, RegistryError> {
         let spec = tool.spec();
         if !super::is_valid_tool_name(&spec.name) {
             return Err(RegistryError::InvalidName(spec.name.clone()));
@@ -265,8 +315,7 @@ impl ToolRegistry {
             });
         }
         // Budgets first: the schema compiler recurses, and what it builds
-        // decides how much work each call's validation does. Both run
-        // before the lock is taken.
+        // decides how much work each call's validation does.
         check_schema(&spec.input_schema, &self.schema_budget).map_err(|message| {
             RegistryError::InvalidSchema {
                 name: spec.name.clone(),
@@ -279,32 +328,11 @@ impl ToolRegistry {
                 message: e.to_string(),
             }
         })?;
-        let name = spec.name.clone();
-        let entry = Arc::new(Entry {
+        Ok(Arc::new(Entry {
             tool,
             validator: Arc::new(validator),
             options,
-        });
-        self.update(|set| {
-            let version = entry.tool.version();
-            let existing = set.tools.get(&name).map(Vec::as_slice).unwrap_or_default();
-            if let Some(clash) = existing.iter().find(|e| {
-                let other = e.tool.version();
-                version.is_none() || other.is_none() || other == version
-            }) {
-                return Err(RegistryError::DuplicateName {
-                    name: name.clone(),
-                    first: describe_origin(clash.tool.as_ref()),
-                    second: describe_origin(entry.tool.as_ref()),
-                });
-            }
-            let mut tools = set.tools.clone();
-            tools
-                .entry(name.clone())
-                .or_default()
-                .push(Arc::clone(&entry));
-            Ok((tools, ()))
-        })
+        }))
     }
 
     /// Remove the tool `name` (or `name@version`) resolves to, and return
@@ -420,6 +448,29 @@ impl ToolRegistry {
     pub fn end_session(&self, session: &SessionId) {
         self.snapshot().end_session(session);
     }
+}
+
+/// Add `entry` to `tools`, unless its name is taken by a tool without a
+/// version, or by the same version.
+fn insert(
+    tools: &mut BTreeMap<String, Vec<Arc<Entry>>>,
+    entry: Arc<Entry>,
+) -> Result<(), RegistryError> {
+    let name = &entry.tool.spec().name;
+    let version = entry.tool.version();
+    let existing = tools.get(name).map(Vec::as_slice).unwrap_or_default();
+    if let Some(clash) = existing.iter().find(|e| {
+        let other = e.tool.version();
+        version.is_none() || other.is_none() || other == version
+    }) {
+        return Err(RegistryError::DuplicateName {
+            name: name.clone(),
+            first: describe_origin(clash.tool.as_ref()),
+            second: describe_origin(entry.tool.as_ref()),
+        });
+    }
+    tools.entry(name.clone()).or_default().push(entry);
+    Ok(())
 }
 
 #[cfg(test)]

@@ -1,42 +1,120 @@
 //! The MCP side of `toolhost serve`: every registry tool as an MCP tool.
 //!
 //! One [`McpTools`] serves one MCP connection (a stdio process, an HTTP
-//! `Mcp-Session-Id` session) and owns one plugin [`SessionId`], so a
-//! stateful plugin keeps one instance per connection and never shares it.
-//! The session ends when the handler is dropped: rmcp drops it when the
-//! connection closes or the HTTP session is deleted or expires.
+//! `Mcp-Session-Id` session, or one request of the stateless 2026-07-28
+//! revision) and owns one plugin [`SessionId`], so a stateful plugin keeps
+//! one instance per connection and never shares it. The session ends when
+//! the handler is dropped: rmcp drops it when the connection closes, the
+//! HTTP session is deleted or expires, or a stateless request is answered.
+//! A request may instead name a session of its own in `_meta`
+//! ([`SESSION_META_KEY`]): stateless clients keep plugin state that way.
 
 use std::sync::Arc;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
+use tokio::sync::broadcast;
+use tokio_util::sync::{CancellationToken, DropGuard};
 use toolhost::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolSpec};
+
+/// The request `_meta` key that names a plugin session: calls carrying the
+/// same value share a stateful plugin's instance, whatever connection (or
+/// stateless request) they come on.
+pub const SESSION_META_KEY: &str = "toolhost.dev/session";
+
+/// The length a session key must have: long enough to be unguessable when
+/// it is random (the key is the only thing that keeps one client out of
+/// another's session), short enough to bound what a client makes us store.
+const SESSION_KEY_LEN: std::ops::RangeInclusive<usize> = 16..=128;
+
+/// Tells every connected client that the tool list changed. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ToolsChanged(broadcast::Sender<()>);
+
+impl ToolsChanged {
+    pub fn new() -> Self {
+        // A client that lags only needs to hear "changed" once.
+        Self(broadcast::channel(4).0)
+    }
+
+    /// Send `notifications/tools/list_changed` to every client.
+    pub fn notify(&self) {
+        // No receiver means no client to tell.
+        let _ = self.0.send(());
+    }
+}
+
+/// What every connection's handler shares.
+#[derive(Debug, Clone)]
+pub struct Tools {
+    pub registry: Arc<ToolRegistry>,
+    pub overrides: ExecOverrides,
+    /// `Some` when the tool list can change (hot reload is on).
+    pub changes: Option<ToolsChanged>,
+}
 
 /// The tools of one registry, for one MCP connection.
 #[derive(Debug)]
 pub struct McpTools {
-    registry: Arc<ToolRegistry>,
+    tools: Tools,
     cx: CallContext,
+    /// Stops this connection's list_changed forwarder when it goes.
+    stop: CancellationToken,
+    _stop_on_drop: DropGuard,
     _session: SessionGuard,
 }
 
 impl McpTools {
     /// A handler with a fresh plugin session.
-    pub fn new(registry: Arc<ToolRegistry>, overrides: ExecOverrides) -> Self {
+    pub fn new(tools: Tools) -> Self {
         let session = SessionId::random();
+        let stop = CancellationToken::new();
         Self {
-            cx: CallContext::in_session(session.clone()).with_overrides(overrides),
+            cx: CallContext::in_session(session.clone()).with_overrides(tools.overrides.clone()),
             _session: SessionGuard {
-                registry: Arc::clone(&registry),
+                registry: Arc::clone(&tools.registry),
                 id: session,
             },
-            registry,
+            _stop_on_drop: stop.clone().drop_guard(),
+            stop,
+            tools,
         }
+    }
+
+    /// The call context for a request: the session its `_meta` names, or
+    /// this connection's.
+    fn call_context(&self, context: &RequestContext<RoleServer>) -> Result<CallContext, McpError> {
+        let Some(key) = context.meta.get(SESSION_META_KEY) else {
+            return Ok(self.cx.clone());
+        };
+        let key = key
+            .as_str()
+            .filter(|k| {
+                SESSION_KEY_LEN.contains(&k.len())
+                    && k.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+            })
+            .ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "`_meta` key `{SESSION_META_KEY}` must be a string of {} to {} characters \
+                         of A-Z, a-z, 0-9, `-`, `_` and `.`; use a random one (a UUID), since \
+                         anyone who knows it shares the session",
+                        SESSION_KEY_LEN.start(),
+                        SESSION_KEY_LEN.end()
+                    ),
+                    None,
+                )
+            })?;
+        // A namespace of its own: a key never names a connection's session.
+        let session = SessionId::new(format!("mcp-key:{key}"));
+        Ok(CallContext::in_session(session).with_overrides(self.tools.overrides.clone()))
     }
 }
 
@@ -75,7 +153,13 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
 
 impl ServerHandler for McpTools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = if self.tools.changes.is_some() {
+            capabilities.enable_tool_list_changed().build()
+        } else {
+            capabilities.build()
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
                 "Tools that run as sandboxed WebAssembly plugins (and REST endpoints) \
@@ -83,17 +167,84 @@ impl ServerHandler for McpTools {
             )
     }
 
+    /// A connection with a handshake (stdio, an HTTP session) hears of
+    /// every change to the tool list until it closes.
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Some(changes) = &self.tools.changes else {
+            return;
+        };
+        let mut changed = changes.0.subscribe();
+        let (peer, stop) = (context.peer, self.stop.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => break,
+                    heard = changed.recv() => match heard {
+                        Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                            if let Err(e) = peer.notify_tool_list_changed().await {
+                                tracing::debug!("cannot tell an MCP client that the tools changed: {e}");
+                                break;
+                            }
+                        }
+                        Err(broadcast::error::RecvError::Closed) => break,
+                    },
+                }
+            }
+        });
+    }
+
+    /// The stateless revision's way to hear of changes: a
+    /// `subscriptions/listen` stream asking for tool list changes.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.tools
+            .changes
+            .as_ref()
+            .map(|_| SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let Some(changes) = &self.tools.changes else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut changed = changes.0.subscribe();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                heard = changed.recv() => match heard {
+                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        if let Err(e) = context.sink().notify_tool_list_changed().await {
+                            tracing::debug!("cannot tell an MCP listener that the tools changed: {e}");
+                            return Ok(());
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self.registry.snapshot().specs().map(mcp_tool).collect();
+        let tools = self
+            .tools
+            .registry
+            .snapshot()
+            .specs()
+            .map(mcp_tool)
+            .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.registry
+        self.tools
+            .registry
             .snapshot()
             .get(name)
             .map(|tool| mcp_tool(tool.spec()))
@@ -102,19 +253,34 @@ impl ServerHandler for McpTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.as_ref();
+        // One snapshot for the lookup and the call: a reload between the
+        // two cannot turn a listed tool into an unknown one mid-request.
+        let tools = self.tools.registry.snapshot();
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
-        if !self.registry.contains(name) {
+        if !tools.contains(name) {
             return Err(McpError::invalid_params(
                 format!("no tool named `{name}`; tools/list names the tools this server has"),
                 None,
             ));
         }
+        let cx = self.call_context(&context)?;
         let input = Value::Object(request.arguments.unwrap_or_default()).to_string();
-        let result = match self.registry.call(name, &input, &self.cx).await {
+        // `notifications/cancelled` (or the connection closing) cancels
+        // `ct`: dropping the call stops the guest at its next epoch check
+        // (within a 10 ms tick) and frees its instance and slot.
+        let output = tokio::select! {
+            output = tools.call(name, &input, &cx) => output,
+            () = context.ct.cancelled() => {
+                tracing::info!(tool = name, "call cancelled by the client: the guest was stopped");
+                // rmcp drops the answer to a cancelled request.
+                return Err(McpError::internal_error("the call was cancelled", None));
+            }
+        };
+        let result = match output {
             // structuredContent must be an object; other outputs are text.
             Ok(output @ Value::Object(_)) => CallToolResult::structured(output),
             Ok(output) => CallToolResult::success(vec![ContentBlock::text(output.to_string())]),

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::handler::{McpTools, Tools};
 use anyhow::{Context, bail};
 use axum::Router;
 use axum::extract::{Request, State};
@@ -17,9 +18,6 @@ use axum::serve::ListenerExt;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
-use toolhost::tools::{ExecOverrides, ToolRegistry};
-
-use super::handler::McpTools;
 
 /// How long calls in flight may run on after SIGTERM or Ctrl-C before the
 /// remaining sessions are closed.
@@ -97,23 +95,20 @@ impl Options {
 
 /// Serve until SIGTERM or Ctrl-C, then let calls in flight finish (up to
 /// [`SHUTDOWN_GRACE`]).
-pub async fn serve(
-    options: Options,
-    registry: Arc<ToolRegistry>,
-    overrides: ExecOverrides,
-) -> anyhow::Result<()> {
+pub async fn serve(options: Options, tools: Tools) -> anyhow::Result<()> {
     let sessions = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.hosts.clone())
         .with_allowed_origins(options.origins.clone())
         .enforce_origin_validation()
         .with_cancellation_token(sessions.child_token());
-    let tools = registry.len();
+    let count = tools.registry.len();
     // One handler (and so one plugin session) per MCP session; rmcp drops
     // it, ending the plugin session, when the session is deleted or
-    // expires (after 5 minutes without a request).
+    // expires (after 5 minutes without a request). A request of the
+    // stateless revision gets a handler of its own, dropped once answered.
     let service = StreamableHttpService::new(
-        move || Ok(McpTools::new(Arc::clone(&registry), overrides.clone())),
+        move || Ok(McpTools::new(tools.clone())),
         Arc::new(LocalSessionManager::default()),
         config,
     );
@@ -138,7 +133,7 @@ pub async fn serve(
             tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
         }
     });
-    tracing::info!("serving {tools} tools over MCP (streamable HTTP) on http://{local}/mcp");
+    tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{local}/mcp");
     let closing = sessions.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {

@@ -12,9 +12,10 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use rmcp::ServiceExt;
+use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
 
-use super::{ExecArgs, PluginArgs, UsageError};
-use handler::McpTools;
+use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
+use handler::{McpTools, Tools, ToolsChanged};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -43,6 +44,11 @@ pub struct ServeArgs {
     /// always accepted; any other Origin is refused with 403.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// Do not watch the plugin directory. By default, adding, replacing or
+    /// removing NAME.wasm / NAME.toml there updates the tools at once, and
+    /// connected clients are told (notifications/tools/list_changed).
+    #[arg(long)]
+    no_watch: bool,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -69,26 +75,106 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             args.plugins.plugins.display()
         );
     }
-    let overrides = args.exec.overrides();
-    match http {
-        Some(options) => http::serve(options, registry, overrides).await?,
-        None => serve_stdio(registry, overrides).await?,
+    // Watched from here on: a file changed between the load above and
+    // this point is picked up at its next change.
+    let watcher = if args.no_watch || !args.plugins.plugins.is_dir() {
+        None
+    } else {
+        let watcher = loaded
+            .host
+            .watch(
+                &args.plugins.plugins,
+                Arc::clone(&registry),
+                DEFAULT_DEBOUNCE,
+            )
+            .map_err(|e| {
+                UsageError(
+                    anyhow::Error::new(e).context("pass --no-watch to serve without hot reload"),
+                )
+            })?;
+        Some(watcher)
+    };
+    let tools = Tools {
+        registry,
+        overrides: args.exec.overrides(),
+        changes: watcher.as_ref().map(|_| ToolsChanged::new()),
+    };
+    let reload = reload(watcher, tools.changes.clone());
+    let served = async move {
+        match http {
+            Some(options) => http::serve(options, tools).await,
+            None => serve_stdio(tools).await,
+        }
+    };
+    // The reload loop never ends by itself: serving decides when to stop.
+    tokio::select! {
+        served = served => served?,
+        () = reload => {}
     }
     // The plugins stay loaded until every connection is done.
     drop(loaded);
     Ok(ExitCode::SUCCESS)
 }
 
+/// Apply every change in the plugin directory, log it, and tell the
+/// clients when their tool list is stale. Never returns while watching.
+async fn reload(watcher: Option<PluginWatcher>, changes: Option<ToolsChanged>) {
+    let (Some(mut watcher), Some(changes)) = (watcher, changes) else {
+        return std::future::pending().await;
+    };
+    while let Some(event) = watcher.next().await {
+        match &event {
+            WatchEvent::Loaded {
+                plugin,
+                replaced,
+                added,
+                removed,
+            } => {
+                let verb = if *replaced { "reloaded" } else { "loaded" };
+                tracing::info!(
+                    "{verb} plugin {} ({} tools; added: [{}]; removed: [{}])",
+                    shown(plugin.path()),
+                    plugin.tool_specs().len(),
+                    added.join(", "),
+                    removed.join(", "),
+                );
+            }
+            WatchEvent::Removed { path, tools } => {
+                tracing::info!(
+                    "plugin {} removed: no longer serving [{}]",
+                    shown(path),
+                    tools.join(", ")
+                );
+            }
+            WatchEvent::Failed { error, .. } => {
+                tracing::warn!(
+                    "plugin change not applied, the previous version (if any) still serves: {}",
+                    ChainDisplay(error).escaped()
+                );
+            }
+            _ => {}
+        }
+        if event.changed_tools() {
+            changes.notify();
+        }
+    }
+    tracing::warn!("the plugin directory watcher stopped; restart to pick up changes");
+    std::future::pending().await
+}
+
+/// A file name fit for a log line (anyone who can write the directory
+/// picks it).
+fn shown(path: &std::path::Path) -> String {
+    toolhost::text::untrusted(&path.display().to_string(), 1024)
+}
+
 /// One MCP connection on stdin/stdout (stdout is the protocol: logs go to
 /// stderr), one plugin session, until the client closes stdin or a signal
 /// arrives.
-async fn serve_stdio(
-    registry: Arc<toolhost::tools::ToolRegistry>,
-    overrides: toolhost::tools::ExecOverrides,
-) -> anyhow::Result<()> {
-    tracing::info!("serving {} tools over MCP on stdio", registry.len());
+async fn serve_stdio(tools: Tools) -> anyhow::Result<()> {
+    tracing::info!("serving {} tools over MCP on stdio", tools.registry.len());
     let transport = stdio::transport().context("cannot use stdin/stdout as the MCP transport")?;
-    let service = McpTools::new(registry, overrides)
+    let service = McpTools::new(tools)
         .serve(transport)
         .await
         .context("the MCP handshake on stdio failed (is an MCP client on the other end?)")?;

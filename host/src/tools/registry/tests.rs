@@ -256,3 +256,47 @@ async fn retries_are_counted_in_attempts() {
     assert_eq!(bad.attempts, 0);
     assert_eq!(bad.output.unwrap_err().kind, ToolErrorKind::InvalidInput);
 }
+
+#[tokio::test]
+async fn replace_swaps_exactly_the_given_tools_or_nothing() {
+    let registry = ToolRegistry::new();
+    let old: Arc<dyn Tool> = Arc::new(answering("a", "old"));
+    registry
+        .register_with(Arc::clone(&old), ExecOptions::default())
+        .unwrap();
+    registry.register(answering("other", "other")).unwrap();
+    let new: Arc<dyn Tool> = Arc::new(answering("a", "new"));
+    let b: Arc<dyn Tool> = Arc::new(answering("b", "b"));
+    let before = registry.snapshot();
+    registry
+        .replace(
+            &[Arc::clone(&old)],
+            vec![
+                (Arc::clone(&new), ExecOptions::default()),
+                (Arc::clone(&b), ExecOptions::default()),
+            ],
+        )
+        .unwrap();
+    assert_eq!(registry.call("a", "{}", &cx()).await, Ok(json!("new")));
+    assert_eq!(registry.call("b", "{}", &cx()).await, Ok(json!("b")));
+    assert_eq!(
+        registry.call("other", "{}", &cx()).await,
+        Ok(json!("other"))
+    );
+    assert_eq!(before.call("a", "{}", &cx()).await, Ok(json!("old")));
+
+    // A clash with a tool not being replaced changes nothing.
+    let clash = registry.replace(
+        &[Arc::clone(&b)],
+        vec![(Arc::new(answering("other", "x")), ExecOptions::default())],
+    );
+    assert!(
+        matches!(clash, Err(RegistryError::DuplicateName { .. })),
+        "{clash:?}"
+    );
+    assert_eq!(registry.call("b", "{}", &cx()).await, Ok(json!("b")));
+    assert_eq!(
+        registry.call("other", "{}", &cx()).await,
+        Ok(json!("other"))
+    );
+}
