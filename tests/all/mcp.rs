@@ -200,6 +200,13 @@ impl Server {
 
     /// One raw HTTP/1.1 request; the status code and body.
     fn request(&self, head: &str, body: &str) -> (u16, String) {
+        let (status, _, body) = self.exchange(head, body);
+        (status, body)
+    }
+
+    /// One raw HTTP/1.1 request; the status code, the response head and
+    /// the body.
+    fn exchange(&self, head: &str, body: &str) -> (u16, String, String) {
         let mut stream = TcpStream::connect(&self.addr).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
@@ -231,11 +238,11 @@ impl Server {
             .nth(1)
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("not an HTTP response: {response}"));
-        let body = response
+        let (head, body) = response
             .split_once("\r\n\r\n")
-            .map(|(_, b)| b.to_owned())
+            .map(|(h, b)| (h.to_owned(), b.to_owned()))
             .unwrap_or_default();
-        (status, body)
+        (status, head, body)
     }
 }
 
@@ -538,4 +545,79 @@ fn stateless_requests_keep_plugin_state_only_under_a_session_key() {
             .is_some_and(|t| !t.is_empty()),
         "{listed}"
     );
+}
+
+/// `--stateless`: no MCP session, so a client that initialized on one
+/// process can go on with another (no affinity needed behind a load
+/// balancer); the official client works against it; a stateful plugin keeps
+/// state only under a `_meta` key, in the process that has it.
+#[test]
+fn stateless_serving_needs_no_session_affinity() {
+    let plugins = plugins();
+    let a = Server::start(&plugins, &["--stateless"], &[]);
+    let b = Server::start(&plugins, &["--stateless"], &[]);
+    let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+                Accept: application/json, text/event-stream";
+    let (status, head, body) = a.exchange(post, INITIALIZE);
+    assert_eq!(status, 200, "{head}\n{body}");
+    assert!(
+        !head.to_ascii_lowercase().contains("mcp-session-id"),
+        "no session is issued: {head}"
+    );
+    assert!(
+        head.contains("application/json"),
+        "answered as JSON: {head}"
+    );
+    let init: Value = serde_json::from_str(&body).expect("a JSON answer");
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
+    // The next request goes to the other process, which never saw the
+    // client: it answers all the same.
+    let call = |server: &Server, tool: &str, key: Option<&str>| {
+        let arguments = match tool {
+            "text_stats" => json!({"text": "One two. Three!"}),
+            _ => json!({}),
+        };
+        let mut params = json!({"name": tool, "arguments": arguments});
+        if let Some(key) = key {
+            params["_meta"] = json!({"toolhost.dev/session": key});
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params});
+        let (status, _, answer) = server.exchange(
+            &format!("{post}\r\nMCP-Protocol-Version: 2025-11-25"),
+            &body.to_string(),
+        );
+        assert_eq!(status, 200, "{answer}");
+        serde_json::from_str::<Value>(&answer).expect("a JSON answer")
+    };
+    let stats = call(&b, "text_stats", None);
+    assert_eq!(stats["result"]["structuredContent"]["words"], 3, "{stats}");
+    let key = Some("5b0c6a8e-2f4d-4e1a-9c3b-7d6e5f4a3b2c");
+    let value = |answer: Value| answer["result"]["structuredContent"]["value"].clone();
+    assert_eq!(value(call(&a, "scratchpad_increment", key)), 1);
+    assert_eq!(value(call(&a, "scratchpad_increment", key)), 2);
+    assert_eq!(
+        value(call(&b, "scratchpad_increment", key)),
+        1,
+        "plugin state lives in the process that has it"
+    );
+    assert_eq!(value(call(&a, "scratchpad_increment", None)), 1);
+    // The official client, which speaks 2025-11-25, works without a session.
+    let report = client(
+        "http",
+        &a.url,
+        &json!([
+            {"op": "list"},
+            {"op": "call", "tool": "text_stats", "args": {"text": "One two. Three!"}},
+            {"op": "call", "tool": "calc_eval", "args": {"expression": 7}},
+        ]),
+    );
+    let results = report["results"].as_array().expect("results");
+    assert!(
+        results[0]["tools"]
+            .as_array()
+            .is_some_and(|t| t.iter().any(|t| t["name"] == "text_stats")),
+        "{report}"
+    );
+    assert_eq!(results[1]["structured"]["words"], 3, "{report}");
+    assert_eq!(results[2]["is_error"], true, "{report}");
 }

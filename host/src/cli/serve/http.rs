@@ -43,6 +43,7 @@ pub struct Options {
     token: Option<Arc<str>>,
     hosts: Vec<String>,
     origins: Vec<String>,
+    stateless: bool,
 }
 
 impl Options {
@@ -54,6 +55,7 @@ impl Options {
         token_env: Option<&str>,
         allow_hosts: Vec<String>,
         allow_origins: Vec<String>,
+        stateless: bool,
     ) -> anyhow::Result<Self> {
         let remote_allowed = allow_remote && token_env.is_some();
         if !(addr.ip().is_loopback() || remote_allowed) {
@@ -89,6 +91,7 @@ impl Options {
             token,
             hosts,
             origins,
+            stateless,
         })
     }
 }
@@ -101,7 +104,12 @@ pub async fn serve(options: Options, tools: Tools) -> anyhow::Result<()> {
         .with_allowed_hosts(options.hosts.clone())
         .with_allowed_origins(options.origins.clone())
         .enforce_origin_validation()
-        .with_cancellation_token(sessions.child_token());
+        .with_cancellation_token(sessions.child_token())
+        // --stateless: no MCP sessions, so any process behind a load
+        // balancer can answer any request; each is answered on its own
+        // (a plugin session of its own unless `_meta` names one), as JSON.
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
     let count = tools.registry.len();
     // One handler (and so one plugin session) per MCP session; rmcp drops
     // it, ending the plugin session, when the session is deleted or
@@ -189,9 +197,9 @@ mod tests {
     fn a_public_bind_needs_allow_remote_and_a_token() {
         let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
         let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        assert!(Options::new(public, false, None, vec![], vec![]).is_err());
-        assert!(Options::new(public, true, None, vec![], vec![]).is_err());
-        assert!(Options::new(local, false, None, vec![], vec![]).is_ok());
+        assert!(Options::new(public, false, None, vec![], vec![], false).is_err());
+        assert!(Options::new(public, true, None, vec![], vec![], false).is_err());
+        assert!(Options::new(local, false, None, vec![], vec![], false).is_ok());
     }
 
     #[test]

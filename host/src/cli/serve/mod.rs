@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// always accepted; any other Origin is refused with 403.
     #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
     allow_origins: Vec<String>,
+    /// Serve without MCP sessions: no Mcp-Session-Id, every request
+    /// answered on its own (as JSON), so N processes behind any load
+    /// balancer need no session affinity. Stateful plugins then keep state
+    /// only under a `_meta` session key (docs/mcp.md).
+    #[arg(long, requires = "http")]
+    stateless: bool,
     /// Do not watch the plugin directory. By default, adding, replacing or
     /// removing NAME.wasm / NAME.toml there updates the tools at once, and
     /// connected clients are told (notifications/tools/list_changed).
@@ -62,6 +68,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
                 args.token_env.as_deref(),
                 args.allow_hosts.clone(),
                 args.allow_origins.clone(),
+                args.stateless,
             )
             .map_err(UsageError)?,
         ),
