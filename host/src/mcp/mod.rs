@@ -70,7 +70,10 @@ impl std::fmt::Debug for Endpoint {
             Self::Http { url, headers } => f
                 .debug_struct("Http")
                 .field("url", url)
-                .field("headers", &headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+                .field(
+                    "headers",
+                    &headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+                )
                 .finish(),
         }
     }

@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use super::integrity::{IntegrityPolicy, Sha256Digest};
 use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
-use crate::tools::rest::RestDecl;
 use crate::tools::mcp::McpDecl;
+use crate::tools::rest::RestDecl;
 use crate::tools::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE, ToolErrorKind};
 
 /// How the registry runs the plugin's tools by default (its tools'

@@ -140,7 +140,9 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
                 ));
             }
             if program.is_empty() {
-                return Err(invalid("`command` is empty; name the program to start".into()));
+                return Err(invalid(
+                    "`command` is empty; name the program to start".into(),
+                ));
             }
             // The child starts with an empty environment: the named
             // variables, and PATH so that it can find its interpreter and
@@ -213,7 +215,9 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
                 };
                 let mut value = http::HeaderValue::from_str(&format!("{}{value}", spec.prefix))
                     .map_err(|_| {
-                        invalid(format!("header `{name}` has a value that is not valid in HTTP"))
+                        invalid(format!(
+                            "header `{name}` has a value that is not valid in HTTP"
+                        ))
                     })?;
                 value.set_sensitive(true);
                 headers.push((header, value));
@@ -232,8 +236,7 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
         }
         _ => {
             return Err(invalid(
-                "give exactly one of `command` (a stdio server) and `url` (streamable HTTP)"
-                    .into(),
+                "give exactly one of `command` (a stdio server) and `url` (streamable HTTP)".into(),
             ));
         }
     };
@@ -325,8 +328,11 @@ mod tests {
                    url = "http://a""#,
                 "exactly one of `command`",
             ),
-            (r#"name = "a b"
-                command = "x""#, "1 to 32 characters"),
+            (
+                r#"name = "a b"
+                command = "x""#,
+                "1 to 32 characters",
+            ),
             (
                 r#"name = "t"
                    url = "file:///etc/passwd""#,

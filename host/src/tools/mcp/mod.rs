@@ -381,7 +381,10 @@ impl Link {
                 continue;
             };
             if tools.iter().any(|t| t.spec.name == name) {
-                skip(remote, format!("another of its tools is also named `{name}`"));
+                skip(
+                    remote,
+                    format!("another of its tools is also named `{name}`"),
+                );
                 continue;
             }
             let description = tool
@@ -449,10 +452,9 @@ impl Link {
             if old.contains(added) && ours(&added.spec.name) {
                 continue;
             }
-            if let Err(e) = registry.register_with(
-                Arc::new(self.tool(added)),
-                self.plan.options.clone(),
-            ) {
+            if let Err(e) =
+                registry.register_with(Arc::new(self.tool(added)), self.plan.options.clone())
+            {
                 tracing::warn!(
                     "MCP server `{}`: skipped its tool `{}`: {}",
                     self.plan.name,
@@ -576,7 +578,7 @@ async fn supervise(link: Weak<Link>) {
                 if let Err(e) = &listed {
                     strong.set_down(format!("listing its tools failed: {e}"));
                 } else {
-                    tracing::info!("MCP server `{}` is up", plan.name);
+                    tracing::debug!("MCP server `{}` is up", plan.name);
                 }
                 strong.attempts.send_modify(|n| *n += 1);
                 drop(strong);
@@ -656,7 +658,11 @@ impl Tool for McpTool {
         &self.spec
     }
 
-    fn call(&self, input: Value, _cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+    fn call(
+        &self,
+        input: Value,
+        _cx: &CallContext,
+    ) -> BoxFuture<'static, Result<Value, ToolError>> {
         let link = Arc::clone(&self.link);
         let remote = Arc::clone(&self.remote);
         Box::pin(async move { link.call(&remote, input).await })
