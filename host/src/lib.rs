@@ -14,8 +14,10 @@
 //! - [`text`]: clipping and escaping text that comes from plugins.
 
 pub mod llm;
+mod mcp;
 pub mod plugin;
 pub mod runner;
 pub mod sandbox;
 pub mod text;
+mod tls;
 pub mod tools;

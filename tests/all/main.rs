@@ -10,6 +10,7 @@ mod languages;
 mod llm;
 mod load;
 mod mcp;
+mod mcp_client;
 mod mcp_peers;
 mod new;
 mod rest;

@@ -132,6 +132,15 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
             };
             return Ok(Err(ToolError::new(kind, message)));
         }
+        for server in &loaded.mcp {
+            // Its tools are missing while it is down: say so.
+            if let Some(why) = server.summary().down {
+                message.push_str(&format!(
+                    "; MCP server `{}` is not up ({why})",
+                    server.name()
+                ));
+            }
+        }
         let names: Vec<String> = registry.snapshot().keys().collect();
         message.push_str(&format!("; available: {}", names.join(", ")));
         return Ok(Err(ToolError::new(ToolErrorKind::UnknownTool, message)));

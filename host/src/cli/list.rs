@@ -7,6 +7,7 @@ use serde_json::json;
 use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
 use toolhost::tools::Tool;
+use toolhost::tools::mcp::McpServer;
 use toolhost::tools::rest::RestTool;
 
 use super::{ChainDisplay, PluginArgs};
@@ -109,6 +110,18 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
                     "source": rest_json(tool),
                 })
             }))
+            .chain(loaded.mcp.iter().flat_map(|server| {
+                let source = mcp_json(server);
+                server.tools().into_iter().map(move |tool| {
+                    let t = tool.spec();
+                    json!({
+                        "name": t.name,
+                        "description": t.description,
+                        "input_schema": t.input_schema,
+                        "source": source,
+                    })
+                })
+            }))
             .collect();
         let errors: Vec<_> = report
             .errors
@@ -157,10 +170,14 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     for tool in &loaded.rest.tools {
         print_rest(tool);
     }
+    for server in &loaded.mcp {
+        print_mcp(server);
+    }
     if report.plugins.is_empty()
         && report.errors.is_empty()
         && loaded.rest.tools.is_empty()
         && loaded.rest.errors.is_empty()
+        && loaded.mcp.is_empty()
     {
         println!(
             "no plugins in {} (build the bundled ones with plugins/build.sh)",
@@ -216,4 +233,49 @@ fn print_rest(tool: &RestTool) {
         "      input: {}",
         escape_json_controls(&spec.input_schema.to_string())
     );
+}
+
+/// An MCP server's tools' source for `list --json`: the server, never a
+/// secret (headers and variables are not shown).
+fn mcp_json(server: &McpServer) -> serde_json::Value {
+    let mut source = serde_json::to_value(server.summary()).unwrap_or_default();
+    if let Some(map) = source.as_object_mut() {
+        map.insert("kind".into(), json!("mcp"));
+    }
+    source
+}
+
+/// An MCP server for people: how it is reached, whether it is up, its
+/// tools (names, descriptions and schemas come from the server: escaped).
+fn print_mcp(server: &McpServer) {
+    let s = server.summary();
+    let state = match &s.down {
+        Some(why) => format!("down: {why}"),
+        None => "up".to_owned(),
+    };
+    println!(
+        "mcp: {} ({} {}) [{}]",
+        escape_controls(&s.server),
+        s.transport,
+        escape_controls(&s.target),
+        escape_controls(&state)
+    );
+    let options = server.exec_options();
+    println!(
+        "  limits: timeout {} ms, {} retries",
+        options.timeout.map_or(0, |t| t.as_millis()),
+        options.retries
+    );
+    for tool in server.tools() {
+        let spec = tool.spec();
+        println!(
+            "  - {}: {}",
+            escape_controls(&spec.name),
+            escape_controls(&spec.description)
+        );
+        println!(
+            "      input: {}",
+            escape_json_controls(&spec.input_schema.to_string())
+        );
+    }
 }

@@ -14,12 +14,14 @@ mod sign;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
 use toolhost::sandbox::HttpOrigin;
 use toolhost::tools::ToolRegistry;
+use toolhost::tools::mcp::McpServer;
 use toolhost::tools::rest::{self, RestLoadReport, RestPolicy, RestTool};
 
 /// Exit code for a failed tool call or run.
@@ -304,11 +306,42 @@ impl PluginArgs {
             rest.tools.extend(found.tools);
             rest.errors.extend(found.errors);
         }
-        Ok(Loaded { host, report, rest })
+        let mut mcp = Vec::new();
+        for decl in &config.mcp {
+            let server = McpServer::new(decl.clone(), config).map_err(|e| {
+                let e = anyhow::Error::new(e);
+                UsageError(match &config_file {
+                    Some(path) => e.context(format!("in host config {}", path.display())),
+                    None => e,
+                })
+            })?;
+            mcp.push(server);
+        }
+        // Started together: each waits for its first connection. One that
+        // is not up yet keeps trying in the background.
+        let up = futures::future::join_all(mcp.iter().map(McpServer::start)).await;
+        for (server, up) in mcp.iter().zip(up) {
+            if !up {
+                tracing::warn!(
+                    "MCP server `{}` is not up yet ({}); its tools are missing until it is",
+                    server.name(),
+                    toolhost::text::escape_controls(
+                        server.summary().down.as_deref().unwrap_or("unknown")
+                    )
+                );
+            }
+        }
+        Ok(Loaded {
+            host,
+            report,
+            rest,
+            mcp,
+        })
     }
 
-    /// A registry of every tool in the plugins and every REST tool.
-    pub async fn load_registry(&self) -> anyhow::Result<ToolRegistry> {
+    /// A registry of every tool in the plugins, every REST tool and every
+    /// MCP server's tools.
+    pub async fn load_registry(&self) -> anyhow::Result<Arc<ToolRegistry>> {
         self.load_all().await?.registry()
     }
 }
@@ -323,17 +356,25 @@ pub struct Loaded {
     pub report: LoadReport,
     /// The REST tools, and the declaration files that failed to load.
     pub rest: RestLoadReport,
+    /// The MCP servers (`[[mcp]]`), started.
+    pub mcp: Vec<McpServer>,
 }
 
 impl Loaded {
     /// A registry with every tool. Two tools with one name (a plugin's and
-    /// a REST declaration's) are an error naming both.
-    pub fn registry(&self) -> anyhow::Result<ToolRegistry> {
-        let registry = self.report.registry()?;
+    /// a REST declaration's) are an error naming both; an MCP server's tool
+    /// whose name is taken is skipped with a warning. The MCP servers keep
+    /// their tools in it current.
+    pub fn registry(&self) -> anyhow::Result<Arc<ToolRegistry>> {
+        let registry = Arc::new(self.report.registry()?);
         for tool in &self.rest.tools {
             tool.clone()
                 .register(&registry)
                 .map_err(|e| UsageError(e.into()))?;
+        }
+        for server in &self.mcp {
+            // Each refusal is logged by the server, naming it.
+            let _skipped = server.attach(&registry);
         }
         Ok(registry)
     }

@@ -258,7 +258,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(UsageError)?;
     messages.push(Message::user(args.prompt.clone()));
-    let registry = Arc::new(args.plugins.load_registry().await?);
+    let registry = args.plugins.load_registry().await?;
     if let Some(path) = &args.log_calls {
         registry.set_log(Some(Arc::new(call_log(path, args.log_io)?)));
     }

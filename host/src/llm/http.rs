@@ -212,7 +212,7 @@ impl HttpClient {
             value.set_sensitive(true);
             headers.insert(name, value);
         }
-        let client = reqwest::Client::builder()
+        let client = crate::tls::http_client()
             .default_headers(headers)
             .connect_timeout(config.timeout)
             // Never follow a redirect: reqwest would carry the key headers

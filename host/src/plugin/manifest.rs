@@ -8,6 +8,7 @@ use serde::Deserialize;
 
 use super::integrity::{IntegrityPolicy, Sha256Digest};
 use crate::sandbox::{EnvVar, HttpGrant, HttpOrigin, LimitError, Limits, MemoryInit};
+use crate::tools::mcp::McpDecl;
 use crate::tools::rest::RestDecl;
 use crate::tools::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE, ToolErrorKind};
 
@@ -253,6 +254,10 @@ pub struct SessionSpec {
 /// description = "Today's weather in a city."
 /// url = "https://api.example.com/weather/{city}"
 /// input_schema = { type = "object", properties.city.type = "string" }
+/// [[mcp]]                         # an MCP server's tools (crate::tools::mcp)
+/// name = "time"
+/// command = "python3"
+/// args = ["-m", "mcp_server_time"]
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -294,6 +299,9 @@ pub struct HostConfig {
     /// REST endpoints as tools (`[[rest]]`), the operator's own: see
     /// [`rest`](crate::tools::rest).
     pub rest: Vec<RestDecl>,
+    /// MCP servers whose tools join the registry (`[[mcp]]`), the
+    /// operator's own: see [`mcp`](crate::tools::mcp).
+    pub mcp: Vec<McpDecl>,
 }
 
 /// Budgets on plugin-supplied data handled by the host, outside the
@@ -350,6 +358,7 @@ impl Default for HostConfig {
             plugins: PluginBudget::default(),
             integrity: IntegrityPolicy::default(),
             rest: Vec::new(),
+            mcp: Vec::new(),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod error;
 mod log;
+pub mod mcp;
 mod native;
 mod options;
 mod registry;
@@ -64,6 +65,11 @@ pub enum ToolOrigin {
         /// `NAME.rest.toml`), if known.
         #[serde(skip_serializing_if = "Option::is_none")]
         file: Option<std::path::PathBuf>,
+    },
+    /// An MCP server declared in data (see [`mcp`]).
+    Mcp {
+        /// The server's name.
+        server: String,
     },
 }
 

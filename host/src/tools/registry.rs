@@ -78,6 +78,7 @@ fn describe_origin(tool: &dyn Tool) -> String {
         ToolOrigin::Native => "a native tool".to_owned(),
         ToolOrigin::Plugin { path, .. } => format!("plugin {}", path.display()),
         ToolOrigin::Rest { url, file } => super::rest::describe_origin(&url, file.as_deref()),
+        ToolOrigin::Mcp { server } => format!("MCP server `{server}`"),
     };
     match tool.version() {
         Some(version) => format!("{origin} (version {version})"),

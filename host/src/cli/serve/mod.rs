@@ -75,7 +75,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let loaded = args.plugins.load_all().await?;
-    let registry = Arc::new(loaded.registry()?);
+    let registry = loaded.registry()?;
     if registry.is_empty() {
         tracing::warn!(
             "no tools to serve in {}; build plugins with plugins/build.sh or point --plugins elsewhere",

@@ -4,7 +4,7 @@
 
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -84,7 +84,7 @@ pub(super) async fn send(checked: Checked) -> Result<Sent, Error> {
         Scheme::Https => {
             let name = rustls::pki_types::ServerName::try_from(host.clone())
                 .map_err(|_| Error::HttpRequestUriInvalid)?;
-            let tls = tokio_rustls::TlsConnector::from(tls_config());
+            let tls = tokio_rustls::TlsConnector::from(crate::tls::client_config());
             let stream = until(
                 deadline,
                 tls.connect(name, stream),
@@ -189,26 +189,6 @@ async fn connect(addresses: &[SocketAddr], deadline: Instant) -> Result<TcpStrea
         }
     }
     Err(last)
-}
-
-/// The TLS client settings: the Mozilla root store (webpki-roots, built
-/// in, so no system file decides what a plugin trusts), TLS 1.2 and 1.3,
-/// ring. Made once; it is plain data.
-fn tls_config() -> Arc<rustls::ClientConfig> {
-    static CONFIG: OnceLock<Arc<rustls::ClientConfig>> = OnceLock::new();
-    Arc::clone(CONFIG.get_or_init(|| {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default protocol versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        Arc::new(config)
-    }))
 }
 
 /// A response body that adds what it reads to the call's byte count, fails

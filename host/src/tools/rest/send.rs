@@ -166,7 +166,7 @@ fn client(checker: &Arc<Checker>, same_origin: bool) -> Result<reqwest::Client, 
         }
         attempt.follow()
     });
-    reqwest::Client::builder()
+    crate::tls::http_client()
         .dns_resolver(Arc::new(CheckedResolver(Arc::clone(checker))))
         .redirect(policy)
         // A proxy would resolve names itself, past the address check.

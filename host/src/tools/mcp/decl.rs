@@ -1,0 +1,371 @@
+//! The MCP server declaration: plain serde data, as written in
+//! `toolhost.toml` (`[[mcp]]`), and its checks.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::McpError;
+use super::names;
+use crate::mcp::Endpoint;
+use crate::plugin::{ExecSpec, HostConfig};
+use crate::tools::ExecOptions;
+use crate::tools::rest::{HeaderSpec, MAX_RESPONSE_KB};
+
+/// One MCP server whose tools join the registry. Exactly one of `command`
+/// (stdio) and `url` (streamable HTTP).
+///
+/// ```
+/// use toolhost::tools::mcp::McpDecl;
+///
+/// let decl: McpDecl = toml::from_str(r#"
+///     name = "time"
+///     command = "python3"
+///     args = ["-m", "mcp_server_time"]
+///     env = ["TZ"]
+///     exec = { timeout_ms = 10000, retries = 1 }
+/// "#).unwrap();
+/// assert_eq!(decl.prefix(), "time_");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpDecl {
+    /// The server's name, for messages and the default prefix: 1 to 32
+    /// characters of `a-z A-Z 0-9 _ -`.
+    pub name: String,
+    /// stdio: the program to start (looked up on `PATH`).
+    #[serde(default)]
+    pub command: Option<String>,
+    /// stdio: its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// stdio: the environment variables passed to it, by name. The child
+    /// gets these and `PATH`, nothing else.
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Streamable HTTP: the endpoint, `http://` or `https://`.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Streamable HTTP: headers sent with every request, each a constant
+    /// (`value`) or an environment variable's value (`env`), as in a REST
+    /// declaration. Values are never shown.
+    #[serde(default)]
+    pub headers: BTreeMap<String, HeaderSpec>,
+    /// Put before each of its tools' names. Default: `NAME_`; `""` for
+    /// none.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// How its tools' calls run: the `[exec]` keys of a plugin manifest
+    /// (`timeout_ms`, `retries`, `retry_delay_ms`, `backoff`, `retry_on`).
+    /// Default timeout: 60000 ms.
+    #[serde(default)]
+    pub exec: ExecSpec,
+    /// The largest tool result, in KiB (as JSON text). Default 1024, at
+    /// most 16384.
+    #[serde(default = "default_max_result_kb")]
+    pub max_result_kb: u64,
+}
+
+fn default_max_result_kb() -> u64 {
+    1024
+}
+
+/// The outer deadline of a call when `exec.timeout_ms` does not say: a
+/// remote server has no sandbox deadline of its own.
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+
+impl McpDecl {
+    /// The prefix in effect: `prefix`, or `NAME_`.
+    pub fn prefix(&self) -> String {
+        self.prefix
+            .clone()
+            .unwrap_or_else(|| format!("{}_", self.name))
+    }
+}
+
+/// A checked declaration: what the source runs on.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pub(super) name: String,
+    pub(super) prefix: String,
+    pub(super) endpoint: Endpoint,
+    pub(super) options: ExecOptions,
+    pub(super) max_result_bytes: usize,
+    pub(super) max_tools: usize,
+    pub(super) max_description_bytes: usize,
+    pub(super) max_schema_bytes: usize,
+    /// What to check when the server is down, for messages.
+    pub(super) hint: String,
+}
+
+/// Check `decl` and read the values it names: variables from the
+/// embedder's values in `config`, else the process environment.
+pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError> {
+    let invalid = |message: String| McpError::Invalid {
+        server: decl.name.clone(),
+        message,
+    };
+    if !names::is_valid_server_name(&decl.name) {
+        return Err(McpError::Invalid {
+            server: crate::text::untrusted(&decl.name, 64),
+            message: "the name must be 1 to 32 characters of a-z, A-Z, 0-9, `_` and `-`".into(),
+        });
+    }
+    let prefix = decl.prefix();
+    if !names::is_valid_prefix(&prefix) {
+        return Err(invalid(format!(
+            "prefix `{}` is not valid: use at most 32 characters of a-z, A-Z, 0-9, `_` and `-`",
+            crate::text::untrusted(&prefix, 64)
+        )));
+    }
+    let mut options = decl.exec.options().map_err(&invalid)?;
+    if decl.exec.timeout_ms.is_none() {
+        options.timeout = Some(std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS));
+    }
+    if decl.max_result_kb == 0 || decl.max_result_kb > MAX_RESPONSE_KB {
+        return Err(invalid(format!(
+            "max_result_kb = {}: give 1 to {MAX_RESPONSE_KB}",
+            decl.max_result_kb
+        )));
+    }
+    let env_value = |name: &str| match config.allow.env_values.iter().find(|v| v.name() == name) {
+        Some(var) => Some(var.value().to_owned()),
+        None => std::env::var(name).ok(),
+    };
+    let (endpoint, hint) = match (&decl.command, &decl.url) {
+        (Some(program), None) => {
+            if !decl.headers.is_empty() {
+                return Err(invalid(
+                    "`headers` are for `url` servers; a `command` server gets `env`".into(),
+                ));
+            }
+            if program.is_empty() {
+                return Err(invalid(
+                    "`command` is empty; name the program to start".into(),
+                ));
+            }
+            // The child starts with an empty environment: the named
+            // variables, and PATH so that it can find its interpreter and
+            // whatever it starts itself.
+            let mut env = Vec::new();
+            for name in decl.env.iter().chain(std::iter::once(&"PATH".to_owned())) {
+                if name.is_empty() || name.contains('=') || name.contains('\0') {
+                    return Err(invalid(format!(
+                        "`env` names variable `{}`, which is not a variable name",
+                        crate::text::untrusted(name, 64)
+                    )));
+                }
+                if env.iter().any(|(n, _)| n == name) {
+                    continue;
+                }
+                match env_value(name) {
+                    Some(value) => env.push((name.clone(), value)),
+                    None => tracing::debug!(
+                        "MCP server `{}`: variable {name} is not set, so it is not passed",
+                        decl.name
+                    ),
+                }
+            }
+            let shown = std::iter::once(program.as_str())
+                .chain(decl.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let hint = format!(
+                "check that `{}` starts and speaks MCP on stdio (`toolhost -v` logs its stderr)",
+                crate::text::untrusted(&shown, 256)
+            );
+            let endpoint = Endpoint::Stdio {
+                program: program.clone(),
+                args: decl.args.clone(),
+                env,
+            };
+            (endpoint, hint)
+        }
+        (None, Some(url)) => {
+            if !decl.env.is_empty() || !decl.args.is_empty() {
+                return Err(invalid(
+                    "`args` and `env` are for `command` servers; a `url` server gets `headers`"
+                        .into(),
+                ));
+            }
+            let parsed = reqwest::Url::parse(url)
+                .map_err(|e| invalid(format!("`url` is not a URL: {e}")))?;
+            if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+                return Err(invalid(format!(
+                    "`url` must be http:// or https:// with a host, not `{}`",
+                    crate::text::untrusted(url, 256)
+                )));
+            }
+            let mut headers = Vec::new();
+            for (name, spec) in &decl.headers {
+                let header = http::HeaderName::try_from(name.as_str())
+                    .map_err(|_| invalid(format!("header `{name}` is not a valid header name")))?;
+                let value = match (&spec.value, &spec.env) {
+                    (Some(value), None) => value.clone(),
+                    (None, Some(var)) => env_value(var).ok_or_else(|| McpError::MissingEnv {
+                        server: decl.name.clone(),
+                        var: var.clone(),
+                        header: name.clone(),
+                    })?,
+                    _ => {
+                        return Err(invalid(format!(
+                            "header `{name}` needs exactly one of `value` and `env`"
+                        )));
+                    }
+                };
+                let mut value = http::HeaderValue::from_str(&format!("{}{value}", spec.prefix))
+                    .map_err(|_| {
+                        invalid(format!(
+                            "header `{name}` has a value that is not valid in HTTP"
+                        ))
+                    })?;
+                value.set_sensitive(true);
+                headers.push((header, value));
+            }
+            let hint = format!(
+                "check that {} is up and serves MCP (streamable HTTP)",
+                crate::text::untrusted(url, 256)
+            );
+            (
+                Endpoint::Http {
+                    url: url.clone(),
+                    headers,
+                },
+                hint,
+            )
+        }
+        _ => {
+            return Err(invalid(
+                "give exactly one of `command` (a stdio server) and `url` (streamable HTTP)".into(),
+            ));
+        }
+    };
+    Ok(Plan {
+        name: decl.name.clone(),
+        prefix,
+        endpoint,
+        options,
+        max_result_bytes: usize::try_from(decl.max_result_kb << 10).unwrap_or(usize::MAX),
+        max_tools: config.plugins.max_tools,
+        max_description_bytes: config.plugins.max_description_bytes,
+        max_schema_bytes: config.plugins.max_schema_bytes,
+        hint,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> McpDecl {
+        toml::from_str(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn refused(text: &str) -> String {
+        match plan(parse(text), &HostConfig::default()) {
+            Ok(plan) => panic!("accepted: {plan:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_stdio_server_gets_only_the_named_variables_and_path() {
+        let config = HostConfig::default().env("MCP_TEST_TOKEN", "secret");
+        let decl = parse(
+            r#"
+            name = "time"
+            command = "python3"
+            args = ["-m", "mcp_server_time"]
+            env = ["MCP_TEST_TOKEN", "MCP_TEST_SURELY_UNSET"]
+            "#,
+        );
+        let plan = plan(decl, &config).unwrap();
+        assert_eq!(plan.prefix, "time_");
+        assert_eq!(
+            plan.options.timeout,
+            Some(std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS))
+        );
+        let Endpoint::Stdio { program, env, .. } = &plan.endpoint else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(program, "python3");
+        let names: Vec<&str> = env.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names[0], "MCP_TEST_TOKEN");
+        assert!(names.iter().all(|n| ["MCP_TEST_TOKEN", "PATH"].contains(n)));
+        // Debug output names variables, never values.
+        assert!(!format!("{plan:?}").contains("secret"));
+    }
+
+    #[test]
+    fn exec_keys_are_the_manifest_ones() {
+        let decl = parse(
+            r#"
+            name = "t"
+            url = "http://127.0.0.1:3001/mcp"
+            prefix = ""
+            exec = { timeout_ms = 500, retries = 2, retry_on = ["unavailable"] }
+            headers.Authorization = { env = "MCP_TEST_TOKEN2", prefix = "Bearer " }
+            "#,
+        );
+        let config = HostConfig::default().env("MCP_TEST_TOKEN2", "hunter2");
+        let plan = plan(decl, &config).unwrap();
+        assert_eq!(plan.prefix, "");
+        assert_eq!(plan.options.retries, 2);
+        assert_eq!(
+            plan.options.timeout,
+            Some(std::time::Duration::from_millis(500))
+        );
+        assert!(!format!("{plan:?}").contains("hunter2"));
+    }
+
+    #[test]
+    fn bad_declarations_say_what_to_change() {
+        for (text, expected) in [
+            (r#"name = "t""#, "exactly one of `command`"),
+            (
+                r#"name = "t"
+                   command = "x"
+                   url = "http://a""#,
+                "exactly one of `command`",
+            ),
+            (
+                r#"name = "a b"
+                command = "x""#,
+                "1 to 32 characters",
+            ),
+            (
+                r#"name = "t"
+                   url = "file:///etc/passwd""#,
+                "http:// or https://",
+            ),
+            (
+                r#"name = "t"
+                   command = "x"
+                   prefix = "a.b""#,
+                "prefix `a.b` is not valid",
+            ),
+            (
+                r#"name = "t"
+                   command = "x"
+                   exec = { retries = 99 }"#,
+                "retries = 99",
+            ),
+            (
+                r#"name = "t"
+                   url = "http://a/mcp"
+                   headers.X = { env = "MCP_TEST_SURELY_UNSET" }"#,
+                "needs environment variable `MCP_TEST_SURELY_UNSET`",
+            ),
+            (
+                r#"name = "t"
+                   command = "x"
+                   max_result_kb = 0"#,
+                "max_result_kb = 0",
+            ),
+        ] {
+            let message = refused(text);
+            assert!(message.contains(expected), "{text}: {message}");
+        }
+        assert!(toml::from_str::<McpDecl>("name = \"t\"\nbogus = 1").is_err());
+    }
+}

@@ -1,0 +1,439 @@
+//! MCP servers as tool sources (`[[mcp]]` in the host config), against real
+//! servers: PyPI `mcp-server-time` over stdio, and npm
+//! `@modelcontextprotocol/server-everything` over stdio and streamable
+//! HTTP. Both are pinned and installed by `.ci/install-guest-toolchains.sh
+//! mcp` (the venv under target/toolchains, and tests/mcp/peers).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost::plugin::HostConfig;
+use toolhost::tools::mcp::{McpDecl, McpServer};
+use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
+use toolhost_tests::plugins::{toolhost_bin, workspace_root};
+
+/// The venv's Python, where .ci/toolchains.sh puts it.
+fn python() -> PathBuf {
+    let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target").join("toolchains"));
+    let python = toolchains.join("venv").join("bin").join("python3");
+    assert!(
+        python.is_file(),
+        "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP peers",
+        python.display()
+    );
+    python
+}
+
+fn peers() -> PathBuf {
+    workspace_root().join("tests").join("mcp").join("peers")
+}
+
+/// server-everything's entry point.
+fn everything() -> PathBuf {
+    let js = peers()
+        .join("node_modules")
+        .join("@modelcontextprotocol")
+        .join("server-everything")
+        .join("dist")
+        .join("index.js");
+    assert!(
+        js.is_file(),
+        "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP peers",
+        js.display()
+    );
+    js
+}
+
+/// The `[[mcp]]` table of the time server.
+fn time_server() -> String {
+    format!(
+        "[[mcp]]\nname = \"time\"\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
+        toml_string(&python())
+    )
+}
+
+/// The `[[mcp]]` table of server-everything over stdio.
+fn everything_stdio() -> String {
+    format!(
+        "[[mcp]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n",
+        toml_string(&everything())
+    )
+}
+
+fn toml_string(path: &Path) -> String {
+    json!(path.display().to_string()).to_string()
+}
+
+/// A host config file holding `tables`, in a directory that also serves as
+/// the (empty) plugin directory.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(tables: &[String]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("plugins")).unwrap();
+        std::fs::write(dir.path().join("toolhost.toml"), tables.join("\n")).unwrap();
+        Self { dir }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.dir.path().join("toolhost.toml")
+    }
+
+    fn plugins(&self) -> PathBuf {
+        self.dir.path().join("plugins")
+    }
+
+    /// `toolhost ARGS --plugins DIR --config FILE --no-cache`.
+    fn toolhost(&self, args: &[&str]) -> Output {
+        Command::new(toolhost_bin())
+            .args(args)
+            .arg("--plugins")
+            .arg(self.plugins())
+            .arg("--config")
+            .arg(self.config())
+            .arg("--no-cache")
+            .env_remove("TOOLHOST_CONFIG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("toolhost runs")
+    }
+
+    /// `toolhost call TOOL --input INPUT --json`: its JSON answer.
+    fn call(&self, tool: &str, input: &Value) -> Value {
+        let out = self.toolhost(&["call", tool, "--input", &input.to_string(), "--json"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+            panic!(
+                "call stdout is not JSON ({e}): {text}\nstderr: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })
+    }
+}
+
+#[test]
+fn list_shows_the_servers_tools_with_their_prefix() {
+    let setup = Setup::new(&[time_server(), everything_stdio()]);
+    let out = setup.toolhost(&["list", "--json"]);
+    assert!(out.status.success(), "{out:?}");
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    for name in [
+        "time_get_current_time",
+        "time_convert_time",
+        "everything_echo",
+        "everything_get-sum",
+    ] {
+        assert!(names.contains(&name), "{name} not in {names:?}");
+    }
+    let time = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "time_get_current_time")
+        .unwrap();
+    assert_eq!(time["source"]["kind"], "mcp", "{time}");
+    assert_eq!(time["source"]["server"], "time", "{time}");
+    assert_eq!(time["input_schema"]["type"], "object", "{time}");
+
+    let out = setup.toolhost(&["list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("mcp: time (stdio "), "{text}");
+    assert!(text.contains("- time_get_current_time: "), "{text}");
+}
+
+#[test]
+fn call_returns_the_time_server_s_answer_and_bad_input_never_reaches_it() {
+    let setup = Setup::new(&[time_server()]);
+    let answer = setup.call(
+        "time_get_current_time",
+        &json!({"timezone": "Europe/Warsaw"}),
+    );
+    assert_eq!(answer["ok"], true, "{answer}");
+    // Its structuredContent is the output.
+    let output = &answer["output"];
+    assert_eq!(output["timezone"], "Europe/Warsaw", "{output}");
+    assert!(output["datetime"].is_string(), "{output}");
+
+    // The registry checks the schema first: `timezone` must be a string.
+    let refused = setup.call("time_get_current_time", &json!({"timezone": 5}));
+    assert_eq!(refused["ok"], false, "{refused}");
+    assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(!message.contains("MCP server"), "{message}");
+
+    // The server's own refusal (an unknown zone) is a tool failure.
+    let failed = setup.call(
+        "time_get_current_time",
+        &json!({"timezone": "Mars/Olympus"}),
+    );
+    assert_eq!(failed["ok"], false, "{failed}");
+    assert_eq!(failed["error"]["kind"], "tool_failed", "{failed}");
+}
+
+#[test]
+fn server_everything_over_stdio_echoes_and_adds() {
+    let setup = Setup::new(&[everything_stdio()]);
+    let echo = setup.call("everything_echo", &json!({"message": "hello there"}));
+    assert_eq!(echo["ok"], true, "{echo}");
+    assert!(
+        echo["output"].as_str().unwrap().contains("hello there"),
+        "{echo}"
+    );
+    let sum = setup.call("everything_get-sum", &json!({"a": 2, "b": 40}));
+    assert_eq!(sum["ok"], true, "{sum}");
+    assert!(sum["output"].to_string().contains("42"), "{sum}");
+    // structuredContent is the output, as JSON.
+    let weather = setup.call(
+        "everything_get-structured-content",
+        &json!({"location": "Chicago"}),
+    );
+    assert_eq!(weather["ok"], true, "{weather}");
+    assert!(weather["output"]["temperature"].is_number(), "{weather}");
+    // The schema's enum is checked before the server is asked.
+    let refused = setup.call(
+        "everything_get-structured-content",
+        &json!({"location": "Atlantis"}),
+    );
+    assert_eq!(refused["error"]["kind"], "invalid_input", "{refused}");
+}
+
+/// server-everything over streamable HTTP on 127.0.0.1, killed when dropped.
+struct HttpEverything {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for HttpEverything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl HttpEverything {
+    fn start() -> Self {
+        let mut child = Command::new("node")
+            .arg("--import")
+            .arg(peers().join("loopback.mjs"))
+            .arg(everything())
+            .arg("streamableHttp")
+            .env("PORT", "0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("node starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let port = loop {
+            let line = lines
+                .next()
+                .expect("server-everything said its port before exiting")
+                .unwrap();
+            if let Some(port) = line.strip_prefix("toolhost-test-port ") {
+                break port.trim().parse().unwrap();
+            }
+        };
+        std::thread::spawn(move || lines.for_each(drop));
+        Self { child, port }
+    }
+
+    fn table(&self) -> String {
+        format!(
+            "[[mcp]]\nname = \"web\"\nurl = \"http://127.0.0.1:{}/mcp\"\nheaders.X-Test = {{ value = \"yes\" }}\n",
+            self.port
+        )
+    }
+}
+
+#[test]
+fn server_everything_over_streamable_http_echoes_and_adds() {
+    let server = HttpEverything::start();
+    let setup = Setup::new(&[server.table()]);
+    let echo = setup.call("web_echo", &json!({"message": "over http"}));
+    assert_eq!(echo["ok"], true, "{echo}");
+    assert!(
+        echo["output"].as_str().unwrap().contains("over http"),
+        "{echo}"
+    );
+    let sum = setup.call("web_get-sum", &json!({"a": 1.5, "b": 1}));
+    assert_eq!(sum["ok"], true, "{sum}");
+    assert!(sum["output"].to_string().contains("2.5"), "{sum}");
+}
+
+#[test]
+fn run_with_a_replayed_model_calls_a_server_s_tool() {
+    let setup = Setup::new(&[time_server()]);
+    let recording = setup.dir.path().join("recording.json");
+    std::fs::write(
+        &recording,
+        json!({"turns": [
+            {"tool_calls": [{"id": "c1", "name": "time_get_current_time",
+                             "arguments": {"timezone": "Asia/Tokyo"}}]},
+            {"content": "It is late in Tokyo."}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let transcript = setup.dir.path().join("transcript.json");
+    let out = setup.toolhost(&[
+        "run",
+        "What time is it in Tokyo?",
+        "--provider",
+        "replay",
+        "--replay",
+        recording.to_str().unwrap(),
+        "--transcript",
+        transcript.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let saved: Value = serde_json::from_slice(&std::fs::read(&transcript).unwrap()).unwrap();
+    assert_eq!(saved["final"], "It is late in Tokyo.", "{saved}");
+    let result = saved["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("a tool result");
+    assert_eq!(result["tool_call_id"], "c1", "{result}");
+    assert!(result["is_error"] != true, "{result}");
+    let content = result["content"].as_str().unwrap();
+    assert!(content.contains("Asia/Tokyo"), "{content}");
+    assert!(content.contains("datetime"), "{content}");
+}
+
+#[test]
+fn serve_re_exports_a_server_s_tool_to_an_mcp_client() {
+    let setup = Setup::new(&[time_server()]);
+    let command = json!([
+        toolhost_bin(),
+        "serve",
+        "--plugins",
+        setup.plugins(),
+        "--config",
+        setup.config(),
+        "--no-cache",
+    ]);
+    let steps = json!([
+        {"op": "list"},
+        {"op": "call", "tool": "time_get_current_time", "args": {"timezone": "UTC"}}
+    ]);
+    let out = Command::new(python())
+        .arg(workspace_root().join("tests").join("mcp").join("client.py"))
+        .args(["stdio", &command.to_string(), &steps.to_string()])
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("python starts");
+    assert!(out.status.success(), "the MCP client failed: {out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let listed = &report["results"][0]["tools"];
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "time_get_current_time"),
+        "{listed}"
+    );
+    let called = &report["results"][1];
+    assert_eq!(called["is_error"], false, "{called}");
+    assert!(called["text"].to_string().contains("UTC"), "{called}");
+}
+
+/// Call `tool` on `registry` until `done` accepts the answer, for at most
+/// `within`; the last answer.
+async fn call_until(
+    registry: &ToolRegistry,
+    tool: &str,
+    input: &str,
+    within: Duration,
+    done: impl Fn(&Result<Value, toolhost::tools::ToolError>) -> bool,
+) -> Result<Value, toolhost::tools::ToolError> {
+    let start = Instant::now();
+    loop {
+        let answer = registry.call(tool, input, &CallContext::default()).await;
+        if done(&answer) || start.elapsed() > within {
+            return answer;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_answers_unavailable_and_comes_back() {
+    let decl: McpDecl = toml::from_str(&time_server().replace("[[mcp]]\n", "")).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    assert!(server.start().await, "{:?}", server.summary());
+    let registry = Arc::new(ToolRegistry::new());
+    assert!(server.attach(&registry).is_empty());
+    let input = r#"{"timezone": "UTC"}"#;
+    let first = registry
+        .call("time_get_current_time", input, &CallContext::default())
+        .await;
+    assert!(first.is_ok(), "{first:?}");
+
+    let pid = server.summary().pid.expect("a stdio server has a pid");
+    let killed = Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let down = call_until(
+        &registry,
+        "time_get_current_time",
+        input,
+        Duration::from_secs(10),
+        |a| a.is_err(),
+    )
+    .await
+    .expect_err("a dead server cannot answer");
+    assert!(
+        matches!(
+            down.kind,
+            ToolErrorKind::Unavailable | ToolErrorKind::ToolFailed
+        ),
+        "{down}"
+    );
+    assert!(down.message.contains("MCP server `time`"), "{down}");
+
+    let back = call_until(
+        &registry,
+        "time_get_current_time",
+        input,
+        Duration::from_secs(20),
+        Result::is_ok,
+    )
+    .await;
+    assert!(back.is_ok(), "not back after restart: {back:?}");
+    let new_pid = server.summary().pid.expect("restarted");
+    assert_ne!(new_pid, pid);
+
+    // Dropping the server and the registry kills the child.
+    drop(registry);
+    drop(server);
+    let gone = Instant::now();
+    while Path::new(&format!("/proc/{new_pid}")).exists()
+        && std::fs::read_to_string(format!("/proc/{new_pid}/stat"))
+            .is_ok_and(|s| !s.contains(") Z "))
+    {
+        assert!(
+            gone.elapsed() < Duration::from_secs(10),
+            "the child {new_pid} outlived its server"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
