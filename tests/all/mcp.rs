@@ -3,38 +3,17 @@
 //! installed by `.ci/install-guest-toolchains.sh mcp`) running
 //! tests/mcp/client.py, over stdio and over streamable HTTP.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost_tests::mcp::{ServeHttp as Server, test_cache_dir, venv_python};
 use toolhost_tests::plugins::{
     copy_plugin_from, hostile_dir, plugin_subset, toolhost_bin, workspace_root,
 };
-
-/// The venv's Python, where .ci/toolchains.sh puts it.
-fn python() -> PathBuf {
-    let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target").join("toolchains"));
-    let python = toolchains.join("venv").join("bin").join("python3");
-    assert!(
-        python.is_file(),
-        "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP Python SDK",
-        python.display()
-    );
-    python
-}
-
-fn cache_dir() -> String {
-    workspace_root()
-        .join("target")
-        .join("test-cache")
-        .display()
-        .to_string()
-}
 
 /// calc, text and scratchpad, and hostile_sleep (which times out).
 fn plugins() -> tempfile::TempDir {
@@ -45,7 +24,7 @@ fn plugins() -> tempfile::TempDir {
 
 /// Run tests/mcp/client.py; its JSON report.
 fn client(transport: &str, target: &str, steps: &Value) -> Value {
-    let out = Command::new(python())
+    let out = Command::new(venv_python())
         .arg(workspace_root().join("tests").join("mcp").join("client.py"))
         .args([transport, target, &steps.to_string()])
         .output()
@@ -64,7 +43,7 @@ fn stdio_command(plugins: &tempfile::TempDir) -> String {
         "--plugins",
         plugins.path(),
         "--cache-dir",
-        cache_dir(),
+        test_cache_dir(),
     ])
     .to_string()
 }
@@ -144,60 +123,13 @@ fn stdio_serves_the_tools_to_the_python_sdk_client() {
     check_conversation(&report);
 }
 
-/// A `toolhost serve --http` process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-    addr: String,
+/// Raw HTTP/1.1 to a [`Server`], for what the SDK client does not do.
+trait RawHttp {
+    fn request(&self, head: &str, body: &str) -> (u16, String);
+    fn exchange(&self, head: &str, body: &str) -> (u16, String, String);
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(plugins: &tempfile::TempDir, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .args([
-                "serve",
-                "--http",
-                "127.0.0.1:0",
-                "--cache-dir",
-                &cache_dir(),
-            ])
-            .arg("--plugins")
-            .arg(plugins.path())
-            .args(extra)
-            .envs(env.iter().copied())
-            .env_remove("TOOLHOST_CONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolhost starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("toolhost serve printed its address before exiting")
-                .expect("stderr is text");
-            if let Some(url) = line.strip_prefix("toolhost serve: listening on ") {
-                break url.to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        let addr = url
-            .strip_prefix("http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .expect("http://ADDR/mcp")
-            .to_owned();
-        Self { child, url, addr }
-    }
-
+impl RawHttp for Server {
     /// One raw HTTP/1.1 request; the status code and body.
     fn request(&self, head: &str, body: &str) -> (u16, String) {
         let (status, _, body) = self.exchange(head, body);
@@ -251,7 +183,7 @@ const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","param
 #[test]
 fn http_serves_the_tools_with_one_plugin_session_per_mcp_session() {
     let plugins = plugins();
-    let mut server = Server::start(&plugins, &[], &[]);
+    let mut server = Server::start(plugins.path(), &[], &[]);
     let report = client("http", &server.url, &conversation());
     check_conversation(&report);
     // SIGTERM: a graceful shutdown, exit 0.
@@ -277,7 +209,7 @@ fn http_serves_the_tools_with_one_plugin_session_per_mcp_session() {
 #[test]
 fn http_refuses_foreign_origins_and_answers_healthz() {
     let plugins = plugin_subset(&["calc"]);
-    let server = Server::start(&plugins, &[], &[]);
+    let server = Server::start(plugins.path(), &[], &[]);
     let (status, body) = server.request("GET /healthz HTTP/1.1", "");
     assert_eq!((status, body.trim()), (200, "ok"));
     let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
@@ -298,7 +230,7 @@ fn http_refuses_foreign_origins_and_answers_healthz() {
 fn http_with_a_token_refuses_requests_without_it() {
     let plugins = plugin_subset(&["calc"]);
     let server = Server::start(
-        &plugins,
+        plugins.path(),
         &["--token-env", "MCP_TEST_TOKEN"],
         &[("MCP_TEST_TOKEN", "s3cret")],
     );
@@ -385,7 +317,7 @@ fn stdio_client_hears_of_a_plugin_dropped_into_the_directory() {
 #[test]
 fn http_client_hears_of_a_plugin_dropped_into_the_directory() {
     let plugins = plugin_subset(&["text"]);
-    let server = Server::start(&plugins, &[], &[]);
+    let server = Server::start(plugins.path(), &[], &[]);
     let steps = hot_reload_steps(plugins.path());
     check_hot_reload(&client("http", &server.url, &steps));
 }
@@ -448,59 +380,56 @@ fn stdio_cancelled_call_stops_the_guest() {
 #[test]
 fn http_cancelled_call_stops_the_guest() {
     let plugins = spin_plugins();
-    let server = Server::start(&plugins, &[], &[]);
+    let server = Server::start(plugins.path(), &[], &[]);
     let report = client("http", &server.url, &cancel_steps(json!(server.child.id())));
     check_cancelled(&report);
 }
 
-impl Server {
-    /// One request of the stateless 2026-07-28 revision (no initialize, no
-    /// session): its JSON-RPC answer.
-    fn stateless(&self, method: &str, name: Option<&str>, params: Value) -> Value {
-        let mut params = params;
-        let meta = params
-            .as_object_mut()
-            .expect("params is an object")
-            .entry("_meta")
-            .or_insert_with(|| json!({}));
-        meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
-        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
-        meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "raw", "version": "0"});
-        let body =
-            json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
-        let mut stream = TcpStream::connect(&self.addr).expect("connect");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        write!(
-            stream,
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-             Mcp-Method: {method}\r\n{name}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len(),
-            name = name
-                .map(|n| format!("Mcp-Name: {n}\r\n"))
-                .unwrap_or_default(),
-        )
+/// One request of the stateless 2026-07-28 revision (no initialize, no
+/// session): its JSON-RPC answer.
+fn stateless(server: &Server, method: &str, name: Option<&str>, params: Value) -> Value {
+    let mut params = params;
+    let meta = params
+        .as_object_mut()
+        .expect("params is an object")
+        .entry("_meta")
+        .or_insert_with(|| json!({}));
+    meta["io.modelcontextprotocol/protocolVersion"] = json!("2026-07-28");
+    meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+    meta["io.modelcontextprotocol/clientInfo"] = json!({"name": "raw", "version": "0"});
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+    let mut stream = TcpStream::connect(&server.addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-        // A JSON body, or an event stream whose `data:` line is the answer.
-        let mut bytes = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            let text = String::from_utf8_lossy(&bytes);
-            if let Some(answer) = text
-                .split(['\n', '\r'])
-                .map(|line| line.strip_prefix("data: ").unwrap_or(line))
-                .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-                .find(|v| v["id"] == 7)
-            {
-                return answer;
-            }
-            match stream.read(&mut chunk) {
-                Ok(0) | Err(_) => panic!("no JSON-RPC answer in: {text}"),
-                Ok(n) => bytes.extend_from_slice(&chunk[..n]),
-            }
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: {method}\r\n{name}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        server.addr,
+        body.len(),
+        name = name
+            .map(|n| format!("Mcp-Name: {n}\r\n"))
+            .unwrap_or_default(),
+    )
+    .unwrap();
+    // A JSON body, or an event stream whose `data:` line is the answer.
+    let mut bytes = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let text = String::from_utf8_lossy(&bytes);
+        if let Some(answer) = text
+            .split(['\n', '\r'])
+            .map(|line| line.strip_prefix("data: ").unwrap_or(line))
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .find(|v| v["id"] == 7)
+        {
+            return answer;
+        }
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => panic!("no JSON-RPC answer in: {text}"),
+            Ok(n) => bytes.extend_from_slice(&chunk[..n]),
         }
     }
 }
@@ -508,13 +437,13 @@ impl Server {
 #[test]
 fn stateless_requests_keep_plugin_state_only_under_a_session_key() {
     let plugins = plugins();
-    let server = Server::start(&plugins, &[], &[]);
+    let server = Server::start(plugins.path(), &[], &[]);
     let increment = |key: Option<&str>| {
         let mut params = json!({"name": "scratchpad_increment", "arguments": {}});
         if let Some(key) = key {
             params["_meta"] = json!({"toolhost.dev/session": key});
         }
-        server.stateless("tools/call", Some("scratchpad_increment"), params)
+        stateless(&server, "tools/call", Some("scratchpad_increment"), params)
     };
     let value = |answer: &Value| answer["result"]["structuredContent"]["value"].clone();
     let (a, b) = (
@@ -538,7 +467,7 @@ fn stateless_requests_keep_plugin_state_only_under_a_session_key() {
     let refused = increment(Some("short"));
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     // And tools/list works without a session too.
-    let listed = server.stateless("tools/list", None, json!({}));
+    let listed = stateless(&server, "tools/list", None, json!({}));
     assert!(
         listed["result"]["tools"]
             .as_array()
@@ -554,8 +483,8 @@ fn stateless_requests_keep_plugin_state_only_under_a_session_key() {
 #[test]
 fn stateless_serving_needs_no_session_affinity() {
     let plugins = plugins();
-    let a = Server::start(&plugins, &["--stateless"], &[]);
-    let b = Server::start(&plugins, &["--stateless"], &[]);
+    let a = Server::start(plugins.path(), &["--stateless"], &[]);
+    let b = Server::start(plugins.path(), &["--stateless"], &[]);
     let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
                 Accept: application/json, text/event-stream";
     let (status, head, body) = a.exchange(post, INITIALIZE);

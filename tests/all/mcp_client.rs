@@ -14,21 +14,8 @@ use serde_json::{Value, json};
 use toolhost::plugin::HostConfig;
 use toolhost::tools::mcp::{McpDecl, McpServer};
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
+use toolhost_tests::mcp::venv_python;
 use toolhost_tests::plugins::{toolhost_bin, workspace_root};
-
-/// The venv's Python, where .ci/toolchains.sh puts it.
-fn python() -> PathBuf {
-    let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("target").join("toolchains"));
-    let python = toolchains.join("venv").join("bin").join("python3");
-    assert!(
-        python.is_file(),
-        "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP peers",
-        python.display()
-    );
-    python
-}
 
 fn peers() -> PathBuf {
     workspace_root().join("tests").join("mcp").join("peers")
@@ -54,7 +41,7 @@ fn everything() -> PathBuf {
 fn time_server() -> String {
     format!(
         "[[mcp]]\nname = \"time\"\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\", \"--local-timezone\", \"UTC\"]\n",
-        toml_string(&python())
+        toml_string(&venv_python())
     )
 }
 
@@ -332,7 +319,7 @@ fn serve_re_exports_a_server_s_tool_to_an_mcp_client() {
         {"op": "list"},
         {"op": "call", "tool": "time_get_current_time", "args": {"timezone": "UTC"}}
     ]);
-    let out = Command::new(python())
+    let out = Command::new(venv_python())
         .arg(workspace_root().join("tests").join("mcp").join("client.py"))
         .args(["stdio", &command.to_string(), &steps.to_string()])
         .env_remove("TOOLHOST_CONFIG")

@@ -10,12 +10,12 @@
 //! the machine's Node is 20.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
+use toolhost_tests::mcp::{ServeHttp as Server, test_cache_dir};
 use toolhost_tests::plugins::{fixtures_dir, plugin_subset, toolhost_bin, workspace_root};
 
 fn toolchains() -> PathBuf {
@@ -62,54 +62,6 @@ fn checker(name: &str) -> PathBuf {
         bin.display()
     );
     bin
-}
-
-fn cache_dir() -> PathBuf {
-    workspace_root().join("target").join("test-cache")
-}
-
-/// A `toolhost serve --http 127.0.0.1:0` process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    fn start(plugins: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--http", "127.0.0.1:0", "--cache-dir"])
-            .arg(cache_dir())
-            .arg("--plugins")
-            .arg(plugins)
-            .args(extra)
-            .envs(env.iter().copied())
-            .env_remove("TOOLHOST_CONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolhost starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let url = loop {
-            let line = lines
-                .next()
-                .expect("toolhost serve printed its address before exiting")
-                .expect("stderr is text");
-            if let Some(url) = line.strip_prefix("toolhost serve: listening on ") {
-                break url.to_owned();
-            }
-        };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        Self { child, url }
-    }
 }
 
 /// What one Inspector CLI run answered.
@@ -245,7 +197,7 @@ fn inspector_cli_lists_and_calls_the_tools_over_stdio() {
         "--plugins".to_owned(),
         plugins.path().display().to_string(),
         "--cache-dir".to_owned(),
-        cache_dir().display().to_string(),
+        test_cache_dir().display().to_string(),
     ];
     check_inspection(&inspect(&target, &[]));
 }

@@ -2,5 +2,6 @@
 //! plugin fixtures and loopback servers that speak each provider's wire
 //! format.
 
+pub mod mcp;
 pub mod plugins;
 pub mod providers;

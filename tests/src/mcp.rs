@@ -1,0 +1,91 @@
+//! What the MCP tests share: the toolchains venv's Python (the official MCP
+//! SDK client and the Python MCP servers live there), the compile cache the
+//! CLI tests use, and a `toolhost serve --http` process on loopback.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use crate::plugins::{toolhost_bin, workspace_root};
+
+/// The venv's Python, where .ci/toolchains.sh puts it.
+///
+/// # Panics
+///
+/// When it is not there, with the command that installs it.
+pub fn venv_python() -> PathBuf {
+    let toolchains = std::env::var_os("TOOLHOST_TOOLCHAINS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target").join("toolchains"));
+    let python = toolchains.join("venv").join("bin").join("python3");
+    assert!(
+        python.is_file(),
+        "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP SDK and peers",
+        python.display()
+    );
+    python
+}
+
+/// The compile cache the CLI tests share (`target/test-cache`).
+pub fn test_cache_dir() -> PathBuf {
+    workspace_root().join("target").join("test-cache")
+}
+
+/// A `toolhost serve --http 127.0.0.1:0` process, killed when dropped.
+#[derive(Debug)]
+pub struct ServeHttp {
+    pub child: Child,
+    /// `http://ADDR/mcp`, as the server printed it.
+    pub url: String,
+    /// `ADDR`: the bound address and port.
+    pub addr: String,
+}
+
+impl Drop for ServeHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl ServeHttp {
+    /// Start it on `plugins` with `extra` flags and `env` added; returns
+    /// once it listens.
+    ///
+    /// # Panics
+    ///
+    /// When it exits before saying where it listens.
+    pub fn start(plugins: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(toolhost_bin())
+            .args(["serve", "--http", "127.0.0.1:0", "--cache-dir"])
+            .arg(test_cache_dir())
+            .arg("--plugins")
+            .arg(plugins)
+            .args(extra)
+            .envs(env.iter().copied())
+            .env_remove("TOOLHOST_CONFIG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("toolhost starts");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let url = loop {
+            let line = lines
+                .next()
+                .expect("toolhost serve printed its address before exiting")
+                .expect("stderr is text");
+            if let Some(url) = line.strip_prefix("toolhost serve: listening on ") {
+                break url.to_owned();
+            }
+        };
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let addr = url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .expect("http://ADDR/mcp")
+            .to_owned();
+        Self { child, url, addr }
+    }
+}
