@@ -109,24 +109,6 @@ fn main() {
     }
 }
 
-/// Load `names` from `plugins` and register their tools.
-async fn register_plugins(
-    host: &PluginHost,
-    plugins: &Path,
-    names: &[&str],
-    registry: &mut ToolRegistry,
-) {
-    for name in names {
-        let plugin = host
-            .load_file(&plugins.join(format!("{name}.wasm")))
-            .await
-            .unwrap();
-        for tool in plugin.tools() {
-            registry.register(tool).unwrap();
-        }
-    }
-}
-
 /// Run one workload for 10 s so a profiler sees nothing else.
 async fn profile_loop(kind: &str, gap: Duration, plugins: &Path) {
     // Kept between runs: big guests take seconds to compile.
@@ -136,13 +118,13 @@ async fn profile_loop(kind: &str, gap: Duration, plugins: &Path) {
         ..HostConfig::default()
     })
     .unwrap();
-    let mut registry = ToolRegistry::new();
+    let registry = ToolRegistry::new();
     let mut names = vec!["text", "scratchpad"];
     let language = languages().into_iter().find(|l| l.1 == kind);
     if let Some((_, plugin, _, _)) = &language {
         names.push(plugin);
     }
-    register_plugins(&host, plugins, &names, &mut registry).await;
+    common::register_plugins(&host, plugins, &names, &registry).await;
     let (tool, input, cx) = match kind {
         _ if language.is_some() => {
             let (_, _, tool, input) = language.unwrap();
@@ -334,8 +316,8 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         ..HostConfig::default()
     })
     .unwrap();
-    let mut registry = ToolRegistry::new();
-    register_plugins(&host, plugins, &["text", "scratchpad"], &mut registry).await;
+    let registry = ToolRegistry::new();
+    common::register_plugins(&host, plugins, &["text", "scratchpad"], &registry).await;
     let text_spec = registry.get("text_stats").unwrap().spec().clone();
     registry
         .register(NativeTool::new(
@@ -534,8 +516,8 @@ async fn run(scale: &Scale, plugins: &Path, hostile: &Path) {
         if memory_init == MemoryInit::Copy {
             // The text plugin's stateless call, for comparison with the rows
             // at the top (which use copy-on-write).
-            let mut registry = ToolRegistry::new();
-            register_plugins(&lang_host, plugins, &["text"], &mut registry).await;
+            let registry = ToolRegistry::new();
+            common::register_plugins(&lang_host, plugins, &["text"], &registry).await;
             time_calls(&registry, "text_stats", &input, &fresh, n / 10 + 1).await;
             rows.push(summarize(
                 "stateless call [copy]",
@@ -645,8 +627,8 @@ async fn http_rows(plugins: &Path, cache: &Path, n: usize) -> Vec<Row> {
         .allow_http_private(),
     )
     .unwrap();
-    let mut registry = ToolRegistry::new();
-    register_plugins(&host, dir.path(), &["fetch"], &mut registry).await;
+    let registry = ToolRegistry::new();
+    common::register_plugins(&host, dir.path(), &["fetch"], &registry).await;
     let input = json!({"url": url, "pointer": "/n"});
     let fresh = CallContext::default();
     let runs = (n / 10).max(5);
@@ -672,6 +654,10 @@ async fn http_rows(plugins: &Path, cache: &Path, n: usize) -> Vec<Row> {
         }
         samples
     };
+    // reqwest is built without a crypto provider of its own (the library
+    // hands its clients a ready TLS config); these host-side clients, plain
+    // HTTP on loopback, still need one to be built: the process default.
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
     let unpooled = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .build()
@@ -801,8 +787,8 @@ async fn scaling_row(
         ..HostConfig::default()
     })
     .unwrap();
-    let mut registry = ToolRegistry::new();
-    register_plugins(&host, plugins, &["text", "scratchpad"], &mut registry).await;
+    let registry = ToolRegistry::new();
+    common::register_plugins(&host, plugins, &["text", "scratchpad"], &registry).await;
     let registry = Arc::new(registry);
     let end = Instant::now() + duration;
     let tasks: Vec<_> = (0..callers)

@@ -18,6 +18,14 @@
 //! It prints the floors the project holds `serve` to and whether this run
 //! met them; it exits non-zero only if a call failed. Needs the bundled
 //! plugins: it runs `plugins/build.sh rust` if `text.wasm` is missing.
+//!
+//! `--wassette PATH` adds the same rows for microsoft/wassette (a peer MCP
+//! server for WebAssembly components, `wassette run` / `wassette serve
+//! --streamable-http`) running the very same `text.wasm`: wassette offers
+//! the component's exported `call` function as the MCP tool
+//! `toolhost_plugin_tool_0_1_0_call`, so both servers run the same guest
+//! code for every call. Nothing of wassette is part of this repository:
+//! bring your own binary (docs/mcp.md says how this comparison was run).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -62,6 +70,7 @@ fn main() {
         s.parse().expect("--seconds N")
     });
     let calls = if full { 20_000 } else { 50 };
+    let wassette = flag("--wassette").map(PathBuf::from);
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -76,9 +85,13 @@ fn main() {
         }
     }
     let cache = tempfile::tempdir().unwrap();
+    let components = tempfile::tempdir().unwrap();
     let setup = Setup {
         plugins: plugins.path().to_owned(),
         cache: cache.path().to_owned(),
+        wassette: wassette.map(|binary| {
+            Wassette::install(binary, &plugins.path().join("text.wasm"), components.path())
+        }),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -94,8 +107,13 @@ fn main() {
 
     let local = rt.block_on(in_process_rows(&setup, calls, window));
     let (in_process, in_process_8) = (&local.latencies, local.rate_8);
-    let (stdio, stdio_cpu) = stdio_round_trips(&setup, calls);
-    let http = rt.block_on(http_rows(&setup, &clients, calls, window));
+    let (stdio, stdio_cpu) = stdio_round_trips(&setup, Peer::Toolhost, calls);
+    let http = rt.block_on(http_rows(&setup, Peer::Toolhost, &clients, calls, window));
+    let peer = setup.wassette.as_ref().map(|_| {
+        let stdio = stdio_round_trips(&setup, Peer::Wassette, calls);
+        let http = rt.block_on(http_rows(&setup, Peer::Wassette, &clients, calls, window));
+        (stdio, http)
+    });
 
     println!();
     println!("| path | clients | p50 | p99 | calls/s | CPU per call |");
@@ -119,17 +137,45 @@ fn main() {
         one(&stdio),
         cpu(stdio_cpu)
     );
-    for row in &http {
-        let (p50, p99) = match &row.latencies {
-            Some(l) => (fmt(percentile(l, 0.5)), fmt(percentile(l, 0.99))),
-            None => (String::new(), String::new()),
-        };
+    let http_table = |label: &str, rows: &[HttpRow]| {
+        for row in rows {
+            let (p50, p99) = match &row.latencies {
+                Some(l) => (fmt(percentile(l, 0.5)), fmt(percentile(l, 0.99))),
+                None => (String::new(), String::new()),
+            };
+            println!(
+                "| {label} | {} | {p50} | {p99} | {:.0} | {} (server) |",
+                row.clients,
+                row.per_second,
+                cpu(row.cpu)
+            );
+        }
+    };
+    http_table("MCP over HTTP (`toolhost serve --http`)", &http);
+    if let Some(((peer_stdio, peer_stdio_cpu), peer_http)) = &peer {
         println!(
-            "| MCP over HTTP (`toolhost serve --http`) | {} | {p50} | {p99} | {:.0} | {} (server) |",
-            row.clients,
-            row.per_second,
-            cpu(row.cpu)
+            "| wassette over stdio (`wassette run`) | 1 | {} | {} | {:.0} | {} (server) |",
+            fmt(percentile(peer_stdio, 0.5)),
+            fmt(percentile(peer_stdio, 0.99)),
+            one(peer_stdio),
+            cpu(*peer_stdio_cpu)
         );
+        http_table(
+            "wassette over HTTP (`wassette serve --streamable-http`)",
+            peer_http,
+        );
+        println!();
+        println!(
+            "toolhost / wassette, same component: stdio p50 {:.2}x the time",
+            percentile(&stdio, 0.5).as_secs_f64() / percentile(peer_stdio, 0.5).as_secs_f64()
+        );
+        for (ours, theirs) in http.iter().zip(peer_http) {
+            println!(
+                "toolhost / wassette, same component: HTTP with {} clients {:.2}x the calls/s",
+                ours.clients,
+                ours.per_second / theirs.per_second
+            );
+        }
     }
 
     println!();
@@ -151,7 +197,11 @@ fn main() {
             eight.per_second / in_process_8
         );
     }
-    let failed: u64 = http.iter().map(|r| r.errors).sum();
+    let failed: u64 = http
+        .iter()
+        .chain(peer.iter().flat_map(|(_, rows)| rows))
+        .map(|r| r.errors)
+        .sum();
     if failed > 0 {
         eprintln!("{failed} HTTP calls failed");
         std::process::exit(1);
@@ -161,9 +211,83 @@ fn main() {
 struct Setup {
     plugins: PathBuf,
     cache: PathBuf,
+    wassette: Option<Wassette>,
+}
+
+/// Which MCP server a row measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    Toolhost,
+    Wassette,
+}
+
+/// A wassette binary and its component directory, holding `text.wasm`.
+struct Wassette {
+    binary: PathBuf,
+    components: PathBuf,
+}
+
+impl Wassette {
+    /// Load `component` into a component directory of its own (wassette
+    /// compiles it there), before any clock starts.
+    fn install(binary: PathBuf, component: &Path, components: &Path) -> Self {
+        let wassette = Self {
+            binary,
+            components: components.to_owned(),
+        };
+        let status = wassette
+            .command()
+            .arg("component")
+            .arg("load")
+            .arg(format!("file://{}", component.display()))
+            .arg("--component-dir")
+            .arg(components)
+            .stdout(Stdio::null())
+            .status()
+            .expect("the --wassette binary runs");
+        assert!(status.success(), "wassette component load failed: {status}");
+        wassette
+    }
+
+    /// The binary, logging only errors (as `serve -q` does for ours).
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.binary);
+        command.env("RUST_LOG", "error").stderr(Stdio::null());
+        command
+    }
+
+    /// `wassette SUBCOMMAND` serving the component directory, and nothing
+    /// else (no built-in tools).
+    fn serve(&self, subcommand: &str) -> Command {
+        let mut command = self.command();
+        command
+            .arg(subcommand)
+            .arg("--component-dir")
+            .arg(&self.components)
+            .arg("--disable-builtin-tools");
+        command
+    }
 }
 
 impl Setup {
+    /// The stdio server `peer`, not yet started.
+    fn stdio_command(&self, peer: Peer) -> Command {
+        let mut command = match peer {
+            Peer::Toolhost => {
+                let mut command = self.serve(&[]);
+                command.stderr(Stdio::inherit());
+                command
+            }
+            Peer::Wassette => self.wassette().serve("run"),
+        };
+        command.stdin(Stdio::piped()).stdout(Stdio::piped());
+        command
+    }
+
+    fn wassette(&self) -> &Wassette {
+        self.wassette.as_ref().expect("--wassette PATH was given")
+    }
+
     /// `toolhost serve` on these plugins, with `extra` flags.
     fn serve(&self, extra: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
@@ -193,14 +317,8 @@ async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InPro
         ..HostConfig::default()
     })
     .unwrap();
-    let plugin = host
-        .load_file(&setup.plugins.join("text.wasm"))
-        .await
-        .unwrap();
     let registry = ToolRegistry::new();
-    for tool in plugin.tools() {
-        registry.register(tool).unwrap();
-    }
+    common::register_plugins(&host, &setup.plugins, &["text"], &registry).await;
     let registry = Arc::new(registry);
     let cx = CallContext::default();
     let mut samples = Vec::with_capacity(calls);
@@ -268,14 +386,11 @@ impl Drop for StdioServer {
 }
 
 impl StdioServer {
-    fn start(setup: &Setup) -> Self {
+    fn start(setup: &Setup, peer: Peer) -> Self {
         let mut child = setup
-            .serve(&[])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stdio_command(peer)
             .spawn()
-            .expect("toolhost serve starts");
+            .expect("the MCP server starts");
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let mut server = Self {
@@ -302,7 +417,7 @@ impl StdioServer {
         loop {
             self.line.clear();
             let read = self.stdout.read_line(&mut self.line).unwrap();
-            assert!(read > 0, "toolhost serve closed stdout");
+            assert!(read > 0, "the MCP server closed stdout");
             let value: Value = serde_json::from_str(&self.line).expect("a JSON-RPC line");
             if value["id"] == id {
                 return value;
@@ -323,37 +438,50 @@ fn initialize(id: u64) -> String {
     .to_string()
 }
 
-fn call_request(id: u64) -> String {
-    json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": TOOL, "arguments": input()}
-    })
-    .to_string()
+/// The `tools/call` request for one `text_stats` call. wassette offers
+/// the component's `call(name, input)` export as a tool of its own.
+fn call_request(peer: Peer, id: u64) -> String {
+    let params = match peer {
+        Peer::Toolhost => json!({"name": TOOL, "arguments": input()}),
+        Peer::Wassette => json!({
+            "name": "toolhost_plugin_tool_0_1_0_call",
+            "arguments": {"name": TOOL, "input": input().to_string()}
+        }),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
 }
 
 /// A successful `text_stats` answer, or why not.
-fn check_answer(response: &Value) -> Result<(), String> {
+fn check_answer(peer: Peer, response: &Value) -> Result<(), String> {
     let result = &response["result"];
+    let output = match peer {
+        Peer::Toolhost => result["structuredContent"].clone(),
+        // The export's `result<string, tool-error>`: the JSON text in `ok`.
+        Peer::Wassette => result["structuredContent"]["result"]["ok"]
+            .as_str()
+            .and_then(|text| serde_json::from_str(text).ok())
+            .unwrap_or(Value::Null),
+    };
     let words = TEXT.split_whitespace().count();
-    if result["isError"] == true || result["structuredContent"]["words"] != words {
+    if result["isError"] == true || output["words"] != words {
         return Err(format!("unexpected answer: {response}"));
     }
     Ok(())
 }
 
 /// Round trips, and the server's CPU per call.
-fn stdio_round_trips(setup: &Setup, calls: usize) -> (Vec<Duration>, Option<Duration>) {
-    let mut server = StdioServer::start(setup);
+fn stdio_round_trips(setup: &Setup, peer: Peer, calls: usize) -> (Vec<Duration>, Option<Duration>) {
+    let mut server = StdioServer::start(setup, peer);
     let pid = server.child.id().to_string();
     let cpu_before = cpu_time(&pid);
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls + calls / 10 {
         let id = i as u64 + 1;
-        let message = call_request(id);
+        let message = call_request(peer, id);
         let start = Instant::now();
         let response = server.request(id, &message);
         let elapsed = start.elapsed();
-        check_answer(&response).unwrap();
+        check_answer(peer, &response).unwrap();
         if i >= calls / 10 {
             samples.push(elapsed);
         }
@@ -373,7 +501,8 @@ struct HttpRow {
     cpu: Option<Duration>,
 }
 
-/// A `toolhost serve --http` process; killed when dropped.
+/// An MCP server over HTTP (`toolhost serve --http`, `wassette serve
+/// --streamable-http`); killed when dropped.
 struct HttpServer {
     child: Child,
     addr: String,
@@ -387,7 +516,10 @@ impl Drop for HttpServer {
 }
 
 impl HttpServer {
-    fn start(setup: &Setup) -> Self {
+    fn start(setup: &Setup, peer: Peer) -> Self {
+        if peer == Peer::Wassette {
+            return Self::start_wassette(setup.wassette());
+        }
         let mut child = setup
             .serve(&["--http", "127.0.0.1:0"])
             .stdin(Stdio::null())
@@ -408,22 +540,51 @@ impl HttpServer {
         std::thread::spawn(move || lines.for_each(drop));
         Self { child, addr }
     }
+
+    /// wassette prints no address: give it a free port, and wait until it
+    /// accepts connections.
+    fn start_wassette(wassette: &Wassette) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let child = wassette
+            .serve("serve")
+            .arg("--streamable-http")
+            .arg("--bind-address")
+            .arg(&addr)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("the --wassette binary runs");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&addr).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "wassette did not listen on {addr}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, addr }
+    }
 }
 
 async fn http_rows(
     setup: &Setup,
+    peer: Peer,
     clients: &[usize],
     calls: usize,
     window: Duration,
 ) -> Vec<HttpRow> {
-    let server = HttpServer::start(setup);
+    let server = HttpServer::start(setup, peer);
     let pid = server.child.id().to_string();
     let mut rows = Vec::new();
     for &n in clients {
         // Open every client's session before the clock starts.
         let mut sessions = Vec::with_capacity(n);
         for _ in 0..n {
-            sessions.push(McpHttpClient::connect(&server.addr).await);
+            sessions.push(McpHttpClient::connect(&server.addr, peer).await);
         }
         if n == 1 {
             let mut client = sessions.pop().unwrap();
@@ -500,6 +661,7 @@ async fn drive(clients: Vec<McpHttpClient>, window: Duration, server: &str) -> H
 
 /// One keep-alive HTTP/1.1 connection carrying one MCP session.
 struct McpHttpClient {
+    peer: Peer,
     stream: TcpStream,
     host: String,
     session: Option<String>,
@@ -514,10 +676,11 @@ struct HttpResponse {
 }
 
 impl McpHttpClient {
-    async fn connect(addr: &str) -> Self {
+    async fn connect(addr: &str, peer: Peer) -> Self {
         let stream = TcpStream::connect(addr).await.expect("connect to serve");
         stream.set_nodelay(true).unwrap();
         let mut client = Self {
+            peer,
             stream,
             host: addr.to_owned(),
             session: None,
@@ -544,13 +707,13 @@ impl McpHttpClient {
     }
 
     async fn call(&mut self, id: u64) -> Result<(), String> {
-        let response = self.post(&call_request(id)).await?;
+        let response = self.post(&call_request(self.peer, id)).await?;
         if response.status != 200 {
             return Err(format!("HTTP {}", response.status));
         }
         let answer = json_rpc_in(&response.body, id)
             .ok_or_else(|| format!("no response {id} in the body"))?;
-        check_answer(&answer)
+        check_answer(self.peer, &answer)
     }
 
     async fn post(&mut self, body: &str) -> Result<HttpResponse, String> {

@@ -167,14 +167,8 @@ async fn soak(plugins: &Path, conversations: usize, callers: usize) -> usize {
         ..HostConfig::default()
     })
     .unwrap();
-    let plugin = host
-        .load_file(&plugins.join("scratchpad.wasm"))
-        .await
-        .unwrap();
     let registry = ToolRegistry::new();
-    for tool in plugin.tools() {
-        registry.register(tool).unwrap();
-    }
+    common::register_plugins(&host, plugins, &["scratchpad"], &registry).await;
     let registry = Arc::new(registry);
     let provider = model();
     let start_rss = rss_kib();

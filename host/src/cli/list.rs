@@ -6,9 +6,9 @@ use clap::Args;
 use serde_json::json;
 use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
-use toolhost::tools::Tool;
 use toolhost::tools::mcp::McpServer;
 use toolhost::tools::rest::RestTool;
+use toolhost::tools::{Tool, ToolSpec};
 
 use super::{ChainDisplay, PluginArgs};
 
@@ -156,15 +156,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         );
         print_limits_and_grants(plugin, "  ");
         for tool in plugin.tool_specs() {
-            println!(
-                "  - {}: {}",
-                escape_controls(&tool.name),
-                escape_controls(&tool.description)
-            );
-            println!(
-                "      input: {}",
-                escape_json_controls(&tool.input_schema.to_string())
-            );
+            print_tool(tool);
         }
     }
     for tool in &loaded.rest.tools {
@@ -223,7 +215,12 @@ fn print_rest(tool: &RestTool) {
             None => println!("  header: {} (constant)", escape_controls(&h.name)),
         }
     }
-    let spec = tool.spec();
+    print_tool(tool.spec());
+}
+
+/// One tool for people: its name, description and input schema, all
+/// escaped (a plugin or a server wrote them).
+fn print_tool(spec: &ToolSpec) {
     println!(
         "  - {}: {}",
         escape_controls(&spec.name),
@@ -267,15 +264,6 @@ fn print_mcp(server: &McpServer) {
         options.retries
     );
     for tool in server.tools() {
-        let spec = tool.spec();
-        println!(
-            "  - {}: {}",
-            escape_controls(&spec.name),
-            escape_controls(&spec.description)
-        );
-        println!(
-            "      input: {}",
-            escape_json_controls(&spec.input_schema.to_string())
-        );
+        print_tool(tool.spec());
     }
 }
