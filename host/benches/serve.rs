@@ -46,6 +46,11 @@ mod common;
 const TOOL: &str = "text_stats";
 const TEXT: &str = "The quick brown fox jumps over the lazy dog. Twice!";
 
+/// A latency row stops at its number of calls or after this long, whichever
+/// comes first: a server that stalls on every call (a peer's 40 ms
+/// delayed-ACK wait) still gets a row, from fewer calls.
+const LATENCY_BUDGET: Duration = Duration::from_secs(20);
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let full = args.iter().any(|a| a == "--bench");
@@ -100,8 +105,9 @@ fn main() {
         .unwrap();
     let window = Duration::from_secs_f64(seconds);
     println!(
-        "serve bench: `{TOOL}` per call; {calls} calls per latency row, {seconds} s per \
-         throughput row, {} cores shared by client and server",
+        "serve bench: `{TOOL}` per call; {calls} calls (at most {} s) per latency row, {seconds} s \
+         per throughput row, {} cores shared by client and server",
+        LATENCY_BUDGET.as_secs(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
 
@@ -361,6 +367,12 @@ async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InPro
     }
 }
 
+/// Whether call `i` of a latency row begun at `began` is past the warm-up:
+/// the first tenth of its calls, or of [`LATENCY_BUDGET`].
+fn warmed_up(i: usize, calls: usize, began: Instant) -> bool {
+    i >= calls / 10 || began.elapsed() > LATENCY_BUDGET / 10
+}
+
 /// The in-process rows.
 struct InProcess {
     latencies: Vec<Duration>,
@@ -475,18 +487,24 @@ fn stdio_round_trips(setup: &Setup, peer: Peer, calls: usize) -> (Vec<Duration>,
     let pid = server.child.id().to_string();
     let cpu_before = cpu_time(&pid);
     let mut samples = Vec::with_capacity(calls);
+    let mut made = 0;
+    let began = Instant::now();
     for i in 0..calls + calls / 10 {
+        if began.elapsed() > LATENCY_BUDGET {
+            break;
+        }
+        made += 1;
         let id = i as u64 + 1;
         let message = call_request(peer, id);
         let start = Instant::now();
         let response = server.request(id, &message);
         let elapsed = start.elapsed();
         check_answer(peer, &response).unwrap();
-        if i >= calls / 10 {
+        if warmed_up(i, calls, began) {
             samples.push(elapsed);
         }
     }
-    let cpu = per_call(cpu_before, cpu_time(&pid), (calls + calls / 10) as u64);
+    let cpu = per_call(cpu_before, cpu_time(&pid), made);
     samples.sort();
     (samples, cpu)
 }
@@ -590,7 +608,11 @@ async fn http_rows(
             let mut client = sessions.pop().unwrap();
             let mut samples = Vec::with_capacity(calls);
             let mut errors = 0;
+            let began = Instant::now();
             for i in 0..calls + calls / 10 {
+                if began.elapsed() > LATENCY_BUDGET {
+                    break;
+                }
                 let start = Instant::now();
                 let answer = client.call(i as u64 + 10).await;
                 let elapsed = start.elapsed();
@@ -598,7 +620,7 @@ async fn http_rows(
                     errors += 1;
                     eprintln!("HTTP call failed: {e}");
                 }
-                if i >= calls / 10 {
+                if warmed_up(i, calls, began) {
                     samples.push(elapsed);
                 }
             }

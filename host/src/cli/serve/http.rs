@@ -120,7 +120,9 @@ pub async fn serve(options: Options, tools: Tools) -> anyhow::Result<()> {
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let mut mcp = Router::new().nest_service("/mcp", service);
+    let mut mcp = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(super::sse::gather_event_stream_start));
     if let Some(token) = options.token.clone() {
         mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
     }

@@ -3,6 +3,7 @@
 
 mod handler;
 mod http;
+mod sse;
 mod stdio;
 
 use std::net::SocketAddr;
