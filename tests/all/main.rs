@@ -1,6 +1,7 @@
 //! All integration tests, as one binary (one link, shared fixtures).
 
 mod cli;
+mod deadline;
 mod examples;
 mod hostile_data;
 mod hostile_io;
@@ -11,6 +12,7 @@ mod llm;
 mod load;
 mod mcp;
 mod mcp_client;
+mod mcp_handles;
 mod mcp_peers;
 mod new;
 mod rest;

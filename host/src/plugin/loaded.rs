@@ -220,4 +220,8 @@ impl Tool for WasmTool {
     fn end_session(&self, session: &SessionId) {
         self.plugin.end_session(session);
     }
+
+    fn is_stateful(&self) -> bool {
+        self.plugin.is_stateful()
+    }
 }

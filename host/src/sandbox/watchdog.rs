@@ -9,6 +9,15 @@
 //! one clock read. While calls are running the thread also bumps every
 //! [`YIELD_TICK`], so long-running guests yield their executor thread.
 //!
+//! A deadline stays armed after it passes, until its call disarms it, and
+//! the thread bumps the epoch again every [`OVERDUE_RETRY`] while any armed
+//! deadline is overdue. One bump is not enough: a guest whose epoch check
+//! fell just before its deadline asks to yield, and wasmtime sets its next
+//! epoch deadline only when the task runs again, relative to the epoch of
+//! that moment. A bump made while the task waited for its executor thread
+//! is then already counted, and had it been the last one, the guest would
+//! run on until its fuel ran out.
+//!
 //! Every call arms and disarms a deadline, so on a many-core host this is
 //! the one structure all callers touch. Deadlines therefore live in shards
 //! (a thread keeps to its own), the thread's next wake-up is an atomic that
@@ -25,6 +34,12 @@ use std::time::{Duration, Instant};
 
 /// How often running guests yield to the async executor.
 const YIELD_TICK: Duration = Duration::from_millis(10);
+
+/// How often the epoch is bumped again while an armed deadline is overdue.
+/// It bounds how long a guest can outlive its deadline once it is back on
+/// a thread, and costs other running guests one clock read per bump for
+/// the short time until the overdue call disarms.
+const OVERDUE_RETRY: Duration = Duration::from_millis(1);
 
 /// `wake_at` while the thread scans the shards: a caller that reads it
 /// wakes the thread, since the scan may have passed its shard already.
@@ -174,21 +189,24 @@ fn run(shared: &Shared, engine: &wasmtime::Engine) {
         }
         shared.wake_at.store(SCANNING, Ordering::SeqCst);
         let now = Instant::now();
-        let mut expired = false;
+        let mut overdue = false;
         let mut next: Option<Instant> = None;
         for shard in &shared.shards {
-            let mut deadlines = lock(&shard.deadlines);
-            while let Some(&(t, _)) = deadlines.set.first() {
+            let deadlines = lock(&shard.deadlines);
+            // Overdue deadlines stay until their calls disarm them (see the
+            // module docs); there are at most as many as calls running.
+            for &(t, _) in &deadlines.set {
                 if t > now {
                     next = Some(next.map_or(t, |n| n.min(t)));
                     break;
                 }
-                deadlines.set.pop_first();
-                expired = true;
+                overdue = true;
             }
         }
-        if expired {
+        if overdue {
             engine.increment_epoch();
+            let retry = now + OVERDUE_RETRY;
+            next = Some(next.map_or(retry, |n| n.min(retry)));
         }
         shutdown = match next {
             None => {

@@ -171,6 +171,13 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Drop whatever the tool keeps for `session` (stateful tools only).
     fn end_session(&self, _session: &SessionId) {}
+
+    /// Whether calls in one session share state (a stateful plugin keeps
+    /// one instance per session), so a caller must keep using the same
+    /// [`SessionId`] for the state to carry from one call to the next.
+    fn is_stateful(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Tool + ?Sized> Tool for Arc<T> {
@@ -188,6 +195,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn end_session(&self, session: &SessionId) {
         (**self).end_session(session)
+    }
+    fn is_stateful(&self) -> bool {
+        (**self).is_stateful()
     }
 }
 

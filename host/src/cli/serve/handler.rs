@@ -7,14 +7,24 @@
 //! the handler is dropped: rmcp drops it when the connection closes, the
 //! HTTP session is deleted or expires, or a stateless request is answered.
 //! A request may instead name a session of its own in `_meta`
-//! ([`SESSION_META_KEY`]): stateless clients keep plugin state that way.
+//! ([`SESSION_META_KEY`]).
+//!
+//! Clients of the sessionless 2026-07-28 revision (and any request of
+//! `--stateless`) have no connection to keep state in, and generic clients
+//! send no toolhost `_meta`. So a stateful plugin's tools also take the
+//! handle as an argument, as MCP recommends for state: each such tool's
+//! schema gets an optional [`SESSION_ARG`] property; a sessionless call
+//! without one starts a new session and its result says the handle (as
+//! text the model reads, and in the result's `_meta` for programs), which
+//! later calls pass back to see the same state.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    JsonObject, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -27,6 +37,12 @@ use toolhost::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolS
 /// same value share a stateful plugin's instance, whatever connection (or
 /// stateless request) they come on.
 pub const SESSION_META_KEY: &str = "toolhost.dev/session";
+
+/// The argument of a stateful plugin's tools that names the session (a
+/// tool whose own schema has a `session` property gets
+/// [`SESSION_ARG_FALLBACK`] instead).
+pub const SESSION_ARG: &str = "session";
+const SESSION_ARG_FALLBACK: &str = "toolhost_session";
 
 /// The length a session key must have: long enough to be unguessable when
 /// it is random (the key is the only thing that keeps one client out of
@@ -68,6 +84,11 @@ pub struct McpTools {
     stop: CancellationToken,
     _stop_on_drop: DropGuard,
     _session: SessionGuard,
+    /// Whether this handler answered `initialize`: it then serves a
+    /// connection (stdio, an HTTP session) whose session outlives the
+    /// request. Without it, it serves one request of the sessionless
+    /// revision or of `--stateless`.
+    handshake: AtomicBool,
 }
 
 impl McpTools {
@@ -84,23 +105,46 @@ impl McpTools {
             _stop_on_drop: stop.clone().drop_guard(),
             stop,
             tools,
+            handshake: AtomicBool::new(false),
         }
     }
 
-    /// The call context for a request: the session its `_meta` names, or
-    /// this connection's.
-    fn call_context(&self, context: &RequestContext<RoleServer>) -> Result<CallContext, McpError> {
-        let Some(key) = context.meta.get(SESSION_META_KEY) else {
-            return Ok(self.cx.clone());
+    /// The call context for a request, and the handle to tell the client
+    /// when this call started a session for it: the session the tool's
+    /// [`SESSION_ARG`] names (taken out of `arguments`), else the one
+    /// `_meta` names, else this connection's; a sessionless request to a
+    /// stateful tool without either gets a new handle.
+    fn call_context(
+        &self,
+        stateful: Option<&str>,
+        arguments: &mut JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(CallContext, Option<String>), McpError> {
+        let in_key = |key: &str| {
+            // A namespace of its own: a key never names a connection's session.
+            let session = SessionId::new(format!("mcp-key:{key}"));
+            CallContext::in_session(session).with_overrides(self.tools.overrides.clone())
         };
-        let key = key
-            .as_str()
-            .filter(|k| {
-                SESSION_KEY_LEN.contains(&k.len())
-                    && k.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-            })
-            .ok_or_else(|| {
+        if let Some(arg) = stateful
+            && let Some(handle) = arguments.remove(arg)
+        {
+            let key = valid_key(&handle).ok_or_else(|| {
+                McpError::invalid_params(
+                    format!(
+                        "argument `{arg}` must be a session handle: a string of {} to {} \
+                         characters of A-Z, a-z, 0-9, `-`, `_` and `.`, such as the one an \
+                         earlier result of this plugin returned; leave it out to start a new \
+                         session",
+                        SESSION_KEY_LEN.start(),
+                        SESSION_KEY_LEN.end()
+                    ),
+                    None,
+                )
+            })?;
+            return Ok((in_key(key), None));
+        }
+        if let Some(key) = context.meta.get(SESSION_META_KEY) {
+            let key = valid_key(key).ok_or_else(|| {
                 McpError::invalid_params(
                     format!(
                         "`_meta` key `{SESSION_META_KEY}` must be a string of {} to {} characters \
@@ -112,10 +156,50 @@ impl McpTools {
                     None,
                 )
             })?;
-        // A namespace of its own: a key never names a connection's session.
-        let session = SessionId::new(format!("mcp-key:{key}"));
-        Ok(CallContext::in_session(session).with_overrides(self.tools.overrides.clone()))
+            return Ok((in_key(key), None));
+        }
+        // No handshake on this handler: a request of the sessionless
+        // revision (or of --stateless), whose handler and connection session
+        // end with the answer. State needs a handle the client passes back.
+        if stateful.is_some() && !self.handshake.load(Ordering::Relaxed) {
+            let handle = new_handle();
+            return Ok((in_key(&handle), Some(handle)));
+        }
+        Ok((self.cx.clone(), None))
     }
+}
+
+/// `value` as a session key, if it is one.
+fn valid_key(value: &Value) -> Option<&str> {
+    value.as_str().filter(|k| {
+        SESSION_KEY_LEN.contains(&k.len())
+            && k.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    })
+}
+
+/// A new random session handle: 128 bits, as 32 hex digits after `s-`.
+fn new_handle() -> String {
+    format!("s-{:032x}", rand::random::<u128>())
+}
+
+/// The argument that names the session, for a stateful tool; `None` for a
+/// stateless one.
+fn session_arg(tool: &dyn toolhost::tools::Tool) -> Option<&'static str> {
+    if !tool.is_stateful() {
+        return None;
+    }
+    let taken = tool
+        .spec()
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| p.contains_key(SESSION_ARG));
+    Some(if taken {
+        SESSION_ARG_FALLBACK
+    } else {
+        SESSION_ARG
+    })
 }
 
 /// Ends the plugin session when the connection's handler goes away.
@@ -132,9 +216,11 @@ impl Drop for SessionGuard {
     }
 }
 
-/// A registry tool as MCP describes it.
-fn mcp_tool(spec: &ToolSpec) -> Tool {
-    let schema = match &spec.input_schema {
+/// A registry tool as MCP describes it: a stateful tool's schema gets its
+/// optional session argument.
+fn mcp_tool(tool: &dyn toolhost::tools::Tool) -> Tool {
+    let spec: &ToolSpec = tool.spec();
+    let mut schema = match &spec.input_schema {
         Value::Object(map) => map.clone(),
         // MCP requires an object schema; the registry's are (it checks
         // them), but never send a client something it must reject.
@@ -144,6 +230,25 @@ fn mcp_tool(spec: &ToolSpec) -> Tool {
             map
         }
     };
+    if let Some(arg) = session_arg(tool) {
+        let properties = schema
+            .entry("properties")
+            .or_insert_with(|| Value::Object(JsonObject::new()));
+        if let Value::Object(properties) = properties {
+            properties.insert(
+                arg.to_owned(),
+                serde_json::json!({
+                    "type": "string",
+                    "minLength": SESSION_KEY_LEN.start(),
+                    "maxLength": SESSION_KEY_LEN.end(),
+                    "pattern": "^[A-Za-z0-9._-]+$",
+                    "description": "This tool keeps state between calls. To continue with \
+                        the same state, pass the session handle an earlier result returned; \
+                        leave it out to start afresh."
+                }),
+            );
+        }
+    }
     Tool::new(
         spec.name.clone(),
         spec.description.clone(),
@@ -165,6 +270,17 @@ impl ServerHandler for McpTools {
                 "Tools that run as sandboxed WebAssembly plugins (and REST endpoints) \
                  under toolhost's limits.",
             )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        self.handshake.store(true, Ordering::Relaxed);
+        // What the default does.
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     /// A connection with a handshake (stdio, an HTTP session) hears of
@@ -236,8 +352,8 @@ impl ServerHandler for McpTools {
             .tools
             .registry
             .snapshot()
-            .specs()
-            .map(mcp_tool)
+            .tools()
+            .map(|tool| mcp_tool(&**tool))
             .collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
@@ -247,7 +363,7 @@ impl ServerHandler for McpTools {
             .registry
             .snapshot()
             .get(name)
-            .map(|tool| mcp_tool(tool.spec()))
+            .map(|tool| mcp_tool(&**tool))
     }
 
     async fn call_tool(
@@ -261,14 +377,15 @@ impl ServerHandler for McpTools {
         let tools = self.tools.registry.snapshot();
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
-        if !tools.contains(name) {
+        let Some(tool) = tools.get(name) else {
             return Err(McpError::invalid_params(
                 format!("no tool named `{name}`; tools/list names the tools this server has"),
                 None,
             ));
-        }
-        let cx = self.call_context(&context)?;
-        let input = Value::Object(request.arguments.unwrap_or_default()).to_string();
+        };
+        let mut arguments = request.arguments.unwrap_or_default();
+        let (cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        let input = Value::Object(arguments).to_string();
         // `notifications/cancelled` (or the connection closing) cancels
         // `ct`: dropping the call stops the guest at its next epoch check
         // (within a 10 ms tick) and frees its instance and slot.
@@ -288,6 +405,23 @@ impl ServerHandler for McpTools {
             // control characters escaped.
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
         };
-        Ok(result.into())
+        Ok(with_handle(result, new_handle).into())
     }
+}
+
+/// Tell the client the session a call started: as text (what a model
+/// reads, so it can pass the handle back) and in the result's `_meta`
+/// under [`SESSION_META_KEY`] (what a program reads).
+fn with_handle(mut result: CallToolResult, handle: Option<String>) -> CallToolResult {
+    let Some(handle) = handle else {
+        return result;
+    };
+    result.content.push(ContentBlock::text(format!(
+        "This tool keeps state in session `{handle}`: pass \"{SESSION_ARG}\": \"{handle}\" \
+         to this plugin's tools to continue with it."
+    )));
+    let mut meta = result.meta.take().unwrap_or_default();
+    meta.insert(SESSION_META_KEY.to_owned(), Value::String(handle));
+    result.meta = Some(meta);
+    result
 }
