@@ -19,6 +19,7 @@ mod rest;
 mod run_cli;
 mod runner;
 mod sandbox;
+mod serve_limits;
 mod sessions;
 mod trust;
 mod watch;

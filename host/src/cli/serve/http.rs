@@ -5,23 +5,18 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
+use super::connections::Budgets;
 use super::handler::{McpTools, Tools};
+use super::sessions::{CappedSessions, SessionBudgets};
 use anyhow::{Context, bail};
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
-
-/// How long calls in flight may run on after SIGTERM or Ctrl-C before the
-/// remaining sessions are closed.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// Loopback names a `Host` header may carry (any port).
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -96,9 +91,14 @@ impl Options {
     }
 }
 
-/// Serve until SIGTERM or Ctrl-C, then let calls in flight finish (up to
-/// [`SHUTDOWN_GRACE`]).
-pub async fn serve(options: Options, tools: Tools) -> anyhow::Result<()> {
+/// Serve until SIGTERM or Ctrl-C, then let answers in flight finish (up
+/// to the grace period in `budgets`).
+pub async fn serve(
+    options: Options,
+    budgets: Budgets,
+    session_budgets: SessionBudgets,
+    tools: Tools,
+) -> anyhow::Result<()> {
     let sessions = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(options.hosts.clone())
@@ -113,16 +113,23 @@ pub async fn serve(options: Options, tools: Tools) -> anyhow::Result<()> {
     let count = tools.registry.len();
     // One handler (and so one plugin session) per MCP session; rmcp drops
     // it, ending the plugin session, when the session is deleted or
-    // expires (after 5 minutes without a request). A request of the
+    // expires (after the session idle timeout). A request of the
     // stateless revision gets a handler of its own, dropped once answered.
+    let session_manager = Arc::new(CappedSessions::new(session_budgets));
     let service = StreamableHttpService::new(
         move || Ok(McpTools::new(tools.clone())),
-        Arc::new(LocalSessionManager::default()),
+        Arc::clone(&session_manager),
         config,
     );
     let mut mcp = Router::new()
         .nest_service("/mcp", service)
         .layer(middleware::from_fn(super::sse::gather_event_stream_start));
+    if !options.stateless {
+        mcp = mcp.layer(middleware::from_fn_with_state(
+            session_manager,
+            super::sessions::refuse_over_cap,
+        ));
+    }
     if let Some(token) = options.token.clone() {
         mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
     }
@@ -136,31 +143,19 @@ pub async fn serve(options: Options, tools: Tools) -> anyhow::Result<()> {
         .context("cannot read the bound address")?;
     // On stderr, always (also with -q): scripts and tests read the port.
     eprintln!("toolhost serve: listening on http://{local}/mcp");
-    // Without TCP_NODELAY a response written in two pieces (headers, then
-    // the event stream) waits for the client's delayed ACK: 40 ms a call.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY on a connection: {e}");
-        }
-    });
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{local}/mcp");
+    let grace = budgets.shutdown_grace;
+    let shutdown = async move {
+        super::shutdown_signal().await;
+        tracing::info!(
+            "signal received: finishing answers in flight (up to {}s)",
+            grace.as_secs_f64()
+        );
+    };
+    // Open event streams never end by themselves: the sessions close once
+    // the grace period is over.
     let closing = sessions.clone();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            super::shutdown_signal().await;
-            tracing::info!(
-                "signal received: finishing calls in flight (up to {}s)",
-                SHUTDOWN_GRACE.as_secs()
-            );
-            // Open event streams never end by themselves: close the
-            // sessions once the grace period is over.
-            tokio::spawn(async move {
-                tokio::time::sleep(SHUTDOWN_GRACE).await;
-                closing.cancel();
-            });
-        })
-        .await
-        .context("the HTTP server failed")?;
+    super::connections::serve(listener, app, budgets, shutdown, move || closing.cancel()).await;
     sessions.cancel();
     Ok(())
 }

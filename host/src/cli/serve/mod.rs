@@ -1,18 +1,23 @@
 //! `toolhost serve`: the tools as an MCP server, over stdio (the default)
 //! or streamable HTTP (`--http ADDR`). See docs/mcp.md.
 
+mod connections;
 mod handler;
 mod http;
+mod sessions;
 mod sse;
 mod stdio;
 
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
 use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
 use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
 
 use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
@@ -51,6 +56,35 @@ pub struct ServeArgs {
     /// only under a `_meta` session key (docs/mcp.md).
     #[arg(long, requires = "http")]
     stateless: bool,
+    /// At most N HTTP connections open at once; one more is answered
+    /// `503 Service Unavailable` (with the reason) and closed.
+    #[arg(long, value_name = "N", default_value = "512", requires = "http")]
+    max_connections: NonZeroUsize,
+    /// Close a connection that has not sent a whole request head this long
+    /// after it opened or began the request (slow or silent clients).
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "10s", requires = "http")]
+    header_timeout: Duration,
+    /// Close a connection whose request body has not all arrived this long
+    /// after its head.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "30s", requires = "http")]
+    body_timeout: Duration,
+    /// Close a kept-alive connection with no request in flight for this
+    /// long.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "60s", requires = "http")]
+    idle_timeout: Duration,
+    /// At most N MCP sessions at once; an `initialize` over the cap is
+    /// answered `503` with a JSON-RPC error naming it. Not used with
+    /// --stateless (no sessions).
+    #[arg(long, value_name = "N", default_value = "1000", requires = "http")]
+    max_sessions: NonZeroUsize,
+    /// End an MCP session (and its plugin session) after this long
+    /// without a request.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "5m", requires = "http")]
+    session_idle_timeout: Duration,
+    /// After SIGTERM or Ctrl-C, let answers in flight finish for up to
+    /// this long, then exit with whatever is still open.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "10s", requires = "http")]
+    shutdown_grace: Duration,
     /// Do not watch the plugin directory. By default, adding, replacing or
     /// removing NAME.wasm / NAME.toml there updates the tools at once, and
     /// connected clients are told (notifications/tools/list_changed).
@@ -74,6 +108,17 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             .map_err(UsageError)?,
         ),
         None => None,
+    };
+    let budgets = connections::Budgets {
+        max_connections: args.max_connections.get(),
+        header_timeout: args.header_timeout,
+        body_timeout: args.body_timeout,
+        idle_timeout: args.idle_timeout,
+        shutdown_grace: args.shutdown_grace,
+    };
+    let session_budgets = sessions::SessionBudgets {
+        max_sessions: args.max_sessions.get(),
+        idle_timeout: args.session_idle_timeout,
     };
     let loaded = args.plugins.load_all().await?;
     let registry = loaded.registry()?;
@@ -110,7 +155,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let reload = reload(watcher, tools.changes.clone());
     let served = async move {
         match http {
-            Some(options) => http::serve(options, tools).await,
+            Some(options) => http::serve(options, budgets, session_budgets, tools).await,
             None => serve_stdio(tools).await,
         }
     };
@@ -181,16 +226,30 @@ fn shown(path: &std::path::Path) -> String {
 /// arrives.
 async fn serve_stdio(tools: Tools) -> anyhow::Result<()> {
     tracing::info!("serving {} tools over MCP on stdio", tools.registry.len());
-    let transport = stdio::transport().context("cannot use stdin/stdout as the MCP transport")?;
+    let stdin_closed = CancellationToken::new();
+    let transport = stdio::transport(stdin_closed.clone())
+        .context("cannot use stdin/stdout as the MCP transport")?;
     let service = McpTools::new(tools)
         .serve(transport)
         .await
         .context("the MCP handshake on stdio failed (is an MCP client on the other end?)")?;
     let cancel = service.cancellation_token();
+    let mut waiting = std::pin::pin!(service.waiting());
     tokio::select! {
-        quit = service.waiting() => {
+        quit = &mut waiting => {
             let quit = quit.context("the MCP connection task failed")?;
             tracing::debug!("MCP connection ended: {quit:?}");
+        }
+        () = stdin_closed.cancelled() => {
+            // Cancelling the connection cancels every call in flight (each
+            // call's token is a child of it): their guests stop at the next
+            // epoch tick, and nobody waits for answers the client cannot
+            // read any more.
+            tracing::debug!("stdin closed: cancelling the calls in flight");
+            cancel.cancel();
+            if tokio::time::timeout(STDIO_WIND_DOWN, waiting).await.is_err() {
+                tracing::debug!("the MCP connection did not wind down in time; exiting anyway");
+            }
         }
         () = shutdown_signal() => {
             tracing::info!("signal received: closing the MCP connection");
@@ -199,6 +258,10 @@ async fn serve_stdio(tools: Tools) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// How long the stdio connection may take to end once its calls are
+/// cancelled (they stop within an epoch tick).
+const STDIO_WIND_DOWN: Duration = Duration::from_millis(500);
 
 /// Ctrl-C or SIGTERM.
 pub(super) async fn shutdown_signal() {

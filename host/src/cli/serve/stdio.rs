@@ -7,11 +7,18 @@
 //! Rust) or with a Unix socket pair (Node's libuv, so Electron apps), and
 //! both can be polled: those are registered with the runtime instead.
 //! Anything else (a terminal, a file) keeps tokio's blocking-pool stdio.
+//!
+//! The reading half also says when stdin ends: rmcp, seeing the end, lets
+//! the calls in flight run on (for up to 5 s) to send answers nobody will
+//! read; `toolhost serve` cancels them at once instead.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio_util::sync::CancellationToken;
 
 type Reader = Box<dyn AsyncRead + Send + Unpin>;
 type Writer = Box<dyn AsyncWrite + Send + Unpin>;
@@ -67,12 +74,43 @@ fn writer() -> io::Result<Writer> {
     })
 }
 
-/// stdin and stdout, polled where they can be. Call it inside the runtime.
+/// stdin and stdout, polled where they can be; `closed` is cancelled when
+/// stdin ends (or fails). Call it inside the runtime.
 ///
 /// # Errors
 ///
 /// When stdin or stdout cannot be duplicated or registered with the
 /// runtime (a closed descriptor).
-pub fn transport() -> io::Result<(Reader, Writer)> {
-    Ok((reader()?, writer()?))
+pub fn transport(closed: CancellationToken) -> io::Result<(EndSignalling, Writer)> {
+    let reader = EndSignalling {
+        reader: reader()?,
+        closed,
+    };
+    Ok((reader, writer()?))
+}
+
+/// stdin, cancelling a token at its end.
+pub struct EndSignalling {
+    reader: Reader,
+    closed: CancellationToken,
+}
+
+impl AsyncRead for EndSignalling {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.reader).poll_read(cx, buf);
+        let ended = match &read {
+            Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            Poll::Ready(Err(_)) => true,
+            Poll::Pending => false,
+        };
+        if ended {
+            self.closed.cancel();
+        }
+        read
+    }
 }

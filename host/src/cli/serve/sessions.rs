@@ -1,0 +1,207 @@
+//! A cap on the MCP sessions `toolhost serve --http` holds at once.
+//!
+//! Each session costs a handler, a plugin session and rmcp's worker with
+//! its channels and caches (tens of KiB before any call), and lives until
+//! it is deleted or sits idle for the session idle timeout. Without a cap,
+//! one client opening sessions in a loop grows the process without bound.
+//! With one, memory stays under the cap times a session's size, and the
+//! client over it gets a `503` whose body is a JSON-RPC error naming the
+//! cap (from [`refuse_over_cap`]), so an MCP client shows the reason.
+//! `--stateless` holds no sessions and is not capped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{
+    RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
+};
+
+/// The header that names a session.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// The largest initialize request read to see whether it is one: far
+/// above a real one (a few hundred bytes).
+const LARGEST_INITIALIZE: usize = 1 << 20;
+
+/// The session budgets.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionBudgets {
+    /// Sessions alive at once.
+    pub max_sessions: usize,
+    /// A session with no request for this long is closed.
+    pub idle_timeout: Duration,
+}
+
+/// Why a session was not created.
+#[derive(Debug, thiserror::Error)]
+pub enum CappedSessionsError {
+    #[error(
+        "too many MCP sessions: this server holds at most {max} at once (--max-sessions); \
+         end one (DELETE /mcp with its Mcp-Session-Id), or retry once an idle one expires"
+    )]
+    Full { max: usize },
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+/// rmcp's in-memory sessions, at most `max` of them.
+#[derive(Debug)]
+pub struct CappedSessions {
+    local: LocalSessionManager,
+    max: usize,
+    /// Makes counting and creating one step.
+    creating: tokio::sync::Mutex<()>,
+}
+
+impl CappedSessions {
+    pub fn new(budgets: SessionBudgets) -> Self {
+        let mut local = LocalSessionManager::default();
+        local.session_config.keep_alive = Some(budgets.idle_timeout);
+        Self {
+            local,
+            max: budgets.max_sessions,
+            creating: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    async fn live(&self) -> usize {
+        self.local.sessions.read().await.len()
+    }
+
+    async fn full(&self) -> bool {
+        self.live().await >= self.max
+    }
+}
+
+impl SessionManager for CappedSessions {
+    type Error = CappedSessionsError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let _one_at_a_time = self.creating.lock().await;
+        if self.full().await {
+            return Err(CappedSessionsError::Full { max: self.max });
+        }
+        Ok(self.local.create_session().await?)
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.local.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.local.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        Ok(self.local.close_session(id).await?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.local.create_stream(id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.local.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.local.create_standalone_stream(id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(self.local.resume(id, last_event_id).await?)
+    }
+
+    async fn restore_session(
+        &self,
+        id: SessionId,
+    ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
+        let _one_at_a_time = self.creating.lock().await;
+        if self.full().await {
+            return Ok(RestoreOutcome::NotSupported);
+        }
+        Ok(self.local.restore_session(id).await?)
+    }
+}
+
+/// Middleware: while the sessions are at the cap, answer an `initialize`
+/// (a POST without a session) with `503` and a JSON-RPC error naming the
+/// cap. rmcp would answer `500` with plain text; this one a client can
+/// show. Requests in a session, and the stateless revision's requests (no
+/// `initialize`), pass.
+pub async fn refuse_over_cap(
+    State(sessions): State<Arc<CappedSessions>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let new_session =
+        request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
+    if !new_session || !sessions.full().await {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, LARGEST_INITIALIZE).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the request body is too large (or ended early)\n",
+        )
+            .into_response();
+    };
+    #[derive(serde::Deserialize)]
+    struct Head {
+        #[serde(default)]
+        id: serde_json::Value,
+        #[serde(default)]
+        method: String,
+    }
+    match serde_json::from_slice::<Head>(&bytes) {
+        Ok(head) if head.method == "initialize" => {
+            let error = CappedSessionsError::Full { max: sessions.max };
+            tracing::debug!("refused an MCP session: {error}");
+            let body = serde_json::json!({
+                "jsonrpc": "2.0",
+                "id": head.id,
+                "error": {"code": -32000, "message": error.to_string()},
+            });
+            let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
+        _ => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+    }
+}
