@@ -62,7 +62,7 @@ fn read_transcript(path: &Path) -> anyhow::Result<Vec<Message>> {
 
 fn read_json(path: &Path) -> anyhow::Result<Value> {
     let text =
-        fsread::read_text(path, fsread::TRANSCRIPT_MAX_BYTES, None).context("cannot read it")?;
+        fsread::read_text(path, fsread::TRANSCRIPT_MAX_BYTES, None).context("cannot open it")?;
     serde_json::from_str(&text).context("not valid JSON")
 }
 
