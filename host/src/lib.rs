@@ -12,7 +12,9 @@
 //! - [`llm`]: provider-neutral messages and one module per wire format.
 //! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
 //! - [`text`]: clipping and escaping text that comes from plugins.
+//! - [`fsread`]: the one way the host reads a file it is pointed at.
 
+pub mod fsread;
 pub mod llm;
 mod mcp;
 pub mod plugin;

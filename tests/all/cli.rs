@@ -405,3 +405,102 @@ fn a_load_error_says_why_not_only_what() {
         "{errors}"
     );
 }
+
+/// `[[mcp]]` table `name`: `toolhost serve` on `dir`, its tools without a
+/// prefix (so they may clash with others').
+fn twin_server(name: &str, dir: &Path) -> String {
+    format!(
+        "[[mcp]]\nname = {}\ncommand = {}\nargs = [\"serve\", \"--plugins\", {}, \"--cache-dir\", {}]\nprefix = \"\"\n",
+        json!(name),
+        json!(toolhost_bin()),
+        json!(dir),
+        json!(workspace_root().join("target").join("test-cache")),
+    )
+}
+
+#[test]
+fn list_shows_only_the_served_tools_and_each_refused_one_as_an_error() {
+    // calc_eval is the plugin's; server `one` serves calc_eval (refused)
+    // and text_*; server `two` the same (all refused: `one` comes first).
+    let plugins = plugin_subset(&["calc"]);
+    let served = plugin_subset(&["calc", "text"]);
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("toolhost.toml");
+    std::fs::write(
+        &config,
+        [
+            twin_server("one", served.path()),
+            twin_server("two", served.path()),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let args = |json: bool| {
+        let mut args = vec![
+            "list",
+            "--plugins",
+            dir(plugins.path()),
+            "--config",
+            dir(&config),
+        ];
+        if json {
+            args.push("--json");
+        }
+        args
+    };
+    let out = toolhost(&args(true));
+    assert!(out.status.success(), "{out:?}");
+    let listed = json_out(&out);
+    let tools = listed["tools"].as_array().unwrap();
+    let sources = |name: &str| -> Vec<Value> {
+        tools
+            .iter()
+            .filter(|t| t["name"] == name)
+            .map(|t| t["source"].clone())
+            .collect()
+    };
+    let calc = sources("calc_eval");
+    assert_eq!(calc.len(), 1, "calc_eval listed more than once: {calc:?}");
+    assert_eq!(calc[0]["plugin"], "calc", "{calc:?}");
+    let stats = sources("text_stats");
+    assert_eq!(stats.len(), 1, "{stats:?}");
+    assert_eq!(stats[0]["server"], "one", "{stats:?}");
+    let errors = listed["errors"].as_array().unwrap();
+    let refusals = |tool: &str, by: &str| {
+        errors.iter().any(|e| {
+            e["tool"] == tool
+                && e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains(&format!("MCP server `{by}`")))
+        })
+    };
+    assert!(refusals("calc_eval", "one"), "{errors:?}");
+    assert!(refusals("calc_eval", "two"), "{errors:?}");
+    assert!(refusals("text_stats", "two"), "{errors:?}");
+
+    // For people: each tool once, each refusal on a `failed:` line.
+    let out = toolhost(&args(false));
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("  - calc_eval:").count(), 1, "{text}");
+    assert_eq!(text.matches("  - text_stats:").count(), 1, "{text}");
+    let failed: Vec<&str> = text.lines().filter(|l| l.starts_with("failed: ")).collect();
+    assert!(
+        failed
+            .iter()
+            .any(|l| l.contains("calc_eval") && l.contains("MCP server `two`")),
+        "{text}"
+    );
+    // `call` runs what `list` shows: the plugin's calc_eval.
+    let out = toolhost(&[
+        "call",
+        "calc_eval",
+        "--input",
+        r#"{"expression": "6*7"}"#,
+        "--plugins",
+        dir(plugins.path()),
+        "--config",
+        dir(&config),
+    ]);
+    assert!(out.status.success(), "{out:?}");
+}

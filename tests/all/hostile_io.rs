@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use toolhost::fsread;
 use toolhost::plugin::{HostConfig, PluginHost};
 use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin, workspace_root};
@@ -76,10 +77,15 @@ struct Ran {
 /// Run `toolhost ARGS` with `plugins` as its plugin directory; fail the test
 /// if it does not exit within [`HANG`].
 fn toolhost(plugins: &Path, args: &[&str]) -> Ran {
+    let mut all: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    all.extend([std::ffi::OsStr::new("--plugins"), plugins.as_os_str()]);
+    toolhost_with(&all)
+}
+
+/// Run `toolhost ARGS`; fail the test if it does not exit within [`HANG`].
+fn toolhost_with(args: &[&std::ffi::OsStr]) -> Ran {
     let mut child = Command::new(toolhost_bin())
         .args(args)
-        .arg("--plugins")
-        .arg(plugins)
         .env(
             "TOOLHOST_CACHE_DIR",
             workspace_root().join("target").join("test-cache"),
@@ -444,4 +450,127 @@ async fn a_trap_reports_this_calls_stderr_not_an_earlier_calls() {
         "{e}"
     );
     assert!(!e.message.contains("stale note"), "{e}");
+}
+
+// --- files the host reads (issue 21) --------------------------------------
+
+/// A FIFO, and a (sparse) file one byte over `max`, in `dir`.
+fn fifo_and_oversized(dir: &Path, max: u64) -> (std::path::PathBuf, std::path::PathBuf) {
+    let fifo = dir.join(format!("fifo-{max}"));
+    let status = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(status.success(), "mkfifo failed");
+    let big = dir.join(format!("big-{max}"));
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(max + 1)
+        .unwrap();
+    (fifo, big)
+}
+
+/// `toolhost ARGS` ends at once with a usage error (exit 2) that says
+/// `expected`.
+fn refused(args: &[&std::ffi::OsStr], expected: &str) {
+    let ran = toolhost_with(args);
+    assert_eq!(ran.code, Some(2), "{args:?}: {}", ran.stderr);
+    assert!(ran.stderr.contains(expected), "{args:?}: {}", ran.stderr);
+    assert_no_untagged_lines(&ran.stderr);
+}
+
+#[test]
+fn cli_a_host_config_or_lock_file_that_is_a_fifo_or_too_big_is_refused_at_once() {
+    use std::ffi::OsStr;
+    let plugins = toolhost_tests::plugins::plugin_subset(&["calc"]);
+    let files = tempfile::tempdir().unwrap();
+    let (fifo, big_config) = fifo_and_oversized(files.path(), fsread::HOST_CONFIG_MAX_BYTES);
+    let (_, big_lock) = fifo_and_oversized(files.path(), fsread::LOCK_FILE_MAX_BYTES);
+    let dev_zero = files.path().join("zero.toml");
+    std::os::unix::fs::symlink("/dev/zero", &dev_zero).unwrap();
+    let list = |flag: &str, file: &Path, expected: &str| {
+        let args = [
+            OsStr::new("list"),
+            OsStr::new(flag),
+            file.as_os_str(),
+            OsStr::new("--plugins"),
+            plugins.path().as_os_str(),
+        ];
+        refused(&args, expected);
+    };
+    list("--config", &fifo, "not a regular file");
+    list("--config", &dev_zero, "not a regular file");
+    list(
+        "--config",
+        &big_config,
+        &format!("over {} bytes", fsread::HOST_CONFIG_MAX_BYTES),
+    );
+    list("--lock", &fifo, "not a regular file");
+    list("--lock", &dev_zero, "not a regular file");
+    list(
+        "--lock",
+        &big_lock,
+        &format!("over {} bytes", fsread::LOCK_FILE_MAX_BYTES),
+    );
+}
+
+#[test]
+fn cli_a_transcript_recording_or_key_that_is_a_fifo_or_too_big_is_refused_at_once() {
+    use std::ffi::OsStr;
+    let files = tempfile::tempdir().unwrap();
+    let (fifo, big_transcript) = fifo_and_oversized(files.path(), fsread::TRANSCRIPT_MAX_BYTES);
+    let (_, big_key) = fifo_and_oversized(files.path(), fsread::KEY_FILE_MAX_BYTES);
+    let plugins = toolhost_tests::plugins::plugin_subset(&["calc"]);
+    let run = |extra: &[&OsStr], expected: &str| {
+        let mut args: Vec<&OsStr> = [
+            "run",
+            "hi",
+            "--provider",
+            "openai",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--api-key",
+            "not-a-key",
+            "--model",
+            "test-model",
+            "--plugins",
+        ]
+        .iter()
+        .map(OsStr::new)
+        .collect();
+        args.push(plugins.path().as_os_str());
+        args.extend(extra);
+        refused(&args, expected);
+    };
+    for flag in ["--resume", "--messages"] {
+        run(&[OsStr::new(flag), fifo.as_os_str()], "not a regular file");
+        run(
+            &[OsStr::new(flag), big_transcript.as_os_str()],
+            &format!("over {} bytes", fsread::TRANSCRIPT_MAX_BYTES),
+        );
+    }
+    let replay = [
+        OsStr::new("run"),
+        OsStr::new("hi"),
+        OsStr::new("--provider"),
+        OsStr::new("replay"),
+        OsStr::new("--replay"),
+        fifo.as_os_str(),
+    ];
+    refused(&replay, "not a regular file");
+    let wasm = plugins.path().join("calc.wasm");
+    for key in [&fifo, &big_key] {
+        let sign = [
+            OsStr::new("sign"),
+            wasm.as_os_str(),
+            OsStr::new("--key"),
+            key.as_os_str(),
+        ];
+        let expected = if key == &fifo {
+            "not a regular file".to_owned()
+        } else {
+            format!("over {} bytes", fsread::KEY_FILE_MAX_BYTES)
+        };
+        refused(&sign, &expected);
+    }
 }

@@ -550,3 +550,49 @@ fn stateless_serving_needs_no_session_affinity() {
     assert_eq!(results[1]["structured"]["words"], 3, "{report}");
     assert_eq!(results[2]["is_error"], true, "{report}");
 }
+
+#[test]
+fn reads_touches_and_a_second_serve_reload_nothing_and_a_session_keeps_counting() {
+    // Issue 21: the first read of a plugin's files after startup reloaded
+    // it (its sessions restarted, clients got list_changed), and a plugin
+    // refused at startup was refused (and logged) again on every read.
+    let plugins = plugin_subset(&["scratchpad"]);
+    std::fs::write(plugins.path().join("broken.wasm"), b"\0asm broken").unwrap();
+    let server = Server::start(plugins.path(), &[], &[]);
+    let files: Vec<_> = ["scratchpad.wasm", "scratchpad.toml", "broken.wasm"]
+        .iter()
+        .map(|f| plugins.path().join(f))
+        .collect();
+    let from = toolhost_tests::plugins::plugin_dir();
+    let increment = json!({"op": "call", "tool": "scratchpad_increment", "args": {}});
+    let steps = json!([
+        increment,
+        increment,
+        {"op": "read", "files": files},
+        {"op": "touch", "files": files},
+        {"op": "run", "argv": [toolhost_bin(), "serve", "--plugins", plugins.path(), "--cache-dir", test_cache_dir()]},
+        {"op": "sleep", "seconds": 1},
+        // A real change: the one list_changed there is.
+        {"op": "copy", "files": [
+            [from.join("calc.toml"), plugins.path().join("calc.toml")],
+            [from.join("calc.wasm"), plugins.path().join("calc.wasm")],
+        ]},
+        {"op": "wait_list_changed", "timeout": 60},
+        increment,
+        {"op": "touch", "files": files},
+        {"op": "wait_list_changed", "timeout": 2},
+        increment,
+    ]);
+    let report = client("http", &server.url, &steps);
+    let results = report["results"].as_array().expect("results");
+    let count = |i: usize| results[i]["structured"]["value"].clone();
+    assert_eq!(count(0), 1, "{}", results[0]);
+    assert_eq!(count(1), 2, "{}", results[1]);
+    assert_eq!(results[7]["list_changed"], true, "calc's load was not told");
+    assert_eq!(count(8), 3, "the session restarted: {}", results[8]);
+    assert_eq!(
+        results[10]["list_changed"], false,
+        "a touch was taken for a change"
+    );
+    assert_eq!(count(11), 4, "{}", results[11]);
+}

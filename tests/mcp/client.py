@@ -13,6 +13,11 @@ stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
         tools/call, abandoned after SECONDS: the SDK sends
         notifications/cancelled
     {"op": "copy", "files": [[SRC, DEST], ...]}  copy files (no session)
+    {"op": "read", "files": [PATH, ...]}        read files whole, like `cat`
+    {"op": "touch", "files": [PATH, ...]}       open for writing, close,
+        set the times, like `touch` (no session)
+    {"op": "run", "argv": [PROGRAM, ARG, ...]}  run a program, stdin empty,
+        to its end; {"code"} (no session)
     {"op": "wait_list_changed", "timeout": SECONDS}
         wait for notifications/tools/list_changed on the session (one
         received since the last wait counts)
@@ -32,6 +37,7 @@ import contextlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -94,6 +100,22 @@ def run_local(step):
         return {}
     if op == "cpu":
         return {"ticks": cpu_ticks(step["pid"])}
+    if op == "read":
+        for path in step["files"]:
+            with open(path, "rb") as f:
+                f.read()
+        return {}
+    if op == "touch":
+        for path in step["files"]:
+            with open(path, "ab"):
+                pass
+            os.utime(path)
+        return {}
+    if op == "run":
+        done = subprocess.run(
+            step["argv"], stdin=subprocess.DEVNULL, capture_output=True, timeout=120
+        )
+        return {"code": done.returncode}
     return None
 
 

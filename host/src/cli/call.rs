@@ -43,7 +43,9 @@ impl CallArgs {
         let mut text = String::new();
         match &self.input_file {
             Some(path) if path.as_os_str() != "-" => {
-                text = std::fs::read_to_string(path)
+                // A pipe is passed as `-` (stdin), not as a path.
+                let max = toolhost::tools::InputBudget::default().max_bytes as u64;
+                text = toolhost::fsread::read_text(path, max, None)
                     .with_context(|| format!("cannot read input file {}", path.display()))?;
             }
             _ => {

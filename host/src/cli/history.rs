@@ -6,14 +6,12 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
+use toolhost::fsread;
 use toolhost::llm::{Message, check_messages};
 
 /// The `"format"` written in every transcript. A transcript without the
 /// field is read as this format.
 pub(super) const TRANSCRIPT_FORMAT: u64 = 1;
-
-/// The most bytes read from a `--resume` or `--messages` file.
-const MAX_FILE_BYTES: u64 = 64 << 20;
 
 /// The messages before the prompt: the transcript's for `resume`, else
 /// `system` then the file's for `messages`.
@@ -63,16 +61,8 @@ fn read_transcript(path: &Path) -> anyhow::Result<Vec<Message>> {
 }
 
 fn read_json(path: &Path) -> anyhow::Result<Value> {
-    use std::io::Read;
-
-    let file = std::fs::File::open(path).context("cannot open it")?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_string(&mut text)
-        .context("cannot read it as UTF-8 text")?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        bail!("it is larger than {} MiB", MAX_FILE_BYTES >> 20);
-    }
+    let text =
+        fsread::read_text(path, fsread::TRANSCRIPT_MAX_BYTES, None).context("cannot open it")?;
     serde_json::from_str(&text).context("not valid JSON")
 }
 

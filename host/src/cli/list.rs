@@ -1,6 +1,7 @@
 //! `toolhost list`.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use serde_json::json;
@@ -8,7 +9,7 @@ use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
 use toolhost::tools::mcp::McpServer;
 use toolhost::tools::rest::RestTool;
-use toolhost::tools::{Tool, ToolSpec};
+use toolhost::tools::{Tool, ToolSet, ToolSpec};
 
 use super::{ChainDisplay, PluginArgs};
 
@@ -84,57 +85,84 @@ fn rest_json(tool: &RestTool) -> serde_json::Value {
     source
 }
 
+/// Whether `set` serves `tool` itself: its name (and version) resolves to
+/// a tool from the same source. A tool that lost its name to another
+/// source is listed among the errors instead.
+fn is_served(set: &ToolSet, tool: &dyn Tool) -> bool {
+    let name = &tool.spec().name;
+    let key = match tool.version() {
+        Some(version) => format!("{name}@{version}"),
+        None => name.clone(),
+    };
+    set.get(&key).is_some_and(|t| t.origin() == tool.origin())
+}
+
 pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let loaded = args.plugins.load_all().await?;
+    // The very registry `call`, `run` and `serve` build: what it refused
+    // is an error here, never a listed tool.
+    let (registry, refused) = loaded.assemble()?;
+    let served = registry.snapshot();
     let report = &loaded.report;
+    let plugin_tools = |plugin: &Arc<Plugin>| -> Vec<ToolSpec> {
+        plugin
+            .tools()
+            .iter()
+            .filter(|tool| is_served(&served, *tool))
+            .map(|tool| tool.spec().clone())
+            .collect()
+    };
+    let rest_tools: Vec<&RestTool> = loaded
+        .rest
+        .tools
+        .iter()
+        .filter(|tool| is_served(&served, *tool))
+        .collect();
+    let mcp_tools = |server: &McpServer| -> Vec<ToolSpec> {
+        server
+            .tools()
+            .iter()
+            .filter(|tool| is_served(&served, *tool))
+            .map(|tool| tool.spec().clone())
+            .collect()
+    };
     if args.json {
-        let tools: Vec<_> = report
-            .plugins
-            .iter()
-            .flat_map(|p| {
-                p.tool_specs().iter().map(move |t| {
-                    json!({
-                        "name": t.name,
-                        "description": t.description,
-                        "input_schema": t.input_schema,
-                        "source": plugin_json(p),
-                    })
-                })
+        let tool_json = |t: &ToolSpec, source: &serde_json::Value| {
+            json!({
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+                "source": source,
             })
-            .chain(loaded.rest.tools.iter().map(|tool| {
-                let t = tool.spec();
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "input_schema": t.input_schema,
-                    "source": rest_json(tool),
-                })
-            }))
-            .chain(loaded.mcp.iter().flat_map(|server| {
-                let source = mcp_json(server);
-                server.tools().into_iter().map(move |tool| {
-                    let t = tool.spec();
-                    json!({
-                        "name": t.name,
-                        "description": t.description,
-                        "input_schema": t.input_schema,
-                        "source": source,
-                    })
-                })
-            }))
-            .collect();
-        let errors: Vec<_> = report
-            .errors
-            .iter()
-            .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
-            .chain(
-                loaded
-                    .rest
-                    .errors
-                    .iter()
-                    .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()})),
-            )
-            .collect();
+        };
+        let mut tools = Vec::new();
+        for plugin in &report.plugins {
+            let source = plugin_json(plugin);
+            tools.extend(plugin_tools(plugin).iter().map(|t| tool_json(t, &source)));
+        }
+        for tool in &rest_tools {
+            tools.push(tool_json(tool.spec(), &rest_json(tool)));
+        }
+        for server in &loaded.mcp {
+            let source = mcp_json(server);
+            tools.extend(mcp_tools(server).iter().map(|t| tool_json(t, &source)));
+        }
+        let errors: Vec<_> =
+            report
+                .errors
+                .iter()
+                .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
+                .chain(
+                    loaded
+                        .rest
+                        .errors
+                        .iter()
+                        .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()})),
+                )
+                .chain(refused.iter().map(
+                    |e| json!({"tool": e.tool_name(), "message": ChainDisplay(e).to_string()}),
+                ))
+                .collect();
         println!(
             "{}",
             escape_json_controls(&json!({"tools": tools, "errors": errors}).to_string())
@@ -155,15 +183,15 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             }
         );
         print_limits_and_grants(plugin, "  ");
-        for tool in plugin.tool_specs() {
+        for tool in &plugin_tools(plugin) {
             print_tool(tool);
         }
     }
-    for tool in &loaded.rest.tools {
+    for tool in &rest_tools {
         print_rest(tool);
     }
     for server in &loaded.mcp {
-        print_mcp(server);
+        print_mcp(server, &mcp_tools(server));
     }
     if report.plugins.is_empty()
         && report.errors.is_empty()
@@ -180,6 +208,9 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
     for e in &loaded.rest.errors {
+        println!("failed: {}", ChainDisplay(e).escaped());
+    }
+    for e in &refused {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
     Ok(ExitCode::SUCCESS)
@@ -244,7 +275,7 @@ fn mcp_json(server: &McpServer) -> serde_json::Value {
 
 /// An MCP server for people: how it is reached, whether it is up, its
 /// tools (names, descriptions and schemas come from the server: escaped).
-fn print_mcp(server: &McpServer) {
+fn print_mcp(server: &McpServer, tools: &[ToolSpec]) {
     let s = server.summary();
     let state = match &s.down {
         Some(why) => format!("down: {why}"),
@@ -263,7 +294,7 @@ fn print_mcp(server: &McpServer) {
         options.timeout.map_or(0, |t| t.as_millis()),
         options.retries
     );
-    for tool in server.tools() {
-        print_tool(tool.spec());
+    for tool in tools {
+        print_tool(tool);
     }
 }

@@ -18,11 +18,12 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use toolhost::fsread;
 use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
 use toolhost::sandbox::HttpOrigin;
-use toolhost::tools::ToolRegistry;
 use toolhost::tools::mcp::McpServer;
 use toolhost::tools::rest::{self, RestLoadReport, RestPolicy, RestTool};
+use toolhost::tools::{RegistryError, ToolRegistry};
 
 /// Exit code for a failed tool call or run.
 pub const EXIT_FAILED: u8 = 1;
@@ -192,7 +193,7 @@ impl PluginArgs {
         }
         let mut config = match &path {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
+                let text = fsread::read_text(path, fsread::HOST_CONFIG_MAX_BYTES, None)
                     .with_context(|| format!("cannot read host config {}", path.display()))?;
                 toml::from_str(&text)
                     .with_context(|| format!("invalid host config {}", path.display()))?
@@ -366,17 +367,25 @@ impl Loaded {
     /// whose name is taken is skipped with a warning. The MCP servers keep
     /// their tools in it current.
     pub fn registry(&self) -> anyhow::Result<Arc<ToolRegistry>> {
+        Ok(self.assemble()?.0)
+    }
+
+    /// [`registry`](Self::registry), and the tools it refused (an MCP
+    /// server's tool whose name is taken or whose schema is over budget):
+    /// what `list` shows as errors.
+    pub fn assemble(&self) -> anyhow::Result<(Arc<ToolRegistry>, Vec<RegistryError>)> {
         let registry = Arc::new(self.report.registry()?);
         for tool in &self.rest.tools {
             tool.clone()
                 .register(&registry)
                 .map_err(|e| UsageError(e.into()))?;
         }
+        let mut refused = Vec::new();
         for server in &self.mcp {
-            // Each refusal is logged by the server, naming it.
-            let _skipped = server.attach(&registry);
+            // Each refusal is also logged by the server, naming it.
+            refused.extend(server.attach(&registry));
         }
-        Ok(registry)
+        Ok((registry, refused))
     }
 }
 

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
+use toolhost::fsread;
+use toolhost::plugin::PluginBudget;
 use toolhost::plugin::integrity::{SigningKey, signature_path};
 use toolhost::text::escape_controls;
 
@@ -84,7 +86,10 @@ fn write_new(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
 
 pub async fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
     let key = read_key(&args.key).map_err(UsageError)?;
-    let wasm = std::fs::read(&args.wasm)
+    let max = PluginBudget::default()
+        .max_component_mb
+        .saturating_mul(1 << 20);
+    let wasm = fsread::read_regular(&args.wasm, max, "plugins.max_component_mb")
         .with_context(|| format!("cannot read {}", shown(&args.wasm)))
         .map_err(UsageError)?;
     let signature = key.sign(&wasm);
@@ -102,7 +107,7 @@ pub async fn sign(args: SignArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn read_key(path: &Path) -> anyhow::Result<SigningKey> {
-    let text = std::fs::read_to_string(path)
+    let text = fsread::read_text(path, fsread::KEY_FILE_MAX_BYTES, None)
         .with_context(|| format!("cannot read key file {}", shown(path)))?;
     #[cfg(unix)]
     {

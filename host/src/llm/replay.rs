@@ -165,7 +165,7 @@ impl ReplayProvider {
     /// [`LlmError::Config`] when the file cannot be read or parsed.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Self, LlmError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path)
+        let text = crate::fsread::read_text(path, crate::fsread::RECORDING_MAX_BYTES, None)
             .map_err(|e| config(format!("cannot read the recording {}: {e}", path.display())))?;
         Self::from_json(&text).map_err(|e| match e {
             LlmError::Config { message, .. } => config(format!("{}: {message}", path.display())),

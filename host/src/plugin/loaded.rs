@@ -16,6 +16,8 @@ pub struct Plugin {
     pub(super) path: PathBuf,
     pub(super) manifest_path: Option<PathBuf>,
     pub(super) digest: blake3::Hash,
+    /// The SHA-256 of the manifest's bytes as loaded, if it has one.
+    pub(super) manifest_sha256: Option<super::integrity::Sha256Digest>,
     pub(super) stateful: bool,
     pub(super) version: Option<String>,
     pub(super) exec: crate::tools::ExecOptions,

@@ -32,6 +32,7 @@ pub use watch::{DEFAULT_DEBOUNCE, PluginWatcher, ReloadError, WatchError, WatchE
 
 use integrity::ManifestState;
 
+use crate::fsread::read_regular;
 use crate::sandbox::{
     CacheStatus, DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox,
     SandboxConfig, SandboxError,
@@ -445,8 +446,8 @@ impl PluginHost {
         let Settings {
             manifest,
             manifest_path,
+            manifest_sha256,
             resolved,
-            ..
         } = settings;
         let name = plugin_name(path);
         let inputs = catalog::inputs_key(&manifest.config, &resolved.limits, &resolved.permissions);
@@ -492,6 +493,7 @@ impl PluginHost {
             path: path.to_owned(),
             manifest_path,
             digest,
+            manifest_sha256,
             stateful: manifest.stateful,
             version: manifest.version.clone(),
             exec: resolved.exec.clone(),
@@ -692,43 +694,6 @@ fn component_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
-}
-
-/// The whole of the regular file at `path`, at most `max` bytes (`key` is
-/// the setting that raises it). Anything else (a FIFO, a device, a socket,
-/// a directory; through a symlink too) is refused without blocking: a
-/// FIFO or `/dev/zero` as a manifest must not stall or flood a load.
-pub(crate) fn read_regular(path: &Path, max: u64, key: &str) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC);
-    }
-    let file = options.open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(std::io::Error::other(
-            "not a regular file (a FIFO, device, socket or directory); replace it with a file",
-        ));
-    }
-    if meta.len() > max {
-        return Err(std::io::Error::other(format!(
-            "{} bytes, more than the {max} allowed; make it smaller or raise `{key}` in the host config",
-            meta.len()
-        )));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(max + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max {
-        return Err(std::io::Error::other(format!(
-            "it grew past the {max} bytes allowed while being read; raise `{key}` if that is expected"
-        )));
-    }
-    Ok(bytes)
 }
 
 /// Whether `tools` is a tool list this host accepts from a plugin: at least

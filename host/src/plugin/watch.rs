@@ -5,25 +5,44 @@
 //! directory registered, and nothing else: a change to `NAME.wasm` or
 //! `NAME.toml` reloads that one plugin and swaps exactly its tools
 //! ([`ToolRegistry::replace`]), so REST tools, native tools and tools from
-//! other sources in the same registry are never touched. A file is loaded
-//! only once it has been quiet for the debounce window, and only if it did
-//! not change while it loaded; a version that does not load (a truncated
-//! component, a refused grant, a failed integrity check, a tool name taken
-//! by another tool) leaves the previous version serving, and the next
-//! change to the file tries again. Calls in flight finish on the version
-//! they started on.
+//! other sources in the same registry are never touched, but for a name
+//! both offer: it goes to the source that takes precedence (see
+//! [`ToolRegistry`]), whatever the order of changes.
+//!
+//! Only a change of content reloads a plugin. The watcher listens for
+//! files created, written, renamed and removed, never for reads or
+//! changes of metadata (`cat`, `touch`, another `toolhost` loading the
+//! same directory), and a file whose bytes (and whose manifest's bytes)
+//! are the ones already seen, loaded or refused, changes nothing: a
+//! stateful plugin keeps its sessions, clients get no `list_changed`, and
+//! a refused plugin is not refused (and logged) again.
+//!
+//! A file is loaded only once it has been quiet for the debounce window,
+//! and only if it did not change while it loaded; a version that does not
+//! load (a truncated component, a FIFO or a device in its place, a refused
+//! grant, a failed integrity check, a tool name taken by a source that
+//! takes precedence) leaves the previous version serving, and the next
+//! change to the file tries again. A plugin is removed only when its
+//! `NAME.wasm` is gone from the directory. Calls in flight finish on the
+//! version they started on.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
-use notify_debouncer_mini::notify::{self, RecommendedWatcher, RecursiveMode};
-use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
+use notify_debouncer_mini::notify::{
+    self, Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher, event::ModifyKind,
+};
 use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-use super::{Plugin, PluginError, PluginHost};
+mod content;
+
+use content::{Content, Found};
+
+use super::{Plugin, PluginError, PluginHost, component_files};
 use crate::tools::{RegistryError, Tool, ToolOrigin, ToolRegistry};
 
 /// How long a file must stay unchanged before it is loaded: long enough
@@ -56,7 +75,7 @@ pub enum ReloadError {
     #[error(transparent)]
     Load(#[from] PluginError),
     /// The new version loaded, but a tool of it could not be registered:
-    /// most often its name is taken by another tool.
+    /// its name is taken by a tool from a source that takes precedence.
     #[error("{}: the new version was not put in service: {error}", path.display())]
     Register {
         /// The `.wasm` file.
@@ -65,7 +84,7 @@ pub enum ReloadError {
         error: RegistryError,
     },
     /// The file-system watcher reported an error.
-    #[error("watching {}: {error}; changes may have been missed: touch the file to reload it", path.display())]
+    #[error("watching {}: {error}; changes may have been missed: write the file again (or restart) to reload it", path.display())]
     Watch {
         /// The directory.
         path: PathBuf,
@@ -89,6 +108,9 @@ pub enum WatchEvent {
         added: Vec<String>,
         /// Tool names of the old version it no longer has.
         removed: Vec<String>,
+        /// Tools of weaker sources it took its names back from (each a
+        /// [`RegistryError::Displaced`]): they are no longer served.
+        displaced: Vec<RegistryError>,
     },
     /// A plugin file is gone, and its tools with it.
     Removed {
@@ -123,11 +145,19 @@ pub struct PluginWatcher {
     host: PluginHost,
     dir: PathBuf,
     registry: Arc<ToolRegistry>,
+    debounce: Duration,
     /// Per plugin file name: the very tools it registered.
-    owned: HashMap<OsString, Owned>,
-    changes: mpsc::UnboundedReceiver<DebounceEventResult>,
+    owned: HashMap<OsString, Vec<Arc<dyn Tool>>>,
+    /// Per plugin file name: the content last seen, loaded or refused (at
+    /// first, as it was when watching began). The same content again
+    /// changes nothing.
+    seen: HashMap<OsString, Content>,
+    /// Plugin files changed, and when each was last changed: each is
+    /// reconciled once quiet for `debounce`.
+    dirty: HashMap<OsString, Instant>,
+    changes: mpsc::UnboundedReceiver<notify::Result<Event>>,
     pending: VecDeque<WatchEvent>,
-    _debouncer: Debouncer<RecommendedWatcher>,
+    _watcher: RecommendedWatcher,
 }
 
 impl std::fmt::Debug for PluginWatcher {
@@ -145,7 +175,9 @@ impl PluginHost {
     /// in `registry` that were loaded from `dir` (by
     /// [`load_dir`](Self::load_dir) and
     /// [`LoadReport::register_into`](super::LoadReport::register_into))
-    /// are adopted: a change to their file swaps them.
+    /// are adopted: a change to their file swaps them. Every plugin file
+    /// in `dir` is read once now, to know its content: a later event that
+    /// finds the same content changes nothing.
     ///
     /// A file must be unchanged for `debounce` ([`DEFAULT_DEBOUNCE`] is a
     /// good value) before it is loaded. Subdirectories are not watched.
@@ -184,40 +216,59 @@ impl PluginHost {
             error,
         };
         let (tx, changes) = mpsc::unbounded_channel();
-        let mut debouncer =
-            notify_debouncer_mini::new_debouncer(debounce, move |batch: DebounceEventResult| {
-                // The receiver is gone only when the watcher is dropped.
-                let _ = tx.send(batch);
-            })
-            .map_err(start)?;
-        debouncer
-            .watcher()
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<Event>| {
+            // Reads and metadata changes are not changes of content.
+            if event.as_ref().is_ok_and(|e| !changes_content(&e.kind)) {
+                return;
+            }
+            // The receiver is gone only when the watcher is dropped.
+            let _ = tx.send(event);
+        })
+        .map_err(start)?;
+        watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(start)?;
         let owned = adopt(dir, &registry);
+        let budget = self.config.plugins;
+        let seen = component_files(dir)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|path| {
+                let name = path.file_name()?.to_owned();
+                match Content::of(&path, &budget) {
+                    Found::Present(content) => Some((name, content)),
+                    Found::Absent | Found::Unreadable(_) => None,
+                }
+            })
+            .collect();
         Ok(PluginWatcher {
             host: self.clone(),
             dir: dir.to_owned(),
             registry,
+            debounce,
             owned,
+            seen,
+            dirty: HashMap::new(),
             changes,
             pending: VecDeque::new(),
-            _debouncer: debouncer,
+            _watcher: watcher,
         })
     }
 }
 
-/// What one plugin file put in the registry.
-struct Owned {
-    /// The very tools it registered.
-    tools: Vec<Arc<dyn Tool>>,
-    /// Its files as they were when loaded (unknown for adopted tools): an
-    /// event that finds them the same changes nothing.
-    loaded: Option<Stamps>,
+/// Whether an event of `kind` may mean new content: a file created,
+/// written, renamed or removed. Opening, reading and closing a file
+/// (`cat`, a second server loading the directory) and changing its
+/// metadata (`touch`, `chmod`) do not.
+fn changes_content(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
+    )
 }
 
 /// The plugin tools in `registry` loaded from files in `dir`, by file name.
-fn adopt(dir: &Path, registry: &ToolRegistry) -> HashMap<OsString, Owned> {
+fn adopt(dir: &Path, registry: &ToolRegistry) -> HashMap<OsString, Vec<Arc<dyn Tool>>> {
     let same_dir = |path: &Path| {
         let parent = path.parent().unwrap_or(Path::new("."));
         parent == dir
@@ -226,7 +277,7 @@ fn adopt(dir: &Path, registry: &ToolRegistry) -> HashMap<OsString, Owned> {
                 (Ok(a), Ok(b)) if a == b
             )
     };
-    let mut owned: HashMap<OsString, Owned> = HashMap::new();
+    let mut owned: HashMap<OsString, Vec<Arc<dyn Tool>>> = HashMap::new();
     let snapshot = registry.snapshot();
     // Every version of every name: a plugin's tools may have a version.
     for tool in snapshot.keys().filter_map(|key| snapshot.get(&key)) {
@@ -236,11 +287,7 @@ fn adopt(dir: &Path, registry: &ToolRegistry) -> HashMap<OsString, Owned> {
         {
             owned
                 .entry(name.to_owned())
-                .or_insert_with(|| Owned {
-                    tools: Vec::new(),
-                    loaded: None,
-                })
-                .tools
+                .or_default()
                 .push(Arc::clone(tool));
         }
     }
@@ -261,29 +308,57 @@ impl PluginWatcher {
             if let Some(event) = self.pending.pop_front() {
                 return Some(event);
             }
-            let batch = self.changes.recv().await?;
-            let events = match batch {
-                Ok(events) => events,
-                Err(error) => {
-                    return Some(WatchEvent::Failed {
-                        path: self.dir.clone(),
-                        error: ReloadError::Watch {
+            let due = self.dirty.values().min().copied();
+            tokio::select! {
+                changed = self.changes.recv() => match changed? {
+                    Ok(event) => {
+                        // Quiet again only `debounce` after its last event:
+                        // a file still being written waits until it is done.
+                        let quiet = Instant::now() + self.debounce;
+                        for path in &event.paths {
+                            if let Some(file) = plugin_file(path) {
+                                self.dirty.insert(file, quiet);
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        return Some(WatchEvent::Failed {
                             path: self.dir.clone(),
-                            error,
-                        },
-                    });
-                }
-            };
-            // Only files quiet for the whole window: one still being
-            // written comes back as `Any` once it is done.
-            let files: BTreeSet<OsString> = events
-                .iter()
-                .filter(|e| matches!(e.kind, DebouncedEventKind::Any))
-                .filter_map(|e| plugin_file(&e.path))
-                .collect();
-            for file in files {
-                if let Some(event) = self.reconcile(&file).await {
-                    self.pending.push_back(event);
+                            error: ReloadError::Watch {
+                                path: self.dir.clone(),
+                                error,
+                            },
+                        });
+                    }
+                },
+                () = sleep_until(due), if due.is_some() => {
+                    let now = Instant::now();
+                    let quiet: BTreeSet<OsString> = self
+                        .dirty
+                        .iter()
+                        .filter(|(_, at)| **at <= now)
+                        .map(|(file, _)| file.clone())
+                        .collect();
+                    for file in quiet {
+                        self.dirty.remove(&file);
+                        let Some(event) = self.reconcile(&file).await else {
+                            continue;
+                        };
+                        let frees_names = match &event {
+                            WatchEvent::Removed { .. } => true,
+                            WatchEvent::Loaded { removed, .. } => !removed.is_empty(),
+                            WatchEvent::Failed { .. } => false,
+                        };
+                        let dropped = match &event {
+                            WatchEvent::Loaded { displaced, .. } => self.drop_displaced(displaced),
+                            _ => Vec::new(),
+                        };
+                        self.pending.push_back(event);
+                        if frees_names {
+                            self.retry_refused();
+                        }
+                        self.pending.extend(dropped);
+                    }
                 }
             }
         }
@@ -292,38 +367,51 @@ impl PluginWatcher {
     /// Bring the registry in line with plugin file `file` as it is now.
     async fn reconcile(&mut self, file: &OsString) -> Option<WatchEvent> {
         let path = self.dir.join(file);
-        let before = Stamps::of(&path);
-        if before.wasm.is_none() {
-            let old = self.owned.remove(file)?;
-            self.registry
-                .replace(&old.tools, Vec::new())
-                .expect("removing tools cannot clash");
-            return Some(WatchEvent::Removed {
-                path,
-                tools: names(&old.tools),
-            });
-        }
-        let old = self.owned.get(file);
-        if old.is_some_and(|o| o.loaded.as_ref() == Some(&before)) {
-            // An event that changed nothing (a second event for one write).
+        let content = match self.content(&path).await {
+            Found::Absent => {
+                self.seen.remove(file);
+                let old = self.owned.remove(file)?;
+                self.registry
+                    .replace(&old, Vec::new())
+                    .expect("removing tools cannot clash");
+                return Some(WatchEvent::Removed {
+                    path,
+                    tools: names(&old),
+                });
+            }
+            Found::Unreadable(error) => {
+                // Something that is not a plugin file (a FIFO, a device)
+                // took its place: refused, and the old version serves on
+                // (and is not reloaded when its bytes come back).
+                return Some(WatchEvent::Failed {
+                    path,
+                    error: ReloadError::Load(error),
+                });
+            }
+            Found::Present(content) => content,
+        };
+        if self.seen.get(file) == Some(&content) {
+            // Content already seen (loaded or refused): nothing changed.
             return None;
         }
-        let old = old.map(|o| o.tools.clone()).unwrap_or_default();
         let loaded = self.host.load_file(&path).await;
-        if Stamps::of(&path) != before {
+        let plugin = match loaded {
+            Ok(plugin) if Content::loaded(&plugin) == content => plugin,
             // Written to while it loaded: the event for that write follows,
             // and the file is loaded again once it is quiet.
-            return None;
-        }
-        let plugin = match loaded {
-            Ok(plugin) => plugin,
+            Ok(_) => return None,
             Err(error) => {
+                if !matches!(self.content(&path).await, Found::Present(now) if now == content) {
+                    return None;
+                }
+                self.seen.insert(file.clone(), content);
                 return Some(WatchEvent::Failed {
                     path,
                     error: error.into(),
                 });
             }
         };
+        let old = self.owned.get(file).cloned().unwrap_or_default();
         let new: Vec<Arc<dyn Tool>> = plugin
             .tools()
             .into_iter()
@@ -334,12 +422,18 @@ impl PluginWatcher {
             .iter()
             .map(|tool| (Arc::clone(tool), options.clone()))
             .collect();
-        if let Err(error) = self.registry.replace(&old, swap) {
-            return Some(WatchEvent::Failed {
-                path: path.clone(),
-                error: ReloadError::Register { path, error },
-            });
-        }
+        let displaced = match self.registry.replace(&old, swap) {
+            Ok(displaced) => displaced,
+            Err(error) => {
+                // Not remembered as seen: whether it fits depends on the
+                // other sources, and the next change tries again.
+                return Some(WatchEvent::Failed {
+                    path: path.clone(),
+                    error: ReloadError::Register { path, error },
+                });
+            }
+        };
+        self.seen.insert(file.clone(), content);
         let (old_names, new_names) = (names(&old), names(&new));
         let added = new_names
             .iter()
@@ -351,19 +445,103 @@ impl PluginWatcher {
             .filter(|n| !new_names.contains(n))
             .cloned()
             .collect();
-        self.owned.insert(
-            file.clone(),
-            Owned {
-                tools: new,
-                loaded: Some(before),
-            },
-        );
+        self.owned.insert(file.clone(), new);
         Some(WatchEvent::Loaded {
             plugin,
             replaced: !old.is_empty(),
             added,
             removed,
+            displaced,
         })
+    }
+
+    /// A plugin serves all its tools or none: one of this directory that
+    /// lost a name to a plugin that takes precedence (an earlier file) is
+    /// taken out of service, and tried again when names are freed.
+    fn drop_displaced(&mut self, displaced: &[RegistryError]) -> Vec<WatchEvent> {
+        if displaced.is_empty() {
+            return Vec::new();
+        }
+        let served = self.registry.snapshot();
+        let is_served = |tool: &Arc<dyn Tool>| {
+            let name = &tool.spec().name;
+            let key = match tool.version() {
+                Some(version) => format!("{name}@{version}"),
+                None => name.clone(),
+            };
+            served.get(&key).is_some_and(|t| Arc::ptr_eq(t, tool))
+        };
+        let partial: Vec<OsString> = self
+            .owned
+            .iter()
+            .filter(|(_, tools)| !tools.iter().all(is_served))
+            .map(|(file, _)| file.clone())
+            .collect();
+        let mut events = Vec::new();
+        for file in partial {
+            let Some(tools) = self.owned.remove(&file) else {
+                continue;
+            };
+            let lost = tools
+                .iter()
+                .find(|t| !is_served(t))
+                .map(|t| t.spec().name.clone());
+            self.registry
+                .replace(&tools, Vec::new())
+                .expect("removing tools cannot clash");
+            self.seen.remove(&file);
+            let path = self.dir.join(&file);
+            let lost = lost.unwrap_or_default();
+            let error = displaced
+                .iter()
+                .find(|e| e.tool_name() == lost)
+                .cloned()
+                .unwrap_or_else(|| RegistryError::Displaced {
+                    name: lost,
+                    owner: "another tool".into(),
+                    displaced: format!("plugin {}", path.display()),
+                });
+            events.push(WatchEvent::Failed {
+                path: path.clone(),
+                error: ReloadError::Register { path, error },
+            });
+        }
+        events
+    }
+
+    /// Try again, at once, every plugin file of the directory not in
+    /// service: one refused because a name was taken may fit now.
+    fn retry_refused(&mut self) {
+        let now = Instant::now();
+        for path in component_files(&self.dir).unwrap_or_default() {
+            if let Some(file) = path.file_name()
+                && !self.owned.contains_key(file)
+            {
+                self.seen.remove(file);
+                self.dirty.entry(file.to_owned()).or_insert(now);
+            }
+        }
+    }
+
+    /// The content of the plugin at `path` now, read off the executor.
+    async fn content(&self, path: &Path) -> Found {
+        let (file, budget) = (path.to_owned(), self.host.config.plugins);
+        tokio::task::spawn_blocking(move || Content::of(&file, &budget))
+            .await
+            .unwrap_or_else(|e| {
+                Found::Unreadable(PluginError::Describe {
+                    path: path.to_owned(),
+                    message: format!("the reading thread failed: {e}"),
+                })
+            })
+    }
+}
+
+/// Sleep until `due`, or forever when there is nothing to wait for.
+async fn sleep_until(due: Option<Instant>) {
+    match due {
+        Some(due) => tokio::time::sleep_until(due).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -376,31 +554,6 @@ fn plugin_file(path: &Path) -> Option<OsString> {
         "toml" => Some(name.with_extension("wasm").into_os_string()),
         _ => None,
     }
-}
-
-/// What tells one version of a plugin's files from the next: the size and
-/// time of last change of the component and of its manifest.
-#[derive(Debug, PartialEq, Eq)]
-struct Stamps {
-    wasm: Option<Stamp>,
-    manifest: Option<Stamp>,
-}
-
-type Stamp = (u64, Option<SystemTime>);
-
-impl Stamps {
-    fn of(wasm: &Path) -> Self {
-        Self {
-            wasm: stamp(wasm),
-            manifest: stamp(&wasm.with_extension("toml")),
-        }
-    }
-}
-
-/// `None` when `path` is not (or no longer) a regular file.
-fn stamp(path: &Path) -> Option<Stamp> {
-    let meta = std::fs::metadata(path).ok()?;
-    meta.is_file().then(|| (meta.len(), meta.modified().ok()))
 }
 
 fn names(tools: &[Arc<dyn Tool>]) -> Vec<String> {

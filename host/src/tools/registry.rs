@@ -31,7 +31,7 @@ pub struct CallReport {
 }
 
 /// Why a tool could not be registered.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
     /// Two tools want the same name (and neither has a version that tells
@@ -47,6 +47,21 @@ pub enum RegistryError {
         first: String,
         /// Where the rejected tool comes from.
         second: String,
+    },
+    /// A tool lost its name to one from a source that takes precedence
+    /// (see [`ToolRegistry`]: native tools, then plugins by file, then REST
+    /// tools, then MCP servers by name): it is no longer served.
+    #[error(
+        "tool `{name}` of {displaced} is no longer served: {owner} offers the same name and \
+         takes precedence; rename one of them"
+    )]
+    Displaced {
+        /// The contested name.
+        name: String,
+        /// Where the tool that now has the name comes from.
+        owner: String,
+        /// Where the tool that lost it comes from.
+        displaced: String,
     },
     /// The name is not one every provider accepts.
     #[error("tool name `{0}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`")]
@@ -73,6 +88,19 @@ pub enum RegistryError {
     },
 }
 
+impl RegistryError {
+    /// The name of the tool this error is about.
+    pub fn tool_name(&self) -> &str {
+        match self {
+            Self::DuplicateName { name, .. }
+            | Self::Displaced { name, .. }
+            | Self::InvalidVersion { name, .. }
+            | Self::InvalidSchema { name, .. }
+            | Self::InvalidName(name) => name,
+        }
+    }
+}
+
 fn describe_origin(tool: &dyn Tool) -> String {
     let origin = match tool.origin() {
         ToolOrigin::Native => "a native tool".to_owned(),
@@ -83,6 +111,23 @@ fn describe_origin(tool: &dyn Tool) -> String {
     match tool.version() {
         Some(version) => format!("{origin} (version {version})"),
         None => origin,
+    }
+}
+
+/// Which of two tools offering one name keeps it: the one whose source
+/// comes first in this order (smaller is stronger). Native tools (the
+/// embedding program's own code), then plugins by file path (as
+/// [`load_dir`](crate::plugin::PluginHost::load_dir) orders them), then
+/// REST tools, then MCP servers by name. The rank depends on the tool
+/// alone, never on when it was registered, so the same tools give the same
+/// owners whatever order they arrive, leave and come back in. Two tools of
+/// one rank (two native tools, two REST tools) are a plain duplicate.
+fn rank(tool: &dyn Tool) -> (u8, Option<String>) {
+    match tool.origin() {
+        ToolOrigin::Native => (0, None),
+        ToolOrigin::Plugin { path, .. } => (1, Some(path.to_string_lossy().into_owned())),
+        ToolOrigin::Rest { .. } => (2, None),
+        ToolOrigin::Mcp { server } => (3, Some(server)),
     }
 }
 
@@ -97,6 +142,16 @@ pub fn is_valid_version(version: &str) -> bool {
 
 /// All tools by name (and version). Validates input and applies
 /// [`ExecOptions`].
+///
+/// Where two sources offer one name, the name belongs to the source that
+/// takes precedence, by a fixed order (native tools, plugins by file path,
+/// REST tools, MCP servers by name), whichever registered first: a
+/// stronger source's tool displaces a weaker one's
+/// ([`RegistryError::Displaced`]), and a weaker one's is refused
+/// ([`RegistryError::DuplicateName`]). So a plugin removed and put back
+/// takes its names back from an MCP server that listed them meanwhile.
+/// A name freed by its owner goes to a weaker source when that source
+/// next registers it (an MCP server does on its next listing).
 ///
 /// Tools can be registered and unregistered at any time, also while calls
 /// run: every method takes `&self`, so an `Arc<ToolRegistry>` is shared
@@ -254,11 +309,16 @@ impl ToolRegistry {
         options: ExecOptions,
     ) -> Result<(), RegistryError> {
         let entry = self.entry(tool, options)?;
-        self.update(|set| {
+        let displaced = self.update(|set| {
             let mut tools = set.tools.clone();
-            insert(&mut tools, entry)?;
-            Ok((tools, ()))
-        })
+            let mut displaced = Vec::new();
+            insert(&mut tools, entry, &mut displaced)?;
+            Ok((tools, displaced))
+        })?;
+        for lost in &displaced {
+            tracing::warn!("{}", crate::text::escape_controls(&lost.to_string()));
+        }
+        Ok(())
     }
 
     /// Swap tools in one step: remove every tool in `old` (the very
@@ -268,16 +328,20 @@ impl ToolRegistry {
     /// reload replaces exactly the tools that plugin registered, whatever
     /// else the registry holds.
     ///
+    /// Returns the tools of other sources that `new` displaced (each a
+    /// [`RegistryError::Displaced`]): they ranked below it.
+    ///
     /// # Errors
     ///
     /// As [`register_with`](Self::register_with), for any tool in `new`
-    /// (a name taken by a tool not in `old`, an invalid name, version or
-    /// schema); the registry is then left as it was.
+    /// (a name taken by a tool not in `old` that takes precedence, an
+    /// invalid name, version or schema); the registry is then left as it
+    /// was.
     pub fn replace(
         &self,
         old: &[Arc<dyn Tool>],
         new: Vec<(Arc<dyn Tool>, ExecOptions)>,
-    ) -> Result<(), RegistryError> {
+    ) -> Result<Vec<RegistryError>, RegistryError> {
         let entries = new
             .into_iter()
             .map(|(tool, options)| self.entry(tool, options))
@@ -288,10 +352,11 @@ impl ToolRegistry {
                 versions.retain(|e| !old.iter().any(|o| Arc::ptr_eq(o, &e.tool)));
                 !versions.is_empty()
             });
+            let mut displaced = Vec::new();
             for entry in entries {
-                insert(&mut tools, entry)?;
+                insert(&mut tools, entry, &mut displaced)?;
             }
-            Ok((tools, ()))
+            Ok((tools, displaced))
         })
     }
 
@@ -451,26 +516,45 @@ impl ToolRegistry {
     }
 }
 
-/// Add `entry` to `tools`, unless its name is taken by a tool without a
-/// version, or by the same version.
+/// Add `entry` to `tools`, unless its name is taken by a tool (without a
+/// version, or of the same version) that ranks as high or higher
+/// ([`rank`]); the weaker tools it clashes with are removed and reported
+/// in `displaced`.
 fn insert(
     tools: &mut BTreeMap<String, Vec<Arc<Entry>>>,
     entry: Arc<Entry>,
+    displaced: &mut Vec<RegistryError>,
 ) -> Result<(), RegistryError> {
     let name = &entry.tool.spec().name;
     let version = entry.tool.version();
-    let existing = tools.get(name).map(Vec::as_slice).unwrap_or_default();
-    if let Some(clash) = existing.iter().find(|e| {
+    let clashes = |e: &Arc<Entry>| {
         let other = e.tool.version();
         version.is_none() || other.is_none() || other == version
-    }) {
+    };
+    let versions = tools.entry(name.clone()).or_default();
+    let strength = rank(entry.tool.as_ref());
+    if let Some(clash) = versions
+        .iter()
+        .find(|e| clashes(e) && rank(e.tool.as_ref()) <= strength)
+    {
         return Err(RegistryError::DuplicateName {
             name: name.clone(),
             first: describe_origin(clash.tool.as_ref()),
             second: describe_origin(entry.tool.as_ref()),
         });
     }
-    tools.entry(name.clone()).or_default().push(entry);
+    versions.retain(|e| {
+        if !clashes(e) {
+            return true;
+        }
+        displaced.push(RegistryError::Displaced {
+            name: name.clone(),
+            owner: describe_origin(entry.tool.as_ref()),
+            displaced: describe_origin(e.tool.as_ref()),
+        });
+        false
+    });
+    versions.push(entry);
     Ok(())
 }
 

@@ -182,6 +182,7 @@ async fn reload(watcher: Option<PluginWatcher>, changes: Option<ToolsChanged>) {
                 replaced,
                 added,
                 removed,
+                displaced,
             } => {
                 let verb = if *replaced { "reloaded" } else { "loaded" };
                 tracing::info!(
@@ -191,6 +192,9 @@ async fn reload(watcher: Option<PluginWatcher>, changes: Option<ToolsChanged>) {
                     added.join(", "),
                     removed.join(", "),
                 );
+                for lost in displaced {
+                    tracing::warn!("{}", ChainDisplay(lost).escaped());
+                }
             }
             WatchEvent::Removed { path, tools } => {
                 tracing::info!(

@@ -6,7 +6,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{FormatError, Sha256Digest};
-use crate::plugin::{PluginBudget, PluginError, component_files, plugin_name, read_regular};
+use crate::fsread::read_regular;
+use crate::plugin::{PluginBudget, PluginError, component_files, plugin_name};
 use crate::text;
 
 /// What an operator's lock file pins for one plugin.

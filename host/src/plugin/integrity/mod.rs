@@ -62,7 +62,7 @@ pub use digest::{FormatError, Sha256Digest};
 pub use lock::{Lock, LockEntry};
 pub use signature::{PublicKey, Signature, SigningKey, signature_path, signed_message};
 
-use super::read_regular;
+use crate::fsread::{self, read_regular};
 use crate::text;
 
 /// The operator's integrity policy (`[integrity]` in the host config). The
@@ -291,7 +291,7 @@ impl Integrity {
         let lock = match &policy.lock_file {
             None => None,
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|e| {
+                let text = fsread::read_text(path, fsread::LOCK_FILE_MAX_BYTES, None).map_err(|e| {
                     format!(
                         "cannot read lock file {}: {e}; write it with `toolhost lock DIR -o {}`, or fix `integrity.lock_file` (--lock)",
                         path.display(),

@@ -300,3 +300,185 @@ async fn replace_swaps_exactly_the_given_tools_or_nothing() {
         Ok(json!("other"))
     );
 }
+
+/// A tool from a source other than native code, to rank sources.
+struct FromSource {
+    spec: crate::tools::ToolSpec,
+    origin: ToolOrigin,
+    answer: &'static str,
+}
+
+impl Tool for FromSource {
+    fn spec(&self) -> &crate::tools::ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        _input: Value,
+        _cx: &CallContext,
+    ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
+        let answer = self.answer;
+        Box::pin(async move { Ok(json!(answer)) })
+    }
+
+    fn origin(&self) -> ToolOrigin {
+        self.origin.clone()
+    }
+}
+
+fn from(origin: ToolOrigin, name: &str, answer: &'static str) -> Arc<dyn Tool> {
+    Arc::new(FromSource {
+        spec: crate::tools::ToolSpec {
+            name: name.into(),
+            description: "Answers.".into(),
+            input_schema: json!({"type": "object"}),
+        },
+        origin,
+        answer,
+    })
+}
+
+fn plugin(file: &str) -> ToolOrigin {
+    ToolOrigin::Plugin {
+        plugin: file.trim_end_matches(".wasm").into(),
+        path: std::path::Path::new("/plugins").join(file),
+    }
+}
+
+fn mcp(server: &str) -> ToolOrigin {
+    ToolOrigin::Mcp {
+        server: server.into(),
+    }
+}
+
+/// Who owns `name` after `steps` (each a tool registered, by index, or
+/// removed, by index), started from an empty registry.
+async fn owner_after(tools: &[Arc<dyn Tool>], steps: &[(bool, usize)]) -> Option<Value> {
+    let registry = ToolRegistry::new();
+    for &(add, i) in steps {
+        if add {
+            // A weaker source's registration is refused: that is the point.
+            let _ = registry.replace(&[], vec![(Arc::clone(&tools[i]), ExecOptions::default())]);
+        } else {
+            registry
+                .replace(&[Arc::clone(&tools[i])], Vec::new())
+                .unwrap();
+        }
+    }
+    registry.call("x", "{}", &cx()).await.ok()
+}
+
+#[tokio::test]
+async fn a_plugin_put_back_takes_its_name_back_from_an_mcp_server_that_listed_it_meanwhile() {
+    // The bug: plugin removed, MCP server re-lists `x`, plugin restored and
+    // refused; calls (and their arguments) went to the MCP server.
+    let plugin_x = from(plugin("p.wasm"), "x", "plugin");
+    let mcp_x = from(mcp("m"), "x", "mcp");
+    let registry = ToolRegistry::new();
+    registry
+        .register_with(Arc::clone(&plugin_x), ExecOptions::default())
+        .unwrap();
+    let refused = registry.register_with(Arc::clone(&mcp_x), ExecOptions::default());
+    assert!(
+        matches!(refused, Err(RegistryError::DuplicateName { .. })),
+        "{refused:?}"
+    );
+    registry
+        .replace(&[Arc::clone(&plugin_x)], Vec::new())
+        .unwrap();
+    registry
+        .register_with(Arc::clone(&mcp_x), ExecOptions::default())
+        .expect("a free name goes to the MCP server");
+    assert_eq!(registry.call("x", "{}", &cx()).await, Ok(json!("mcp")));
+    let displaced = registry
+        .replace(&[], vec![(Arc::clone(&plugin_x), ExecOptions::default())])
+        .expect("the plugin comes back");
+    assert_eq!(registry.call("x", "{}", &cx()).await, Ok(json!("plugin")));
+    let [
+        RegistryError::Displaced {
+            name, displaced, ..
+        },
+    ] = displaced.as_slice()
+    else {
+        panic!("{displaced:?}");
+    };
+    assert_eq!(name, "x");
+    assert!(displaced.contains("MCP server `m`"), "{displaced}");
+    // The MCP server's next listing is refused again.
+    let again = registry.register_with(mcp_x, ExecOptions::default());
+    assert!(matches!(again, Err(RegistryError::DuplicateName { .. })));
+}
+
+#[tokio::test]
+async fn the_owner_of_a_name_does_not_depend_on_the_order_sources_arrive_in() {
+    let tools = [
+        from(ToolOrigin::Native, "x", "native"),
+        from(plugin("a.wasm"), "x", "plugin a"),
+        from(plugin("b.wasm"), "x", "plugin b"),
+        from(
+            ToolOrigin::Rest {
+                url: "https://example.com".into(),
+                file: None,
+            },
+            "x",
+            "rest",
+        ),
+        from(mcp("m1"), "x", "mcp m1"),
+        from(mcp("m2"), "x", "mcp m2"),
+    ];
+    let answers = ["native", "plugin a", "plugin b", "rest", "mcp m1", "mcp m2"];
+    // Every source added, in each rotation of the order and backwards:
+    // the strongest present always owns the name.
+    for start in 0..tools.len() {
+        for reverse in [false, true] {
+            let mut order: Vec<usize> = (0..tools.len())
+                .map(|i| (i + start) % tools.len())
+                .collect();
+            if reverse {
+                order.reverse();
+            }
+            let mut steps: Vec<(bool, usize)> = order.iter().map(|&i| (true, i)).collect();
+            assert_eq!(
+                owner_after(&tools, &steps).await,
+                Some(json!("native")),
+                "{steps:?}"
+            );
+            // Removing the owners one by one: the strongest of the rest
+            // owns it once it has registered again.
+            for gone in 0..tools.len() - 1 {
+                steps.push((false, gone));
+                for again in gone + 1..tools.len() {
+                    steps.push((true, again));
+                }
+                let owner = owner_after(&tools, &steps).await;
+                assert_eq!(owner, Some(json!(answers[gone + 1])), "{steps:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn two_tools_of_one_rank_are_a_duplicate_whatever_the_order() {
+    let rest = |answer| {
+        from(
+            ToolOrigin::Rest {
+                url: format!("https://{answer}.example.com"),
+                file: None,
+            },
+            "x",
+            answer,
+        )
+    };
+    let registry = ToolRegistry::new();
+    registry
+        .register_with(rest("one"), ExecOptions::default())
+        .unwrap();
+    let second = registry.register_with(rest("two"), ExecOptions::default());
+    assert!(
+        matches!(second, Err(RegistryError::DuplicateName { .. })),
+        "{second:?}"
+    );
+    let versions = registry.snapshot().keys().count();
+    assert_eq!(versions, 1);
+}

@@ -414,7 +414,7 @@ pub fn load_file(path: &Path, policy: &RestPolicy) -> Result<RestTool, RestError
             "not loaded: this host loads only pinned or signed plugins (`integrity.lock_file` or `integrity.require_signatures`), and a REST declaration file can be neither; declare the tool in the host config (`[[rest]]`) instead".into(),
         ));
     }
-    let bytes = crate::plugin::read_regular(
+    let bytes = crate::fsread::read_regular(
         path,
         policy.budget.max_manifest_bytes,
         "plugins.max_manifest_bytes",
