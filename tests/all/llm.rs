@@ -4,6 +4,7 @@
 mod anthropic;
 mod errors;
 mod gemini;
+mod ids;
 mod openai;
 mod replay;
 

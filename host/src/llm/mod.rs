@@ -17,6 +17,7 @@ mod format;
 mod gemini;
 mod history;
 mod http;
+mod ids;
 mod kind;
 mod message;
 mod openai;

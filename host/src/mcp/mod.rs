@@ -7,10 +7,14 @@
 //! restarts, the registry) is [`tools::mcp`](crate::tools::mcp)'s job.
 //! The MCP *server* (`toolhost serve`) stays in the CLI for now.
 //!
-//! Everything a server sends is untrusted: messages are bounded by the
-//! transport (rmcp reads at most 16 MiB per line or HTTP body), the tool
-//! list by a page and item count, the child's stderr by a line length, and
-//! nothing it says reaches a log unescaped.
+//! Everything a server sends is untrusted: each message is bounded by a
+//! cap the caller sets (a stdio line over it becomes an error of its own,
+//! see [`frames`]; an HTTP body or event over it fails its request), the
+//! tool list by a page and item count, the child's stderr by a line length,
+//! and nothing it says reaches a log unescaped or with a secret the host
+//! sent it.
+
+mod frames;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,11 +22,16 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, PaginatedRequestParams};
 use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use tokio::io::AsyncReadExt;
 use tokio::sync::Notify;
+
+use crate::tools::secrets::Secrets;
+
+pub(crate) use frames::too_large;
 
 /// How long connecting (spawning or reaching the server, and the MCP
 /// handshake) may take.
@@ -131,36 +140,61 @@ impl ClientHandler for Listener {
     }
 }
 
+/// What a connection holds the server to, besides the protocol.
+#[derive(Debug, Clone)]
+pub(crate) struct Bounds {
+    /// The largest message the server may send, in bytes.
+    pub(crate) max_message_bytes: usize,
+    /// The secrets sent to it, kept out of its log lines and errors.
+    pub(crate) redact: Secrets,
+}
+
 /// Connect to `endpoint`; `tools_changed` is notified on each
 /// `notifications/tools/list_changed`. `server` names it in log lines.
 pub(crate) async fn connect(
     endpoint: &Endpoint,
     server: &str,
     tools_changed: Arc<Notify>,
+    bounds: &Bounds,
 ) -> Result<Connected, ConnectError> {
     let listener = Listener { tools_changed };
+    let cap = bounds.max_message_bytes;
     let attempt = async {
         match endpoint {
             Endpoint::Stdio { program, args, env } => {
                 let mut command = tokio::process::Command::new(program);
-                command.args(args).env_clear().envs(env.iter().cloned());
-                command.kill_on_drop(true);
-                let (child, stderr) = TokioChildProcess::builder(command)
+                command
+                    .args(args)
+                    .env_clear()
+                    .envs(env.iter().cloned())
+                    .stdin(std::process::Stdio::piped())
+                    .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|source| ConnectError::Spawn {
-                        program: program.clone(),
-                        source,
-                    })?;
+                    .kill_on_drop(true);
+                let mut child = command.spawn().map_err(|source| ConnectError::Spawn {
+                    program: program.clone(),
+                    source,
+                })?;
                 let pid = child.id();
-                if let Some(stderr) = stderr {
-                    tokio::spawn(log_stderr(server.to_owned(), stderr));
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(ConnectError::Spawn {
+                        program: program.clone(),
+                        source: std::io::Error::other("its stdin or stdout is not a pipe"),
+                    });
+                };
+                if let Some(stderr) = child.stderr.take() {
+                    tokio::spawn(log_stderr(server.to_owned(), stderr, bounds.redact.clone()));
                 }
+                let read = frames::cap_lines(stdout, cap, server.to_owned());
+                // Lines reach rmcp already capped (or replaced by an error
+                // that says so); its own cap must not drop them first.
+                let transport = AsyncRwTransport::<RoleClient, _, _>::new(read, stdin)
+                    .with_max_line_length(cap.saturating_add(1 << 20));
                 let running = listener
-                    .serve(child)
+                    .serve(transport)
                     .await
-                    .map_err(|e| ConnectError::Initialize(e.to_string()))?;
-                Ok(connected(running, pid))
+                    .map_err(|e| ConnectError::Initialize(redacted(&bounds.redact, &e)))?;
+                Ok(connected(running, pid, Some(child)))
             }
             Endpoint::Http { url, headers } => {
                 let client = crate::tls::http_client()
@@ -170,13 +204,15 @@ pub(crate) async fn connect(
                     .build()
                     .map_err(ConnectError::Client)?;
                 let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
-                    .custom_headers(headers.iter().cloned().collect());
+                    .custom_headers(headers.iter().cloned().collect())
+                    .max_sse_event_size(cap)
+                    .max_json_response_size(cap);
                 let transport = StreamableHttpClientTransport::with_client(client, config);
                 let running = listener
                     .serve(transport)
                     .await
-                    .map_err(|e| ConnectError::Initialize(e.to_string()))?;
-                Ok(connected(running, None))
+                    .map_err(|e| ConnectError::Initialize(redacted(&bounds.redact, &e)))?;
+                Ok(connected(running, None, None))
             }
         }
     };
@@ -185,12 +221,24 @@ pub(crate) async fn connect(
         .map_err(|_| ConnectError::Timeout)?
 }
 
-fn connected(running: RunningService<RoleClient, Listener>, pid: Option<u32>) -> Connected {
+/// `error`'s text without the secrets.
+fn redacted(secrets: &Secrets, error: &dyn std::fmt::Display) -> String {
+    secrets.redact(&error.to_string()).into_owned()
+}
+
+fn connected(
+    running: RunningService<RoleClient, Listener>,
+    pid: Option<u32>,
+    child: Option<tokio::process::Child>,
+) -> Connected {
     let peer = running.peer().clone();
     Connected {
         connection: Connection { peer, pid },
         closed: Box::pin(async move {
             let _ = running.waiting().await;
+            // Dropping the child kills it (`kill_on_drop`): when the
+            // connection ends, or when this future is dropped.
+            drop(child);
         }),
     }
 }
@@ -198,12 +246,13 @@ fn connected(running: RunningService<RoleClient, Listener>, pid: Option<u32>) ->
 /// Log a child's stderr at debug, line by line: each line escaped and cut
 /// at [`MAX_STDERR_LINE`] bytes, so a child cannot forge log lines or fill
 /// memory with one endless line.
-async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr) {
+async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr, secrets: Secrets) {
     let mut chunk = [0u8; 4096];
     let mut line = Vec::with_capacity(256);
     let mut cut = false;
     let emit = |line: &[u8], cut: bool| {
         let text = String::from_utf8_lossy(line);
+        let text = secrets.redact(&text);
         let text = crate::text::untrusted(text.trim_end_matches('\r'), MAX_STDERR_LINE);
         let more = if cut { " [line cut]" } else { "" };
         tracing::debug!("MCP server `{server}` stderr: {text}{more}");

@@ -17,6 +17,7 @@ mod registry;
 pub mod rest;
 pub(crate) mod retry_after;
 mod schema;
+pub(crate) mod secrets;
 
 use std::fmt;
 use std::sync::Arc;

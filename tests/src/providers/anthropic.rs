@@ -29,6 +29,21 @@ fn invalid(message: impl Into<String>) -> Rejection {
     (400, message.into())
 }
 
+/// The API's id pattern, `^[a-zA-Z0-9_-]+$`, as it words a mismatch.
+fn check_id(id: &str, at: &str) -> Result<(), Rejection> {
+    let ok = !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(format!(
+            "{at}: String should match pattern '^[a-zA-Z0-9_-]+$'"
+        )))
+    }
+}
+
 /// The content blocks of a message (a string is one text block).
 fn blocks(message: &Value) -> Vec<Value> {
     match &message["content"] {
@@ -134,10 +149,16 @@ impl Dialect for AnthropicDialect {
                                 "messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
                             )));
                         }
-                        uses.push(block["id"].as_str().unwrap_or_default().to_owned());
+                        let id = block["id"].as_str().unwrap_or_default();
+                        check_id(id, &format!("messages.{i}.content.{j}.tool_use.id"))?;
+                        uses.push(id.to_owned());
                     }
                     Some("tool_result") => {
                         let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+                        check_id(
+                            &id,
+                            &format!("messages.{i}.content.{j}.tool_result.tool_use_id"),
+                        )?;
                         if !previous_uses.contains(&id)
                             || !leading_results.insert(id.clone())
                             || !still_leading

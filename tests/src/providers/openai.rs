@@ -367,7 +367,15 @@ fn check_pairing(messages: &[Value]) -> Result<(), Rejection> {
                          but got an object instead."
                     )));
                 }
-                expected.push(call["id"].as_str().unwrap_or_default().to_owned());
+                let id = call["id"].as_str().unwrap_or_default();
+                if id.chars().count() > 40 {
+                    return Err(invalid(format!(
+                        "Invalid 'messages[{index}].tool_calls[{j}].id': string too long. Expected a string with \
+                         maximum length 40, but got a string with length {} instead.",
+                        id.chars().count()
+                    )));
+                }
+                expected.push(id.to_owned());
             }
             if !expected.is_empty() {
                 open = Some((expected, HashSet::new()));

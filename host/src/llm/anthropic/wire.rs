@@ -1,10 +1,13 @@
 //! Anthropic Messages JSON. Private to `anthropic`.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::Messages;
 use crate::llm::convert::arguments_object;
+use crate::llm::ids::{IdRules, WireIds};
 use crate::llm::{ChatRequest, FinishReason, Message, Usage};
 
 #[derive(Debug, Serialize)]
@@ -35,12 +38,12 @@ pub(super) enum Block<'a> {
         text: &'a str,
     },
     ToolUse {
-        id: &'a str,
+        id: Cow<'a, str>,
         name: &'a str,
         input: Value,
     },
     ToolResult {
-        tool_use_id: &'a str,
+        tool_use_id: Cow<'a, str>,
         content: &'a str,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
@@ -65,6 +68,7 @@ impl<'a> MessagesRequest<'a> {
     pub(super) fn new(format: &'a Messages, request: &ChatRequest<'a>) -> Self {
         let mut system: Vec<&str> = Vec::new();
         let mut out: Vec<WireMessage<'a>> = Vec::new();
+        let ids = WireIds::new(request.messages, IdRules::ANTHROPIC);
         for message in request.messages {
             match message {
                 Message::System { content } => system.push(content),
@@ -74,7 +78,7 @@ impl<'a> MessagesRequest<'a> {
                 }
                 Message::Tool(result) => {
                     let block = Block::ToolResult {
-                        tool_use_id: &result.tool_call_id,
+                        tool_use_id: ids.get(&result.tool_call_id),
                         content: &result.content,
                         is_error: result.is_error,
                     };
@@ -91,7 +95,7 @@ impl<'a> MessagesRequest<'a> {
                     }
                     for call in &a.tool_calls {
                         let block = Block::ToolUse {
-                            id: &call.id,
+                            id: ids.get(&call.id),
                             name: &call.name,
                             input: arguments_object(&call.arguments),
                         };

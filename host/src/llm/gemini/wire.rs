@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::GenerateContent;
 use super::schema::sanitize;
 use crate::llm::convert::{FunctionDeclaration, arguments_object};
+use crate::llm::ids::{IdRules, WireIds};
 use crate::llm::{ChatRequest, FinishReason, Message, ToolResult};
 
 /// The prefix of the ids this module makes up for calls without one. Such
@@ -67,9 +68,10 @@ pub(super) struct FunctionResponse {
     pub(super) id: Option<String>,
 }
 
-/// The id to send back: Gemini's own, never one we made up.
-fn wire_id(id: &str) -> Option<String> {
-    (!id.starts_with(SYNTHETIC_ID_PREFIX) && !id.is_empty()).then(|| id.to_owned())
+/// The id to send back: Gemini's own (or another provider's, made
+/// acceptable), never one we made up.
+fn wire_id<'a>(ids: &WireIds<'a>, id: &'a str) -> Option<String> {
+    (!id.starts_with(SYNTHETIC_ID_PREFIX) && !id.is_empty()).then(|| ids.get(id).into_owned())
 }
 
 impl GenerateContentRequest {
@@ -80,6 +82,7 @@ impl GenerateContentRequest {
     pub(super) fn new(format: &GenerateContent, request: &ChatRequest<'_>) -> Self {
         let mut system = Vec::new();
         let mut contents: Vec<Content> = Vec::new();
+        let ids = WireIds::new(request.messages, IdRules::GEMINI);
         for message in request.messages {
             match message {
                 Message::System { content } => system.push(content.as_str()),
@@ -90,7 +93,7 @@ impl GenerateContentRequest {
                         function_response: Some(FunctionResponse {
                             name: result.name.clone(),
                             response: response_object(result),
-                            id: wire_id(&result.tool_call_id),
+                            id: wire_id(&ids, &result.tool_call_id),
                         }),
                         ..Part::default()
                     };
@@ -105,7 +108,7 @@ impl GenerateContentRequest {
                             function_call: Some(FunctionCall {
                                 name: call.name.clone(),
                                 args: arguments_object(&call.arguments),
-                                id: wire_id(&call.id),
+                                id: wire_id(&ids, &call.id),
                             }),
                             thought_signature: call.signature.clone(),
                             ..Part::default()

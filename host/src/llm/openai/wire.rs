@@ -1,11 +1,14 @@
 //! OpenAI Chat Completions JSON, request and response, as the API
 //! documents it. Private: nothing outside `openai` sees these types.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ChatCompletions;
 use crate::llm::convert::FunctionDeclaration;
+use crate::llm::ids::{IdRules, WireIds};
 use crate::llm::{AssistantMessage, ChatRequest, FinishReason, Message, Usage};
 
 #[derive(Debug, Serialize)]
@@ -46,14 +49,14 @@ pub(super) enum ChatMessage<'a> {
         reasoning_content: Option<&'a str>,
     },
     Tool {
-        tool_call_id: &'a str,
+        tool_call_id: Cow<'a, str>,
         content: &'a str,
     },
 }
 
 #[derive(Debug, Serialize)]
 pub(super) struct ToolCall<'a> {
-    pub(super) id: &'a str,
+    pub(super) id: Cow<'a, str>,
     #[serde(rename = "type")]
     pub(super) kind: &'static str,
     pub(super) function: FunctionCall<'a>,
@@ -75,15 +78,16 @@ pub(super) struct Tool<'a> {
 
 impl<'a> ChatCompletionRequest<'a> {
     pub(super) fn new(format: &'a ChatCompletions, request: &ChatRequest<'a>) -> Self {
+        let ids = WireIds::new(request.messages, IdRules::OPENAI);
         let messages = request
             .messages
             .iter()
             .map(|message| match message {
                 Message::System { content } => ChatMessage::System { content },
                 Message::User { content } => ChatMessage::User { content },
-                Message::Assistant(a) => assistant(a, format.send_reasoning),
+                Message::Assistant(a) => assistant(a, format.send_reasoning, &ids),
                 Message::Tool(result) => ChatMessage::Tool {
-                    tool_call_id: &result.tool_call_id,
+                    tool_call_id: ids.get(&result.tool_call_id),
                     content: &result.content,
                 },
             })
@@ -110,7 +114,11 @@ impl<'a> ChatCompletionRequest<'a> {
     }
 }
 
-fn assistant(message: &AssistantMessage, send_reasoning: bool) -> ChatMessage<'_> {
+fn assistant<'a>(
+    message: &'a AssistantMessage,
+    send_reasoning: bool,
+    ids: &WireIds<'a>,
+) -> ChatMessage<'a> {
     let content = if message.content.is_empty() && !message.tool_calls.is_empty() {
         None
     } else {
@@ -122,7 +130,7 @@ fn assistant(message: &AssistantMessage, send_reasoning: bool) -> ChatMessage<'_
             .tool_calls
             .iter()
             .map(|call| ToolCall {
-                id: &call.id,
+                id: ids.get(&call.id),
                 kind: "function",
                 function: FunctionCall {
                     name: &call.name,

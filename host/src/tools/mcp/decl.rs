@@ -7,10 +7,11 @@ use serde::Deserialize;
 
 use super::McpError;
 use super::names;
-use crate::mcp::Endpoint;
+use crate::mcp::{Bounds, Endpoint};
 use crate::plugin::{ExecSpec, HostConfig};
 use crate::tools::ExecOptions;
-use crate::tools::rest::{HeaderSpec, MAX_RESPONSE_KB};
+use crate::tools::rest::{HeaderSpec, MAX_RESPONSE_KB, MAX_TIMEOUT_MS};
+use crate::tools::secrets::Secrets;
 
 /// One MCP server whose tools join the registry. Exactly one of `command`
 /// (stdio) and `url` (streamable HTTP).
@@ -64,10 +65,50 @@ pub struct McpDecl {
     /// most 16384.
     #[serde(default = "default_max_result_kb")]
     pub max_result_kb: u64,
+    /// How long the server may take to answer `tools/list`, in ms; one
+    /// that takes longer is down, and restarted. Default
+    /// [`DEFAULT_LIST_TIMEOUT_MS`], at most [`MAX_TIMEOUT_MS`].
+    #[serde(default = "default_list_timeout_ms")]
+    pub list_timeout_ms: u64,
 }
 
 fn default_max_result_kb() -> u64 {
     1024
+}
+
+fn default_list_timeout_ms() -> u64 {
+    DEFAULT_LIST_TIMEOUT_MS
+}
+
+/// How long a server may take to list its tools when `list_timeout_ms`
+/// does not say.
+pub const DEFAULT_LIST_TIMEOUT_MS: u64 = 10_000;
+
+/// The most a tool list may take of one message: with `max_result_kb`,
+/// what sets the cap on one message from the server.
+const MAX_LIST_BYTES: usize = 16 << 20;
+
+/// Room for the JSON-RPC envelope around a result of `max_result_kb`.
+const ENVELOPE_BYTES: usize = 1 << 20;
+
+/// Whether a stdio server's variable holds a credential (its value is then
+/// redacted from what the server sends back). Other variables (`TZ`,
+/// `LANG`, a data directory) have values that ordinary output contains.
+fn is_credential_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    [
+        "TOKEN",
+        "KEY",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "CREDENTIAL",
+        "AUTH",
+        "COOKIE",
+        "SESSION",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
 }
 
 /// The outer deadline of a call when `exec.timeout_ms` does not say: a
@@ -96,6 +137,10 @@ pub(super) struct Plan {
     pub(super) max_schema_bytes: usize,
     /// What to check when the server is down, for messages.
     pub(super) hint: String,
+    /// How long listing its tools may take.
+    pub(super) list_timeout: std::time::Duration,
+    /// Its cap on one message, and the secrets sent to it.
+    pub(super) bounds: Bounds,
 }
 
 /// Check `decl` and read the values it names: variables from the
@@ -128,6 +173,13 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
             decl.max_result_kb
         )));
     }
+    if !(1..=MAX_TIMEOUT_MS).contains(&decl.list_timeout_ms) {
+        return Err(invalid(format!(
+            "list_timeout_ms = {}: give 1 to {MAX_TIMEOUT_MS}",
+            decl.list_timeout_ms
+        )));
+    }
+    let mut secret_values: Vec<String> = Vec::new();
     let env_value = |name: &str| match config.allow.env_values.iter().find(|v| v.name() == name) {
         Some(var) => Some(var.value().to_owned()),
         None => std::env::var(name).ok(),
@@ -159,7 +211,12 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
                     continue;
                 }
                 match env_value(name) {
-                    Some(value) => env.push((name.clone(), value)),
+                    Some(value) => {
+                        if is_credential_name(name) {
+                            secret_values.push(value.clone());
+                        }
+                        env.push((name.clone(), value));
+                    }
                     None => tracing::debug!(
                         "MCP server `{}`: variable {name} is not set, so it is not passed",
                         decl.name
@@ -202,11 +259,16 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
                     .map_err(|_| invalid(format!("header `{name}` is not a valid header name")))?;
                 let value = match (&spec.value, &spec.env) {
                     (Some(value), None) => value.clone(),
-                    (None, Some(var)) => env_value(var).ok_or_else(|| McpError::MissingEnv {
-                        server: decl.name.clone(),
-                        var: var.clone(),
-                        header: name.clone(),
-                    })?,
+                    (None, Some(var)) => {
+                        let value = env_value(var).ok_or_else(|| McpError::MissingEnv {
+                            server: decl.name.clone(),
+                            var: var.clone(),
+                            header: name.clone(),
+                        })?;
+                        secret_values.push(value.clone());
+                        secret_values.push(format!("{}{value}", spec.prefix));
+                        value
+                    }
                     _ => {
                         return Err(invalid(format!(
                             "header `{name}` needs exactly one of `value` and `env`"
@@ -240,12 +302,20 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
             ));
         }
     };
+    let max_result_bytes = usize::try_from(decl.max_result_kb << 10).unwrap_or(usize::MAX);
     Ok(Plan {
         name: decl.name.clone(),
         prefix,
         endpoint,
         options,
-        max_result_bytes: usize::try_from(decl.max_result_kb << 10).unwrap_or(usize::MAX),
+        max_result_bytes,
+        list_timeout: std::time::Duration::from_millis(decl.list_timeout_ms),
+        bounds: Bounds {
+            max_message_bytes: max_result_bytes
+                .max(MAX_LIST_BYTES)
+                .saturating_add(ENVELOPE_BYTES),
+            redact: Secrets::new(secret_values.iter().map(String::as_str)),
+        },
         max_tools: config.plugins.max_tools,
         max_description_bytes: config.plugins.max_description_bytes,
         max_schema_bytes: config.plugins.max_schema_bytes,

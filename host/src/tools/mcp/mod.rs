@@ -14,8 +14,21 @@
 //!   [`MAX_RETRY_PAUSE`](super::MAX_RETRY_PAUSE) apart). While it is down its
 //!   tools stay listed and answer `unavailable`, naming the server and what
 //!   to check.
+//! - A server is up once it has listed its tools: one that does not
+//!   answer `tools/list` within `list_timeout_ms` (default
+//!   [`DEFAULT_LIST_TIMEOUT_MS`]) is down, says so, and is restarted the
+//!   same way.
 //! - `notifications/tools/list_changed` refreshes its tools in the
 //!   registries it is attached to.
+//! - One message from the server is at most the larger of 16 MiB and
+//!   `max_result_kb`, plus 1 MiB: a result over it is `output_too_large`
+//!   (as is one over `max_result_kb`), a tool list over it puts the server
+//!   down; neither waits for a deadline.
+//! - The secrets sent to the server (header values from the environment;
+//!   for a stdio server, the values of variables whose names say they are
+//!   credentials: `*TOKEN*`, `*KEY*`, `*SECRET*`, `*PASSWORD*`, ...) are
+//!   redacted from everything it sends back: results, error messages,
+//!   tool descriptions and schemas, its stderr in the log.
 //! - What a server sends is untrusted data with a budget: the number of
 //!   tools, each description and schema (the host config's `[plugins]`
 //!   budgets, as for a plugin's `describe`), each name (a valid tool name
@@ -47,26 +60,27 @@
 //! # Ok(()) }
 //! ```
 
+mod call;
 mod decl;
+mod listing;
 mod names;
 mod output;
+mod supervise;
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::ServiceError;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 
-pub use decl::{DEFAULT_TIMEOUT_MS, McpDecl};
+pub use decl::{DEFAULT_LIST_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, McpDecl};
 
 use super::{
-    Backoff, CallContext, ExecOptions, RegistryError, Tool, ToolError, ToolErrorKind, ToolOrigin,
-    ToolRegistry, ToolSpec,
+    CallContext, ExecOptions, RegistryError, Tool, ToolError, ToolOrigin, ToolRegistry, ToolSpec,
 };
-use crate::mcp::{Connection, Endpoint, connect};
+use crate::mcp::{Connection, Endpoint};
 use crate::plugin::HostConfig;
 use decl::Plan;
 
@@ -98,13 +112,6 @@ pub enum McpError {
 
 /// How long [`McpServer::start`] waits for the first connection.
 const START_TIMEOUT: Duration = crate::mcp::CONNECT_TIMEOUT;
-
-/// A connection that lasted this long counts as healthy: the next restart
-/// starts again from the shortest pause.
-const HEALTHY_AFTER: Duration = Duration::from_secs(30);
-
-/// The pause before the first restart; later ones double, with jitter.
-const FIRST_RESTART_PAUSE: Duration = Duration::from_millis(250);
 
 /// One MCP server as a source of tools. Cheap to clone; the server runs
 /// (and its child process lives) while a handle or one of its tools is
@@ -233,7 +240,7 @@ impl McpServer {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             if supervisor.is_none() {
-                let task = tokio::spawn(supervise(Arc::downgrade(&self.link)));
+                let task = tokio::spawn(supervise::supervise(Arc::downgrade(&self.link)));
                 *supervisor = Some(task.abort_handle());
             }
         }
@@ -317,314 +324,6 @@ impl Link {
             server: self.plan.name.clone(),
         }
     }
-
-    fn set_down(&self, reason: String) {
-        tracing::warn!(
-            "MCP server `{}` is down: {}; restarting it with backoff",
-            self.plan.name,
-            crate::text::escape_controls(&reason)
-        );
-        let mut state = self.state();
-        state.connection = None;
-        state.down = Some(reason);
-    }
-
-    /// List the server's tools and bring every attached registry up to
-    /// date.
-    async fn refresh(self: &Arc<Self>, connection: &Connection) -> Result<(), ServiceError> {
-        let listed = connection.list_tools(self.plan.max_tools).await?;
-        let tools = self.check_tools(listed);
-        let old = std::mem::replace(&mut self.state().tools, tools.clone());
-        let registries: Vec<Arc<ToolRegistry>> = {
-            let mut registries = self
-                .registries
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            registries.retain(|r| r.strong_count() > 0);
-            registries.iter().filter_map(Weak::upgrade).collect()
-        };
-        for registry in &registries {
-            self.sync_into(registry, &old, &tools);
-        }
-        Ok(())
-    }
-
-    /// The listed tools that fit the budgets, as registry tools; each one
-    /// that does not is skipped with a warning.
-    fn check_tools(&self, listed: Vec<rmcp::model::Tool>) -> Vec<Listed> {
-        let plan = &self.plan;
-        let server = &plan.name;
-        let skip = |remote: &str, why: String| {
-            tracing::warn!(
-                "MCP server `{server}`: skipped its tool `{}`: {why}",
-                crate::text::untrusted(remote, 128)
-            );
-        };
-        if listed.len() > plan.max_tools {
-            tracing::warn!(
-                "MCP server `{server}` lists more than {} tools; only the first {} are used (raise `plugins.max_tools` in the host config for more)",
-                plan.max_tools,
-                plan.max_tools
-            );
-        }
-        let mut tools: Vec<Listed> = Vec::new();
-        for tool in listed.into_iter().take(plan.max_tools) {
-            let remote: &str = &tool.name;
-            let Some(name) = names::tool_name(&plan.prefix, remote) else {
-                skip(
-                    remote,
-                    format!(
-                        "its name, with prefix `{}`, is not a valid tool name (1 to 64 characters)",
-                        plan.prefix
-                    ),
-                );
-                continue;
-            };
-            if tools.iter().any(|t| t.spec.name == name) {
-                skip(
-                    remote,
-                    format!("another of its tools is also named `{name}`"),
-                );
-                continue;
-            }
-            let description = tool
-                .description
-                .as_deref()
-                .or(tool.title.as_deref())
-                .unwrap_or_default()
-                .to_owned();
-            if description.len() > plan.max_description_bytes {
-                skip(
-                    remote,
-                    format!(
-                        "its description has {} bytes, more than `plugins.max_description_bytes` = {}",
-                        description.len(),
-                        plan.max_description_bytes
-                    ),
-                );
-                continue;
-            }
-            let schema = Value::Object((*tool.input_schema).clone());
-            let schema_bytes = serde_json::to_vec(&schema).map_or(usize::MAX, |v| v.len());
-            if schema_bytes > plan.max_schema_bytes {
-                skip(
-                    remote,
-                    format!(
-                        "its input schema has {schema_bytes} bytes, more than `plugins.max_schema_bytes` = {}",
-                        plan.max_schema_bytes
-                    ),
-                );
-                continue;
-            }
-            tools.push(Listed {
-                spec: ToolSpec {
-                    name,
-                    description,
-                    input_schema: schema,
-                },
-                remote: Arc::from(remote),
-            });
-        }
-        tools
-    }
-
-    /// Change `registry` from tools `old` to tools `new`: unregister ours
-    /// that went away or changed, register those that are new or changed.
-    /// Returns the tools that could not be registered.
-    fn sync_into(
-        self: &Arc<Self>,
-        registry: &ToolRegistry,
-        old: &[Listed],
-        new: &[Listed],
-    ) -> Vec<RegistryError> {
-        let ours = |name: &str| {
-            registry
-                .get(name)
-                .is_some_and(|tool| tool.origin() == self.origin())
-        };
-        for gone in old.iter().filter(|o| !new.contains(o)) {
-            if ours(&gone.spec.name) {
-                registry.unregister(&gone.spec.name);
-            }
-        }
-        let mut errors = Vec::new();
-        for added in new {
-            if old.contains(added) && ours(&added.spec.name) {
-                continue;
-            }
-            if let Err(e) =
-                registry.register_with(Arc::new(self.tool(added)), self.plan.options.clone())
-            {
-                tracing::warn!(
-                    "MCP server `{}`: skipped its tool `{}`: {}",
-                    self.plan.name,
-                    crate::text::escape_controls(&added.remote),
-                    crate::text::escape_controls(&e.to_string())
-                );
-                errors.push(e);
-            }
-        }
-        errors
-    }
-
-    /// Call the server's tool `remote` with `input`.
-    async fn call(&self, remote: &str, input: Value) -> Result<Value, ToolError> {
-        let server = &self.plan.name;
-        let (connection, down) = {
-            let state = self.state();
-            (state.connection.clone(), state.down.clone())
-        };
-        let Some(connection) = connection else {
-            return Err(ToolError::new(
-                ToolErrorKind::Unavailable,
-                format!(
-                    "MCP server `{server}` is not running ({}); toolhost restarts it with backoff: {}",
-                    down.as_deref().unwrap_or("not started"),
-                    self.plan.hint
-                ),
-            ));
-        };
-        let Value::Object(arguments) = input else {
-            return Err(ToolError::invalid_input(
-                "an MCP tool takes a JSON object as its input",
-            ));
-        };
-        match connection.call(remote, arguments).await {
-            Ok(result) => output::output_of(server, result, self.plan.max_result_bytes),
-            Err(ServiceError::McpError(e)) => {
-                // JSON-RPC "invalid params": the server refused the input.
-                let kind = if e.code.0 == -32602 {
-                    ToolErrorKind::InvalidInput
-                } else {
-                    ToolErrorKind::ToolFailed
-                };
-                Err(ToolError::new(
-                    kind,
-                    format!(
-                        "MCP server `{server}` refused the call: {}",
-                        crate::text::clip(&e.message, 4096)
-                    ),
-                ))
-            }
-            Err(e @ (ServiceError::TransportSend(_) | ServiceError::TransportClosed)) => {
-                self.lost.notify_one();
-                Err(ToolError::new(
-                    ToolErrorKind::Unavailable,
-                    format!(
-                        "MCP server `{server}` could not be reached ({}); toolhost reconnects with backoff: {}",
-                        crate::text::clip(&e.to_string(), 512),
-                        self.plan.hint
-                    ),
-                ))
-            }
-            Err(ServiceError::Timeout { timeout }) => Err(ToolError::new(
-                ToolErrorKind::Timeout,
-                format!(
-                    "MCP server `{server}` did not answer within {} ms",
-                    timeout.as_millis()
-                ),
-            )),
-            Err(e) => Err(ToolError::failed(format!(
-                "MCP server `{server}`: {}",
-                crate::text::clip(&e.to_string(), 512)
-            ))),
-        }
-    }
-}
-
-/// The pause before restart number `attempt` (0 for the first): the
-/// registry's own exponential, jittered backoff, from
-/// [`FIRST_RESTART_PAUSE`] up to [`MAX_RETRY_PAUSE`](super::MAX_RETRY_PAUSE).
-fn restart_pause(attempt: u32) -> Duration {
-    let restarts = ExecOptions {
-        retries: u32::MAX,
-        retry_delay: FIRST_RESTART_PAUSE,
-        backoff: Backoff::Exponential,
-        retry_on: vec![ToolErrorKind::Unavailable],
-        timeout: None,
-    };
-    restarts
-        .retry_pause(attempt, &ToolError::new(ToolErrorKind::Unavailable, ""))
-        .unwrap_or(super::MAX_RETRY_PAUSE)
-}
-
-/// Keep the server connected and its tools current, until the server is
-/// dropped (which aborts this task and so closes the connection).
-async fn supervise(link: Weak<Link>) {
-    let mut attempt = 0u32;
-    loop {
-        let Some(strong) = link.upgrade() else { return };
-        let plan = strong.plan.clone();
-        let (tools_changed, lost) = (Arc::clone(&strong.tools_changed), Arc::clone(&strong.lost));
-        drop(strong);
-        let connected = connect(&plan.endpoint, &plan.name, Arc::clone(&tools_changed)).await;
-        let Some(strong) = link.upgrade() else { return };
-        let reason = match connected {
-            Err(e) => {
-                let reason = chain(&e);
-                strong.set_down(reason.clone());
-                reason
-            }
-            Ok(connected) => {
-                let connection = connected.connection;
-                let mut closed = connected.closed;
-                let up_since = Instant::now();
-                {
-                    let mut state = strong.state();
-                    state.connection = Some(connection.clone());
-                    state.down = None;
-                }
-                let listed = strong.refresh(&connection).await;
-                if let Err(e) = &listed {
-                    strong.set_down(format!("listing its tools failed: {e}"));
-                } else {
-                    tracing::debug!("MCP server `{}` is up", plan.name);
-                }
-                strong.attempts.send_modify(|n| *n += 1);
-                drop(strong);
-                if listed.is_err() {
-                    "listing its tools failed".to_owned()
-                } else {
-                    let reason = loop {
-                        tokio::select! {
-                            () = &mut closed => break "its connection closed (did the process exit?)".to_owned(),
-                            () = lost.notified() => break "a call could not reach it".to_owned(),
-                            () = tools_changed.notified() => {
-                                let Some(strong) = link.upgrade() else { return };
-                                if let Err(e) = strong.refresh(&connection).await {
-                                    break format!("listing its tools failed: {e}");
-                                }
-                            }
-                        }
-                    };
-                    let Some(strong) = link.upgrade() else { return };
-                    strong.set_down(reason.clone());
-                    if up_since.elapsed() >= HEALTHY_AFTER {
-                        attempt = 0;
-                    }
-                    reason
-                }
-            }
-        };
-        if let Some(strong) = link.upgrade() {
-            strong.attempts.send_modify(|n| *n += 1);
-        }
-        tracing::debug!("MCP server `{}`: {reason}", plan.name);
-        tokio::time::sleep(restart_pause(attempt)).await;
-        attempt = attempt.saturating_add(1);
-    }
-}
-
-/// `error` and its sources as one line.
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text.push_str(": ");
-        text.push_str(&e.to_string());
-        source = e.source();
-    }
-    text
 }
 
 /// One of an MCP server's tools. Holds the server: while any of its tools
@@ -696,17 +395,6 @@ mod tests {
             let server = McpServer::new(decl.clone(), &config).unwrap_or_else(|e| panic!("{e}"));
             assert!(!format!("{server:?}").contains("secret"));
             assert!(!format!("{:?}", server.summary()).contains("secret"));
-        }
-    }
-
-    #[test]
-    fn restarts_back_off_with_jitter_up_to_the_cap() {
-        for _ in 0..20 {
-            let first = restart_pause(0);
-            assert!(first >= FIRST_RESTART_PAUSE / 2 && first <= FIRST_RESTART_PAUSE);
-            let late = restart_pause(30);
-            assert!(late >= super::super::MAX_RETRY_PAUSE / 2);
-            assert!(late <= super::super::MAX_RETRY_PAUSE);
         }
     }
 }

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::plugin::ExecSpec;
 use crate::tools::ToolSpec;
+use crate::tools::secrets::Secrets;
 
 /// Check `decl` and build its tool. `trusted`: the operator's own
 /// declaration, which may name any environment variable.
@@ -136,6 +137,7 @@ pub(super) fn build(
     // Headers: constants and secrets from the environment.
     let mut headers = HeaderMap::new();
     let mut header_summaries = Vec::new();
+    let mut secret_values: Vec<String> = Vec::new();
     for (name, spec) in &decl.headers {
         let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
             invalid(format!(
@@ -183,6 +185,11 @@ pub(super) fn build(
             ))
         })?;
         value.set_sensitive(env.is_some());
+        if env.is_some()
+            && let Ok(sent) = value.to_str()
+        {
+            secret_values.push(sent.to_owned());
+        }
         headers.insert(header, value);
         header_summaries.push(HeaderSummary {
             name: name.clone(),
@@ -218,6 +225,7 @@ pub(super) fn build(
         max_bytes: decl.max_response_kb << 10,
         timeout: Duration::from_millis(decl.timeout_ms),
         checker: Arc::clone(&policy.checker),
+        secrets: Secrets::new(secret_values.iter().map(String::as_str)),
         client: if secret_headers {
             policy.clients.same_origin.clone()
         } else {

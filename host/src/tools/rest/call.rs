@@ -12,7 +12,12 @@ use serde_json::{Map, Value};
 use super::decl::{BodyMode, ResponseFormat};
 use super::send::{self, Checker, MAX_ERROR_EXCERPT};
 use super::template::{UrlTemplate, scalar_text};
+use crate::tools::secrets::Secrets;
 use crate::tools::{ToolError, ToolErrorKind};
+
+/// Bytes read past a shown excerpt's end, so that a secret the cut would
+/// split is still found and redacted.
+const REDACT_MARGIN: usize = 4096;
 
 /// Everything a call needs, checked when the tool was built.
 pub(super) struct Request {
@@ -32,15 +37,20 @@ pub(super) struct Request {
     pub(super) max_bytes: u64,
     pub(super) timeout: Duration,
     pub(super) checker: Arc<Checker>,
+    /// The header values sent from the environment: redacted from
+    /// everything the endpoint answers.
+    pub(super) secrets: Secrets,
     pub(super) client: reqwest::Client,
 }
 
 impl Request {
-    /// One attempt, within the tool's deadline.
+    /// One attempt, within the tool's deadline. Whatever comes back (the
+    /// output, or an error quoting the endpoint) has the secrets sent to
+    /// it redacted.
     pub(super) async fn run(self: Arc<Self>, input: Value) -> Result<Value, ToolError> {
         let timeout = self.timeout;
         match tokio::time::timeout(timeout, self.attempt(input)).await {
-            Ok(result) => result,
+            Ok(result) => self.secrets.redact_result(result),
             Err(_) => Err(ToolError::new(
                 ToolErrorKind::Timeout,
                 format!(
@@ -193,13 +203,16 @@ impl Request {
     /// The start of an error response's body, for the message.
     async fn excerpt(&self, mut response: reqwest::Response) -> String {
         let mut bytes = Vec::new();
-        while bytes.len() < MAX_ERROR_EXCERPT {
+        // Read past what is shown, so that a secret across the cut is
+        // redacted whole rather than shown in part.
+        while bytes.len() < MAX_ERROR_EXCERPT + REDACT_MARGIN {
             match response.chunk().await {
                 Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
                 _ => break,
             }
         }
         let text = String::from_utf8_lossy(&bytes);
+        let text = self.secrets.redact(&text);
         let text = text.trim();
         if text.is_empty() {
             String::new()
@@ -264,7 +277,12 @@ impl Request {
                     ToolErrorKind::InvalidOutput,
                     format!(
                         "the response from {shown} is not JSON ({e}); it starts: {} (declare `response_format = \"text\"` for a text API)",
-                        crate::text::untrusted(&String::from_utf8_lossy(&body[..body.len().min(200)]), 200)
+                        crate::text::untrusted(
+                            &self.secrets.redact(&String::from_utf8_lossy(
+                                &body[..body.len().min(200 + REDACT_MARGIN)]
+                            )),
+                            200
+                        )
                     ),
                 )
             })?,

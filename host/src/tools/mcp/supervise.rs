@@ -1,0 +1,202 @@
+//! Keeping a server up: connecting, listing its tools within a deadline,
+//! noticing that it went away, and restarting it with backoff.
+//!
+//! A server is up only once it has listed its tools: one that connects but
+//! never answers `tools/list` (within `list_timeout_ms`), or answers with
+//! more than one message may hold, is down, says why, and is restarted
+//! like one whose process exited.
+
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+use rmcp::ServiceError;
+
+use super::{Link, ToolRegistry};
+use crate::mcp::{Connection, connect};
+use crate::tools::{Backoff, ExecOptions, ToolError, ToolErrorKind};
+
+/// A connection that lasted this long counts as healthy: the next restart
+/// starts again from the shortest pause.
+const HEALTHY_AFTER: Duration = Duration::from_secs(30);
+
+/// The pause before the first restart; later ones double, with jitter.
+pub(super) const FIRST_RESTART_PAUSE: Duration = Duration::from_millis(250);
+
+impl Link {
+    pub(super) fn set_down(&self, reason: String) {
+        let reason = self.plan.bounds.redact.redact(&reason).into_owned();
+        tracing::warn!(
+            "MCP server `{}` is down: {}; restarting it with backoff",
+            self.plan.name,
+            crate::text::escape_controls(&reason)
+        );
+        let mut state = self.state();
+        state.connection = None;
+        state.down = Some(reason);
+    }
+
+    /// List the server's tools (within the declaration's `list_timeout_ms`)
+    /// and bring every attached registry up to date. The error says why
+    /// the listing failed.
+    pub(super) async fn refresh(self: &Arc<Self>, connection: &Connection) -> Result<(), String> {
+        let timeout = self.plan.list_timeout;
+        let listing = connection.list_tools(self.plan.max_tools);
+        let listed = match tokio::time::timeout(timeout, listing).await {
+            Ok(Ok(listed)) => listed,
+            Err(_) => {
+                return Err(format!(
+                    "it did not answer `tools/list` within {} ms (`list_timeout_ms` in its [[mcp]] declaration)",
+                    timeout.as_millis()
+                ));
+            }
+            Ok(Err(e)) => {
+                if let ServiceError::McpError(data) = &e
+                    && let Some(too_large) = crate::mcp::too_large(data)
+                {
+                    return Err(format!(
+                        "its `tools/list` answer has {} bytes, more than the {} bytes one message may have; have it list fewer tools, or page its list",
+                        too_large.bytes, too_large.cap
+                    ));
+                }
+                return Err(format!("listing its tools failed: {e}"));
+            }
+        };
+        let tools = self.check_tools(listed);
+        let old = std::mem::replace(&mut self.state().tools, tools.clone());
+        let registries: Vec<Arc<ToolRegistry>> = {
+            let mut registries = self
+                .registries
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            registries.retain(|r| r.strong_count() > 0);
+            registries.iter().filter_map(Weak::upgrade).collect()
+        };
+        for registry in &registries {
+            self.sync_into(registry, &old, &tools);
+        }
+        Ok(())
+    }
+}
+
+/// The pause before restart number `attempt` (0 for the first): the
+/// registry's own exponential, jittered backoff, from
+/// [`FIRST_RESTART_PAUSE`] up to [`MAX_RETRY_PAUSE`](crate::tools::MAX_RETRY_PAUSE).
+pub(super) fn restart_pause(attempt: u32) -> Duration {
+    let restarts = ExecOptions {
+        retries: u32::MAX,
+        retry_delay: FIRST_RESTART_PAUSE,
+        backoff: Backoff::Exponential,
+        retry_on: vec![ToolErrorKind::Unavailable],
+        timeout: None,
+    };
+    restarts
+        .retry_pause(attempt, &ToolError::new(ToolErrorKind::Unavailable, ""))
+        .unwrap_or(crate::tools::MAX_RETRY_PAUSE)
+}
+
+/// Keep the server connected and its tools current, until the server is
+/// dropped (which aborts this task and so closes the connection).
+pub(super) async fn supervise(link: Weak<Link>) {
+    let mut attempt = 0u32;
+    loop {
+        let Some(strong) = link.upgrade() else { return };
+        let plan = strong.plan.clone();
+        let (tools_changed, lost) = (Arc::clone(&strong.tools_changed), Arc::clone(&strong.lost));
+        drop(strong);
+        let connected = connect(
+            &plan.endpoint,
+            &plan.name,
+            Arc::clone(&tools_changed),
+            &plan.bounds,
+        )
+        .await;
+        let Some(strong) = link.upgrade() else { return };
+        let reason = match connected {
+            Err(e) => {
+                let reason = chain(&e);
+                strong.set_down(reason.clone());
+                reason
+            }
+            Ok(connected) => {
+                let connection = connected.connection;
+                let mut closed = connected.closed;
+                let up_since = Instant::now();
+                // Up only once it has listed its tools: a server that
+                // never does is down, and restarted.
+                let listed = strong.refresh(&connection).await;
+                match &listed {
+                    Ok(()) => {
+                        let mut state = strong.state();
+                        state.connection = Some(connection.clone());
+                        state.down = None;
+                        drop(state);
+                        tracing::debug!("MCP server `{}` is up", plan.name);
+                    }
+                    Err(reason) => strong.set_down(reason.clone()),
+                }
+                strong.attempts.send_modify(|n| *n += 1);
+                drop(strong);
+                if let Err(reason) = listed {
+                    reason
+                } else {
+                    let reason = loop {
+                        tokio::select! {
+                            () = &mut closed => break "its connection closed (did the process exit?)".to_owned(),
+                            () = lost.notified() => break "a call could not reach it".to_owned(),
+                            () = tools_changed.notified() => {
+                                let Some(strong) = link.upgrade() else { return };
+                                if let Err(reason) = strong.refresh(&connection).await {
+                                    break reason;
+                                }
+                            }
+                        }
+                    };
+                    let Some(strong) = link.upgrade() else { return };
+                    strong.set_down(reason.clone());
+                    if up_since.elapsed() >= HEALTHY_AFTER {
+                        attempt = 0;
+                    }
+                    reason
+                }
+            }
+        };
+        if let Some(strong) = link.upgrade() {
+            strong.attempts.send_modify(|n| *n += 1);
+        }
+        tracing::debug!(
+            "MCP server `{}`: {}",
+            plan.name,
+            crate::text::escape_controls(&plan.bounds.redact.redact(&reason))
+        );
+        tokio::time::sleep(restart_pause(attempt)).await;
+        attempt = attempt.saturating_add(1);
+    }
+}
+
+/// `error` and its sources as one line.
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text.push_str(": ");
+        text.push_str(&e.to_string());
+        source = e.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_back_off_with_jitter_up_to_the_cap() {
+        for _ in 0..20 {
+            let first = restart_pause(0);
+            assert!(first >= FIRST_RESTART_PAUSE / 2 && first <= FIRST_RESTART_PAUSE);
+            let late = restart_pause(30);
+            assert!(late >= crate::tools::MAX_RETRY_PAUSE / 2);
+            assert!(late <= crate::tools::MAX_RETRY_PAUSE);
+        }
+    }
+}
