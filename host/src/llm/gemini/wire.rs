@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::GenerateContent;
 use super::schema::sanitize;
 use crate::llm::convert::{FunctionDeclaration, arguments_object};
 use crate::llm::{ChatRequest, FinishReason, Message, ToolResult};
@@ -20,10 +19,6 @@ pub struct GenerateContentRequest {
     pub(super) system_instruction: Option<Content>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_config: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) generation_config: Option<Value>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -77,7 +72,7 @@ impl GenerateContentRequest {
     /// model's turns have role `model`; consecutive messages of one role
     /// merge, and in a user turn every `functionResponse` part comes first,
     /// so all results of a turn travel together in the next user turn.
-    pub(super) fn new(format: &GenerateContent, request: &ChatRequest<'_>) -> Self {
+    pub(super) fn new(request: &ChatRequest<'_>) -> Self {
         let mut system = Vec::new();
         let mut contents: Vec<Content> = Vec::new();
         for message in request.messages {
@@ -132,10 +127,6 @@ impl GenerateContentRequest {
             } else {
                 Vec::new()
             },
-            tool_config: request
-                .forbids_tool_calls()
-                .then(|| json!({"functionCallingConfig": {"mode": "NONE"}})),
-            generation_config: format.max_tokens.map(|n| json!({"maxOutputTokens": n})),
         }
     }
 }
