@@ -16,7 +16,6 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
 use serde_json::{Map, Value};
 
 use super::history::{next_turn_index, normalize_answer};
