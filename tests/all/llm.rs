@@ -6,6 +6,7 @@ mod errors;
 mod gemini;
 mod ids;
 mod openai;
+mod params;
 mod replay;
 
 use std::sync::Mutex;
@@ -13,8 +14,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::llm::{
-    AssistantMessage, ChatRequest, ChatResponse, HttpConfig, LlmError, Message, Provider, ToolCall,
-    ToolChoice, ToolResult,
+    AssistantMessage, ChatRequest, ChatResponse, GenerationParams, HttpConfig, LlmError, Message,
+    Provider, ToolCall, ToolChoice, ToolResult,
 };
 use toolhost::tools::ToolSpec;
 
@@ -70,11 +71,15 @@ async fn ask(
             .expect("no panics while locked")
             .push(text.to_owned())
     };
+    let params = GenerationParams {
+        tool_choice: choice,
+        ..GenerationParams::default()
+    };
     let result = provider
         .complete(ChatRequest {
             messages,
             tools,
-            tool_choice: choice,
+            params: &params,
             stream,
             on_text: Some(&sink),
         })

@@ -12,6 +12,8 @@ use toolhost_tests::providers::{
     Dialect, FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi, FakeServer, Turn,
 };
 
+mod generation;
+
 /// `toolhost run` with `args`, off the runtime (the fake serves on it).
 async fn toolhost_run(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {

@@ -17,6 +17,8 @@ use toolhost::tools::{
 };
 use toolhost_tests::providers::{FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi, Reply, Turn};
 
+mod generation;
+
 fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {
     kind.build(ProviderOptions {
         base_url: Some(url),

@@ -31,6 +31,7 @@
 mod anthropic;
 mod gemini;
 mod openai;
+mod params;
 mod server;
 
 pub use anthropic::{AnthropicDialect, FakeAnthropic};

@@ -2,6 +2,7 @@
 //! 2 usage or configuration error.
 
 mod call;
+mod generation;
 mod history;
 mod inspect;
 mod list;

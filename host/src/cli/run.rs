@@ -21,6 +21,7 @@ use toolhost::runner::{
 use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
 use toolhost::tools::CallLog;
 
+use super::generation::GenerationArgs;
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError, history};
 
 /// Which provider to talk to.
@@ -135,9 +136,12 @@ pub struct RunArgs {
     pub transcript: Option<PathBuf>,
     /// Print a JSON summary on stdout:
     /// {"final", "stop_reason", "iterations", "tool_calls", "usage", "calls"}
-    /// where each of "calls" has the call's effective options and attempts.
+    /// where each of "calls" has the call's effective options and attempts;
+    /// "final" is null when the run ended before the model's first reply.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub generation: GenerationArgs,
     #[command(flatten)]
     pub plugins: PluginArgs,
     #[command(flatten)]
@@ -156,8 +160,8 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The runner config the flags describe.
-    fn config(&self) -> RunnerConfig {
-        RunnerConfig {
+    fn config(&self) -> Result<RunnerConfig, UsageError> {
+        Ok(RunnerConfig {
             max_iterations: self.max_iterations,
             max_calls_per_response: self.max_calls_per_response,
             over_limit: match self.over_limit {
@@ -173,8 +177,9 @@ impl RunArgs {
             },
             stream: self.stream,
             tool_options: self.exec.overrides(),
+            generation: self.generation.params()?,
             ..RunnerConfig::default()
-        }
+        })
     }
 
     /// The base URL: the flag, else the SDKs' variable for it
@@ -242,6 +247,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let api_key = args
         .api_key(kind, base_url.as_deref())
         .map_err(UsageError)?;
+    let config = args.config()?;
     let provider = kind
         .build(ProviderOptions {
             base_url,
@@ -270,7 +276,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if names.is_empty() { "" } else { ": " },
         escape_controls(&names.join(", "))
     );
-    let config = args.config();
     let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&calls);
     let mut runner = ToolRunner::new(provider, registry, config, messages)
@@ -334,6 +339,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if args.stream && !outcome.final_text.is_empty() {
         eprintln!();
     }
+    if outcome.final_message().is_none() {
+        eprintln!("no answer: the run ended before the model's first reply");
+    }
     if let Some(path) = &args.transcript {
         write_transcript(path, &outcome, error.as_deref())?;
     }
@@ -362,10 +370,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// The `--json` object.
+/// The `--json` object. `"final"` is this run's answer only: `null` when
+/// the run stored no reply (never the resumed history's last answer).
 fn summary(outcome: &RunOutcome) -> serde_json::Value {
     json!({
-        "final": outcome.final_text,
+        "final": outcome.final_message().map(|m| m.content.as_str()),
         "stop_reason": outcome.stop_reason.as_str(),
         "iterations": outcome.iterations,
         "tool_calls": outcome.tool_calls,

@@ -16,11 +16,13 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 
 use super::history::{next_turn_index, normalize_answer};
 use super::http::{HttpClient, snippet};
+use super::params::{ParamError, ParamRules, merge_extra};
 use super::sse::SseEvent;
-use super::{ChatRequest, ChatResponse, LlmError, Provider, TextSink, ToolChoice};
+use super::{ChatRequest, ChatResponse, LlmError, Provider, TextSink};
 
 /// A provider's JSON: encoding requests, decoding answers.
 pub trait WireFormat: fmt::Debug + Send + Sync + 'static {
@@ -38,17 +40,39 @@ pub trait WireFormat: fmt::Debug + Send + Sync + 'static {
     /// The path, relative to the base URL, to post to.
     fn endpoint(&self, stream: bool) -> String;
 
-    /// The body for `request`.
+    /// The body for `request`, without its generation parameters.
     fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a;
+
+    /// What the API accepts, checked before anything is sent.
+    fn rules(&self) -> ParamRules;
+
+    /// Add the request's generation parameters (already checked against
+    /// [`rules`](Self::rules)) to the body `encode` wrote.
+    fn parameters(&self, request: &ChatRequest<'_>, body: &mut Map<String, Value>);
 }
 
-impl ChatRequest<'_> {
-    /// Whether the body says that the model must not call tools:
-    /// [`ToolChoice::None`] with tools declared. Without tools there is
-    /// nothing to forbid (and OpenAI rejects a `tool_choice` without
-    /// `tools`); "auto" is every provider's default.
-    pub(super) fn forbids_tool_calls(&self) -> bool {
-        self.tool_choice == ToolChoice::None && !self.tools.is_empty()
+/// The whole body for `request`: what [`WireFormat::encode`] writes, the
+/// generation parameters ([`WireFormat::parameters`], after
+/// [`GenerationParams::check`](super::GenerationParams) against the
+/// format's rules), then `extra` merged in.
+pub(super) fn request_body<F: WireFormat>(
+    format: &F,
+    request: &ChatRequest<'_>,
+) -> Result<Value, ParamError> {
+    request.params.check(&format.rules(), request.tools)?;
+    let mut body = serde_json::to_value(format.encode(request))
+        .map_err(|e| ParamError::new("request", format!("cannot be written as JSON: {e}")))?;
+    if let Value::Object(fields) = &mut body {
+        format.parameters(request, fields);
+    }
+    merge_extra(&mut body, &request.params.extra)?;
+    Ok(body)
+}
+
+/// Insert `key: value` when there is a value.
+pub(super) fn put(body: &mut Map<String, Value>, key: &str, value: Option<impl Serialize>) {
+    if let Some(value) = value.and_then(|v| serde_json::to_value(v).ok()) {
+        body.insert(key.to_owned(), value);
     }
 }
 
@@ -120,7 +144,11 @@ pub struct HttpProvider<F> {
 
 impl<F: WireFormat> HttpProvider<F> {
     async fn run(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
-        let body = self.format.encode(&request);
+        let body =
+            request_body(&self.format, &request).map_err(|source| LlmError::InvalidParams {
+                provider: self.http.provider().to_owned(),
+                source,
+            })?;
         let url = self.http.url(&self.format.endpoint(request.stream));
         let response = self.http.post_json(&url, &body).await?;
         let mut answer = if request.stream {

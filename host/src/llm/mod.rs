@@ -21,6 +21,7 @@ mod ids;
 mod kind;
 mod message;
 mod openai;
+mod params;
 mod replay;
 mod sse;
 
@@ -36,20 +37,10 @@ pub use http::{
 pub use kind::{ProviderKind, ProviderOptions, UnknownProvider};
 pub use message::{AssistantMessage, FinishReason, Message, ToolCall, ToolResult, Usage};
 pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use params::{GenerationParams, ParamError, ToolChoice};
 pub use replay::ReplayProvider;
 
 use crate::tools::ToolSpec;
-
-/// Whether the model may call tools in this request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ToolChoice {
-    /// The model decides.
-    #[default]
-    Auto,
-    /// The model must answer in text. Tools are still declared, because
-    /// providers reject a history with tool calls but no tool definitions.
-    None,
-}
 
 /// Called with each piece of answer text as it streams in.
 pub type TextSink<'a> = &'a (dyn Fn(&str) + Send + Sync);
@@ -61,8 +52,8 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     /// The tools the model may call in this request.
     pub tools: &'a [ToolSpec],
-    /// Whether it may call them.
-    pub tool_choice: ToolChoice,
+    /// How to sample, and whether (and which) tools the model may call.
+    pub params: &'a GenerationParams,
     /// Stream the answer (SSE) instead of waiting for the whole of it.
     pub stream: bool,
     /// Receives answer text as it arrives, when streaming.
@@ -74,7 +65,7 @@ impl std::fmt::Debug for ChatRequest<'_> {
         f.debug_struct("ChatRequest")
             .field("messages", &self.messages.len())
             .field("tools", &self.tools.len())
-            .field("tool_choice", &self.tool_choice)
+            .field("params", self.params)
             .field("stream", &self.stream)
             .finish()
     }
@@ -169,6 +160,16 @@ pub enum LlmError {
         provider: String,
         /// What was missing.
         message: String,
+    },
+    /// A generation parameter of the request is one the provider cannot
+    /// take; the request was not sent.
+    #[error("{provider} cannot take the request's generation parameters")]
+    InvalidParams {
+        /// Which provider.
+        provider: String,
+        /// Which parameter, and why.
+        #[source]
+        source: ParamError,
     },
     /// The provider is not configured so that it can be called.
     #[error("{provider} is not configured: {message}")]

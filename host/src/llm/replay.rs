@@ -87,7 +87,7 @@ struct ReplayCall {
 /// # Examples
 ///
 /// ```
-/// use toolhost::llm::{ChatRequest, Message, Provider, ReplayProvider, ToolChoice};
+/// use toolhost::llm::{ChatRequest, GenerationParams, Message, Provider, ReplayProvider};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), toolhost::llm::LlmError> {
@@ -96,7 +96,7 @@ struct ReplayCall {
 /// let request = ChatRequest {
 ///     messages: &messages,
 ///     tools: &[],
-///     tool_choice: ToolChoice::Auto,
+///     params: &GenerationParams::default(),
 ///     stream: false,
 ///     on_text: None,
 /// };
@@ -191,20 +191,22 @@ impl ReplayProvider {
             .iter()
             .filter(|m| matches!(m, Message::Assistant(_)))
             .count();
-        let found = match request.tool_choice {
-            ToolChoice::Auto => self.turns.get(position),
-            ToolChoice::None => self
-                .turns
+        // Sampling parameters change nothing in a recording; only a
+        // request that forbids tools picks another turn.
+        let text_only = request.params.tool_choice == ToolChoice::None;
+        let found = if text_only {
+            self.turns
                 .iter()
                 .skip(position)
-                .find(|(t, _)| t.tool_calls.is_empty()),
+                .find(|(t, _)| t.tool_calls.is_empty())
+        } else {
+            self.turns.get(position)
         };
         let Some((message, usage)) = found else {
-            let wanted = match request.tool_choice {
-                ToolChoice::Auto => "a turn",
-                ToolChoice::None => {
-                    "a turn without tool calls (tools are disabled in this request)"
-                }
+            let wanted = if text_only {
+                "a turn without tool calls (tools are disabled in this request)"
+            } else {
+                "a turn"
             };
             return Err(LlmError::InvalidResponse {
                 provider: NAME.to_owned(),

@@ -2,6 +2,7 @@
 
 use std::num::NonZeroUsize;
 
+use crate::llm::GenerationParams;
 use crate::tools::ExecOverrides;
 
 /// Which registry tools the model is offered in every request (the run's
@@ -55,8 +56,9 @@ pub enum OnMaxIterations {
     #[default]
     Stop,
     /// Send one last request with tools disabled
-    /// ([`ToolChoice::None`](crate::llm::ToolChoice)), so the user gets an
-    /// answer. Tool calls in that answer are removed from the stored message
+    /// ([`ToolChoice::None`](crate::llm::ToolChoice), whatever the run's
+    /// [`GenerationParams::tool_choice`] or the `on_request` callback say,
+    /// and no `parallel_tool_calls`), so the user gets an answer. Tool calls in that answer are removed from the stored message
     /// (they would never be answered); the stop reason is still
     /// `MaxIterations`.
     FinalAnswer,
@@ -115,7 +117,8 @@ impl DynamicTools {
 /// | `tools` | all registry tools | |
 /// | `dynamic_tools` | none | |
 /// | `tool_options` | no change | each tool's own [`ExecOptions`](crate::tools::ExecOptions) |
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// | `generation` | provider defaults | temperature, output cap, tool choice, ... of every request |
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunnerConfig {
     /// Model↔tool rounds: each round is one model request plus the
     /// execution of its calls. Default 10.
@@ -154,6 +157,17 @@ pub struct RunnerConfig {
     /// each tool keeps its own. A timeout never lengthens a plugin's
     /// sandbox deadline: the smaller one ends the call.
     pub tool_options: ExecOverrides,
+    /// The generation parameters of every request of the run (temperature,
+    /// output cap, stop sequences, seed, tool choice, provider-specific
+    /// `extra`). Default: none set, the provider's defaults. Change them for
+    /// one request with
+    /// [`ToolRunner::on_request`](super::ToolRunner::on_request), from the
+    /// next request on with
+    /// [`ToolRunner::set_params`](super::ToolRunner::set_params). A
+    /// `tool_choice` of `Required` or a named tool makes every request end in
+    /// a call, so such a run only ends at a cap: set it per request, or use
+    /// [`OnMaxIterations::FinalAnswer`] for a last answer in text.
+    pub generation: GenerationParams,
 }
 
 impl Default for RunnerConfig {
@@ -171,6 +185,7 @@ impl Default for RunnerConfig {
             tools: ToolSelection::All,
             dynamic_tools: None,
             tool_options: ExecOverrides::default(),
+            generation: GenerationParams::default(),
         }
     }
 }

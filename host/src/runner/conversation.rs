@@ -1,7 +1,7 @@
 //! [`Conversation`]: the message list and the tool-call invariant every
 //! provider enforces.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::llm::{InvariantError, Message, ToolResult, check_messages};
 
@@ -14,21 +14,40 @@ use crate::llm::{InvariantError, Message, ToolResult, check_messages};
 /// and no result answers an id the assistant message before it did not use.
 /// Ids only need to be unique per message, because local servers reuse
 /// `call_0` on every turn.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(transparent)]
+///
+/// The messages it starts with are the *history*: a run's answer is only
+/// ever taken from what comes after them ([`added`](Self::added)), so a
+/// run that stops before the model's first reply has no answer rather than
+/// an old one. It is serialized as the plain array of messages; one read
+/// back is all history.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Conversation {
     messages: Vec<Message>,
+    history_len: usize,
 }
 
 impl Conversation {
-    /// A conversation starting with `messages`.
+    /// A conversation whose history is `messages`.
     pub fn new(messages: Vec<Message>) -> Self {
-        Self { messages }
+        Self {
+            history_len: messages.len(),
+            messages,
+        }
     }
 
     /// All messages, oldest first.
     pub fn messages(&self) -> &[Message] {
         &self.messages
+    }
+
+    /// How many of [`messages`](Self::messages) it started with.
+    pub fn history_len(&self) -> usize {
+        self.history_len
+    }
+
+    /// The messages appended since it started, oldest first.
+    pub fn added(&self) -> &[Message] {
+        self.messages.get(self.history_len..).unwrap_or_default()
     }
 
     /// Append one message. Nothing is checked here; requests are checked.
@@ -58,6 +77,18 @@ impl Conversation {
     /// The first violation found, scanning from the start.
     pub fn check_invariant(&self) -> Result<(), InvariantError> {
         check_messages(&self.messages)
+    }
+}
+
+impl Serialize for Conversation {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.messages.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Conversation {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Message>::deserialize(deserializer).map(Self::new)
     }
 }
 

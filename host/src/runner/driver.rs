@@ -14,9 +14,10 @@ use super::conversation::Conversation;
 use super::execute::{self, Callbacks, ToolCallDecision};
 use super::machine::{CallOutcome, CallReport, LoopState, Next, StopReason, Verdict};
 use super::outcome::{
-    CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome,
+    CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
+    final_message,
 };
-use crate::llm::{ChatRequest, Message, Provider, ToolCall, Usage};
+use crate::llm::{ChatRequest, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage};
 use crate::tools::{CallContext, SessionId, ToolRegistry, ToolSet, ToolSpec};
 
 type Update = Box<dyn FnOnce(&mut Driver) + Send>;
@@ -190,6 +191,43 @@ impl ToolRunner {
         self
     }
 
+    /// Called before each model request with the run's
+    /// [`RunnerConfig::generation`] parameters, to change them for that
+    /// request only (a lower temperature on the first request, a named
+    /// tool at step 2, more output room for the last). Whatever it sets,
+    /// the [`FinalAnswer`](super::OnMaxIterations::FinalAnswer) request has
+    /// tool choice `None`. Values the provider cannot take end the run with
+    /// [`LlmError::InvalidParams`](crate::llm::LlmError::InvalidParams),
+    /// before the request is sent.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(provider: std::sync::Arc<dyn toolhost::llm::Provider>,
+    /// #               registry: std::sync::Arc<toolhost::tools::ToolRegistry>)
+    /// #               -> Result<(), toolhost::runner::RunError> {
+    /// use toolhost::llm::{Message, ToolChoice};
+    /// use toolhost::runner::{RunnerConfig, ToolRunner};
+    ///
+    /// let outcome = ToolRunner::new(provider, registry, RunnerConfig::default(),
+    ///     vec![Message::user("what is 2+3?")])
+    ///     .on_request(|request, params| {
+    ///         if request.number == 1 {
+    ///             params.tool_choice = ToolChoice::Tool("add".into());
+    ///         }
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_request(
+        mut self,
+        f: impl Fn(&RequestInfo<'_>, &mut GenerationParams) + Send + Sync + 'static,
+    ) -> Self {
+        let f: execute::OnRequest = Arc::new(f);
+        self.update(move |d| d.callbacks.on_request = Some(f));
+        self
+    }
+
     /// Change the configuration from the next request on: pass a whole
     /// [`RunnerConfig`] or a closure `|c: &mut RunnerConfig| ...`. Counters
     /// (iterations, calls made) are kept; new caps apply to them.
@@ -281,6 +319,7 @@ impl IntoFuture for ToolRunner {
                 kind: RunErrorKind::AlreadyFinished,
                 outcome: Box::new(RunOutcome {
                     messages: Vec::new(),
+                    history_len: 0,
                     final_text: String::new(),
                     stop_reason: StopReason::Error,
                     iterations: 0,
@@ -324,12 +363,9 @@ impl Driver {
     }
 
     async fn step_inner(&mut self) -> Result<RunItem, RunError> {
-        let (tool_choice, final_answer) = match self.state.next(&self.config) {
+        let final_answer = match self.state.next(&self.config) {
             Next::Finish(reason) => return Ok(RunItem::Finished(self.outcome(reason))),
-            Next::Request {
-                tool_choice,
-                final_answer,
-            } => (tool_choice, final_answer),
+            Next::Request { final_answer } => final_answer,
         };
         if let Err(e) = self.conversation.check_invariant() {
             return Err(self.error(RunErrorKind::Invariant(e), StopReason::Error));
@@ -339,11 +375,12 @@ impl Driver {
         let tools = self.registry.snapshot();
         let (specs, routes) = self.offered_specs(&tools);
         self.requests += 1;
+        let params = self.request_params(final_answer, &specs);
         let on_text = self.callbacks.on_text.clone();
         let request = ChatRequest {
             messages: self.conversation.messages(),
             tools: &specs,
-            tool_choice,
+            params: &params,
             stream: self.config.stream,
             on_text: on_text.as_deref().map(|f| f as _),
         };
@@ -401,6 +438,28 @@ impl Driver {
         Ok(RunItem::Iteration(iteration))
     }
 
+    /// The run's generation parameters as `on_request` leaves them for
+    /// this request.
+    fn request_params(&self, final_answer: bool, tools: &[ToolSpec]) -> GenerationParams {
+        let mut params = self.config.generation.clone();
+        if let Some(on_request) = &self.callbacks.on_request {
+            let info = RequestInfo {
+                number: self.requests,
+                final_answer,
+                messages: self.conversation.messages(),
+                tools,
+            };
+            on_request(&info, &mut params);
+        }
+        if final_answer {
+            // The loop will not run a call of this answer: a required or
+            // named tool would make the provider insist on one.
+            params.tool_choice = ToolChoice::None;
+            params.parallel_tool_calls = None;
+        }
+        params
+    }
+
     /// The base tools plus the dynamic ones, with decorated descriptions,
     /// and for each offered name the registry name its calls go to (a
     /// selection may name `name@version`; the model sees only `name`).
@@ -443,17 +502,16 @@ impl Driver {
     }
 
     fn outcome(&mut self, stop_reason: StopReason) -> RunOutcome {
-        let messages = std::mem::take(&mut self.conversation).into_messages();
-        let final_text = messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                Message::Assistant(a) => Some(a.content.clone()),
-                _ => None,
-            })
+        // Only this run's messages: an answer in the history it was given
+        // is not this run's answer.
+        let final_text = final_message(self.conversation.added())
+            .map(|m| m.content.clone())
             .unwrap_or_default();
+        let history_len = self.conversation.history_len();
+        let messages = std::mem::take(&mut self.conversation).into_messages();
         RunOutcome {
             messages,
+            history_len,
             final_text,
             stop_reason,
             iterations: self.state.iterations(),

@@ -12,8 +12,8 @@ use futures::StreamExt;
 
 use super::conversation::error_result;
 use super::machine::Disposition;
-use super::outcome::{CallRecord, CallStatus, Iteration};
-use crate::llm::{ToolCall, ToolResult};
+use super::outcome::{CallRecord, CallStatus, Iteration, RequestInfo};
+use crate::llm::{GenerationParams, ToolCall, ToolResult};
 use crate::tools::{CallContext, CallReport, ExecOverrides, ToolError, ToolErrorKind, ToolSet};
 
 /// What the `on_tool_call` callback decides about a call.
@@ -30,6 +30,7 @@ pub(super) type OnIteration = Arc<dyn Fn(&Iteration) + Send + Sync>;
 pub(super) type OnToolCall = Arc<dyn Fn(&ToolCall) -> ToolCallDecision + Send + Sync>;
 pub(super) type OnToolResult = Arc<dyn Fn(&CallRecord) + Send + Sync>;
 pub(super) type OnText = Arc<dyn Fn(&str) + Send + Sync>;
+pub(super) type OnRequest = Arc<dyn Fn(&RequestInfo<'_>, &mut GenerationParams) + Send + Sync>;
 
 /// The callbacks of a run.
 #[derive(Clone, Default)]
@@ -38,6 +39,7 @@ pub(super) struct Callbacks {
     pub on_tool_call: Option<OnToolCall>,
     pub on_tool_result: Option<OnToolResult>,
     pub on_text: Option<OnText>,
+    pub on_request: Option<OnRequest>,
 }
 
 /// A spawned task that is aborted when its handle is dropped, so a run

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::config::{OnMaxIterations, OverLimitPolicy, RunnerConfig};
-use crate::llm::{AssistantMessage, ToolCall, ToolChoice, dedupe_call_ids};
+use crate::llm::{AssistantMessage, ToolCall, dedupe_call_ids};
 
 /// Why a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -63,9 +63,8 @@ impl std::fmt::Display for StopReason {
 pub enum Next {
     /// Send a request.
     Request {
-        /// Tools allowed (`Auto`) or not (`None`, the final answer).
-        tool_choice: ToolChoice,
-        /// Whether this is the `FinalAnswer` request after the cap.
+        /// Whether this is the `FinalAnswer` request after the cap, with
+        /// tools disabled ([`ToolChoice::None`](crate::llm::ToolChoice::None)).
         final_answer: bool,
     },
     /// The run is over.
@@ -180,17 +179,13 @@ impl LoopState {
         }
         if self.iterations < config.max_iterations {
             return Next::Request {
-                tool_choice: ToolChoice::Auto,
                 final_answer: false,
             };
         }
         match config.on_max_iterations {
             OnMaxIterations::FinalAnswer if !self.final_requested => {
                 self.final_requested = true;
-                Next::Request {
-                    tool_choice: ToolChoice::None,
-                    final_answer: true,
-                }
+                Next::Request { final_answer: true }
             }
             _ => self.finish(StopReason::MaxIterations),
         }

@@ -37,7 +37,9 @@ pub use execute::ToolCallDecision;
 // The state machine's steps (`LoopState`, `Plan`, `Verdict`, ...) are the
 // driver's business, not an embedder's: only why a run stopped is public.
 pub use machine::StopReason;
-pub use outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem, RunOutcome};
+pub use outcome::{
+    CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
+};
 
 #[cfg(test)]
 mod tests;

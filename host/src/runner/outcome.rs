@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::machine::StopReason;
 use crate::llm::InvariantError;
 use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
-use crate::tools::{ExecOptions, SessionId, ToolErrorKind};
+use crate::tools::{ExecOptions, SessionId, ToolErrorKind, ToolSpec};
 
 /// How one call of a response was handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -87,8 +87,16 @@ pub struct RunOutcome {
     /// The whole conversation, the initial messages included. It always
     /// satisfies the tool-call invariant.
     pub messages: Vec<Message>,
-    /// The text of the last stored assistant message (empty if it had
-    /// none, e.g. after `Stop` at the iteration cap).
+    /// How many of `messages` the run started with (the history it was
+    /// given); the rest were added during the run
+    /// ([`added`](Self::added)).
+    pub history_len: usize,
+    /// The text of the last assistant message stored during this run
+    /// ([`final_message`](Self::final_message)). Empty if that message had
+    /// none (e.g. after `Stop` at the iteration cap), and empty when the run
+    /// stored none: it ended before the model's first reply (an error, a
+    /// response refused under `over_limit = fail`), and the stop reason
+    /// says why. Never the text of an assistant message in the history.
     pub final_text: String,
     /// Why the run ended.
     pub stop_reason: StopReason,
@@ -104,6 +112,45 @@ pub struct RunOutcome {
     /// continue a run made with
     /// [`keep_session`](super::ToolRunner::keep_session).
     pub session: SessionId,
+}
+
+impl RunOutcome {
+    /// The messages added during this run (responses, tool results,
+    /// pushed messages), oldest first.
+    pub fn added(&self) -> &[Message] {
+        self.messages.get(self.history_len..).unwrap_or_default()
+    }
+
+    /// The last assistant message stored during this run; `None` when the
+    /// run ended before the model's first reply was stored.
+    pub fn final_message(&self) -> Option<&AssistantMessage> {
+        final_message(self.added())
+    }
+}
+
+/// The last assistant message of `messages`.
+pub(super) fn final_message(messages: &[Message]) -> Option<&AssistantMessage> {
+    messages.iter().rev().find_map(|m| match m {
+        Message::Assistant(a) => Some(a),
+        _ => None,
+    })
+}
+
+/// What [`ToolRunner::on_request`](super::ToolRunner::on_request) is told
+/// about the coming model request.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct RequestInfo<'a> {
+    /// 1-based number of the request in this run.
+    pub number: u32,
+    /// Whether this is the tool-less request of
+    /// [`OnMaxIterations::FinalAnswer`](super::OnMaxIterations): its tool
+    /// choice is `None`, whatever the callback sets.
+    pub final_answer: bool,
+    /// The conversation the request sends.
+    pub messages: &'a [Message],
+    /// The tools it offers.
+    pub tools: &'a [ToolSpec],
 }
 
 /// A run that ended with an error. The conversation so far is kept in

@@ -103,6 +103,7 @@ impl Dialect for AnthropicDialect {
         if !body["max_tokens"].is_u64() {
             return Err(invalid("max_tokens: Field required"));
         }
+        super::params::check_anthropic(body)?;
         let Some(messages) = body["messages"].as_array() else {
             return Err(invalid("messages: Field required"));
         };

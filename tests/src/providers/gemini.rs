@@ -254,6 +254,7 @@ impl Dialect for GeminiDialect {
             return Err(invalid("this fake only streams with alt=sse"));
         }
         let body = &request.body;
+        super::params::check_gemini(body)?;
         for (t, tool) in body["tools"].as_array().into_iter().flatten().enumerate() {
             for (f, declaration) in tool["functionDeclarations"]
                 .as_array()

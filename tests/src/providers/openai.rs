@@ -156,6 +156,7 @@ impl Dialect for OpenAiDialect {
         let Some(messages) = body["messages"].as_array() else {
             return Err(invalid("'messages' is a required property"));
         };
+        super::params::check_openai(body, self.flavor == OpenAiFlavor::OpenAi)?;
         let tools = body["tools"].as_array();
         if body.get("tool_choice").is_some() && tools.is_none_or(Vec::is_empty) {
             return Err(invalid(

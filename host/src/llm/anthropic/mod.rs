@@ -4,14 +4,20 @@
 //! Wire facts this module relies on:
 //! - system messages go to the top-level `system` field;
 //! - tools are `{name, description, input_schema}`; [`ToolChoice::None`]
-//!   sends `tool_choice: {type: "none"}` with the tools still declared;
+//!   sends `tool_choice: {type: "none"}` with the tools still declared,
+//!   `Required` is `{type: "any"}`, a named tool `{type: "tool", name}`;
+//!   `parallel_tool_calls: false` is `disable_parallel_tool_use: true`
+//!   inside `tool_choice` (not allowed with `none`, where no call comes);
 //! - an assistant turn is text plus `tool_use` blocks whose `input` is a
 //!   JSON object (see [`arguments_object`](super::convert::arguments_object)
 //!   for arguments that are not one);
 //! - all results of a turn are `tool_result` blocks (with `is_error`)
 //!   *first* in the very next user message, so consecutive tool results and
 //!   a following user message become one wire message;
-//! - `max_tokens` is required ([`AnthropicConfig::max_tokens`]).
+//! - `max_tokens` is required: the request's
+//!   [`GenerationParams::max_output_tokens`](super::GenerationParams), else
+//!   [`AnthropicConfig::max_tokens`]; there is no `seed`, and `temperature`
+//!   goes from 0 to 1.
 //!
 //! Streaming reads `message_start`, `content_block_start` / `_delta` /
 //! `_stop`, `message_delta`, `message_stop`, `ping` and `error`; the answer
@@ -21,10 +27,12 @@ mod stream;
 mod wire;
 
 use serde::Serialize;
+use serde_json::{Map, Value, json};
 
-use super::format::{HttpProvider, WireFormat};
+use super::format::{HttpProvider, WireFormat, put};
 use super::http::{HttpClient, HttpConfig};
-use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, ToolCall};
+use super::params::{ParamRules, SeedRange};
+use super::{AssistantMessage, ChatRequest, ChatResponse, LlmError, ToolCall, ToolChoice};
 
 /// The `anthropic-version` header this module speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -36,7 +44,9 @@ pub struct AnthropicConfig {
     pub http: HttpConfig,
     /// The model name, e.g. `claude-sonnet-4-5`.
     pub model: String,
-    /// `max_tokens` for each answer (the API requires one). Default 4096.
+    /// `max_tokens` for each answer whose request does not set
+    /// [`GenerationParams::max_output_tokens`](super::GenerationParams)
+    /// (the API requires one). Default 4096.
     pub max_tokens: u32,
 }
 
@@ -98,6 +108,50 @@ impl WireFormat for Messages {
     fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a {
         wire::MessagesRequest::new(self, request)
     }
+
+    fn rules(&self) -> ParamRules {
+        ParamRules {
+            api: "Anthropic Messages",
+            max_temperature: 1.0,
+            max_stop: None,
+            seed: SeedRange::Unsupported,
+            serial_tool_calls: true,
+        }
+    }
+
+    fn parameters(&self, request: &ChatRequest<'_>, body: &mut Map<String, Value>) {
+        let params = request.params;
+        put(
+            body,
+            "max_tokens",
+            Some(params.max_output_tokens.unwrap_or(self.max_tokens)),
+        );
+        put(body, "temperature", params.temperature);
+        put(body, "top_p", params.top_p);
+        put(
+            body,
+            "stop_sequences",
+            (!params.stop.is_empty()).then_some(&params.stop),
+        );
+        if request.tools.is_empty() {
+            return;
+        }
+        let serial = params.parallel_tool_calls == Some(false);
+        let mut choice = match &params.tool_choice {
+            ToolChoice::Auto if !serial => return,
+            ToolChoice::Auto => json!({"type": "auto"}),
+            ToolChoice::None => {
+                body.insert("tool_choice".into(), json!({"type": "none"}));
+                return;
+            }
+            ToolChoice::Required => json!({"type": "any"}),
+            ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
+        };
+        if serial {
+            choice["disable_parallel_tool_use"] = json!(true);
+        }
+        body.insert("tool_choice".into(), choice);
+    }
 }
 
 impl From<wire::MessagesResponse> for ChatResponse {
@@ -130,8 +184,11 @@ mod tests {
     use serde_json::json;
 
     use super::Messages;
-    use crate::llm::format::WireFormat;
-    use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
+    use crate::llm::format::request_body;
+    use crate::llm::{
+        AssistantMessage, ChatRequest, GenerationParams, Message, ToolCall, ToolChoice, ToolResult,
+    };
+    use crate::tools::ToolSpec;
 
     #[test]
     fn results_merge_first_into_the_next_user_message() {
@@ -166,14 +223,18 @@ mod tests {
             model: "m".into(),
             max_tokens: 10,
         };
+        let params = GenerationParams {
+            tool_choice: ToolChoice::None,
+            ..GenerationParams::default()
+        };
         let request = ChatRequest {
             messages: &messages,
             tools: &[],
-            tool_choice: ToolChoice::None,
+            params: &params,
             stream: false,
             on_text: None,
         };
-        let value = serde_json::to_value(format.encode(&request)).expect("serializes");
+        let value = request_body(&format, &request).expect("serializes");
         assert_eq!(
             value,
             json!({
@@ -193,5 +254,85 @@ mod tests {
                 ]
             })
         );
+    }
+
+    fn body(params: &GenerationParams, tools: &[ToolSpec]) -> serde_json::Value {
+        let format = Messages {
+            model: "m".into(),
+            max_tokens: 4096,
+        };
+        let messages = [Message::user("hi")];
+        let request = ChatRequest {
+            messages: &messages,
+            tools,
+            params,
+            stream: false,
+            on_text: None,
+        };
+        let mut body = request_body(&format, &request).expect("valid");
+        let fields = body.as_object_mut().expect("object");
+        for structural in ["model", "messages", "tools"] {
+            fields.remove(structural);
+        }
+        body
+    }
+
+    fn add() -> Vec<ToolSpec> {
+        vec![ToolSpec {
+            name: "add".into(),
+            description: "adds".into(),
+            input_schema: json!({"type": "object"}),
+        }]
+    }
+
+    #[test]
+    fn generation_params_reach_the_messages_body() {
+        assert_eq!(
+            body(&GenerationParams::default(), &add()),
+            json!({"max_tokens": 4096})
+        );
+        let params = GenerationParams {
+            temperature: Some(0.0),
+            top_p: Some(0.5),
+            max_output_tokens: Some(100),
+            stop: vec!["END".into()],
+            tool_choice: ToolChoice::Tool("add".into()),
+            parallel_tool_calls: Some(false),
+            extra: json!({"thinking": {"type": "enabled", "budget_tokens": 1024}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+            ..GenerationParams::default()
+        };
+        assert_eq!(
+            body(&params, &add()),
+            json!({
+                "max_tokens": 100, "temperature": 0.0, "top_p": 0.5, "stop_sequences": ["END"],
+                "tool_choice": {"type": "tool", "name": "add", "disable_parallel_tool_use": true},
+                "thinking": {"type": "enabled", "budget_tokens": 1024}
+            })
+        );
+        let choices = [
+            (ToolChoice::Required, None, json!({"type": "any"})),
+            (
+                ToolChoice::Auto,
+                Some(false),
+                json!({"type": "auto", "disable_parallel_tool_use": true}),
+            ),
+            (ToolChoice::None, Some(false), json!({"type": "none"})),
+        ];
+        let none = GenerationParams {
+            tool_choice: ToolChoice::None,
+            ..GenerationParams::default()
+        };
+        assert!(body(&none, &[]).get("tool_choice").is_none());
+        for (tool_choice, parallel_tool_calls, expected) in choices {
+            let params = GenerationParams {
+                tool_choice,
+                parallel_tool_calls,
+                ..GenerationParams::default()
+            };
+            assert_eq!(body(&params, &add())["tool_choice"], expected);
+        }
     }
 }

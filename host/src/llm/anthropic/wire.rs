@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::Messages;
 use crate::llm::convert::arguments_object;
@@ -13,14 +13,11 @@ use crate::llm::{ChatRequest, FinishReason, Message, Usage};
 #[derive(Debug, Serialize)]
 pub struct MessagesRequest<'a> {
     pub(super) model: &'a str,
-    pub(super) max_tokens: u32,
     #[serde(skip_serializing_if = "String::is_empty")]
     pub(super) system: String,
     pub(super) messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<Tool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) stream: bool,
 }
@@ -115,13 +112,9 @@ impl<'a> MessagesRequest<'a> {
             .collect();
         Self {
             model: &format.model,
-            max_tokens: format.max_tokens,
             system: system.join("\n\n"),
             messages: out,
             tools,
-            tool_choice: request
-                .forbids_tool_calls()
-                .then(|| json!({"type": "none"})),
             stream: request.stream,
         }
     }

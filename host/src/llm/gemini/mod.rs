@@ -10,7 +10,11 @@
 //!   with `parameters` cut down to Gemini's schema subset (see
 //!   [`schema`](self::schema) for exactly what is kept);
 //!   [`ToolChoice::None`] sends `toolConfig.functionCallingConfig.mode:
-//!   "NONE"` with the tools still declared;
+//!   "NONE"` with the tools still declared, `Required` mode `ANY`, a named
+//!   tool `ANY` with `allowedFunctionNames: [name]`; there is no switch for
+//!   one call per answer;
+//! - sampling goes in `generationConfig` (`temperature` 0 to 2, `topP`,
+//!   `maxOutputTokens`, at most 5 `stopSequences`, a 32-bit `seed`);
 //! - calls are `functionCall{name, args, id?}` parts. Most models give no
 //!   id, so a call without one gets `gemini_call_{turn}_{position}`: `turn`
 //!   is the number of assistant turns before it, so the same conversation
@@ -30,12 +34,15 @@ mod schema;
 mod wire;
 
 use serde::Serialize;
+use serde_json::{Map, Value, json};
 
-use super::format::{HttpProvider, StreamAssembly, StreamContext, WireFormat, emit};
+use super::format::{HttpProvider, StreamAssembly, StreamContext, WireFormat, emit, put};
 use super::http::{HttpClient, HttpConfig, snippet};
+use super::params::{ParamRules, SeedRange};
 use super::sse::SseEvent;
 use super::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, TextSink, ToolCall, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, TextSink, ToolCall,
+    ToolChoice, Usage,
 };
 
 /// How to reach Gemini.
@@ -46,8 +53,9 @@ pub struct GeminiConfig {
     /// The model name, e.g. `gemini-2.5-flash` (a `models/` prefix is
     /// accepted).
     pub model: String,
-    /// `generationConfig.maxOutputTokens`; `None` (the default) leaves it
-    /// to the model.
+    /// `generationConfig.maxOutputTokens` unless the request sets
+    /// [`GenerationParams::max_output_tokens`](super::GenerationParams);
+    /// `None` (the default) leaves it to the model.
     pub max_tokens: Option<u32>,
 }
 
@@ -109,7 +117,51 @@ impl WireFormat for GenerateContent {
     }
 
     fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a {
-        wire::GenerateContentRequest::new(self, request)
+        wire::GenerateContentRequest::new(request)
+    }
+
+    fn rules(&self) -> ParamRules {
+        ParamRules {
+            api: "Gemini generateContent",
+            max_temperature: 2.0,
+            max_stop: Some(5),
+            seed: SeedRange::I32,
+            serial_tool_calls: false,
+        }
+    }
+
+    fn parameters(&self, request: &ChatRequest<'_>, body: &mut Map<String, Value>) {
+        let params = request.params;
+        let mut config = Map::new();
+        put(&mut config, "temperature", params.temperature);
+        put(&mut config, "topP", params.top_p);
+        put(
+            &mut config,
+            "maxOutputTokens",
+            params.max_output_tokens.or(self.max_tokens),
+        );
+        put(
+            &mut config,
+            "stopSequences",
+            (!params.stop.is_empty()).then_some(&params.stop),
+        );
+        put(&mut config, "seed", params.seed);
+        if !config.is_empty() {
+            body.insert("generationConfig".into(), Value::Object(config));
+        }
+        if request.tools.is_empty() {
+            return;
+        }
+        let calling = match &params.tool_choice {
+            ToolChoice::Auto => return,
+            ToolChoice::None => json!({"mode": "NONE"}),
+            ToolChoice::Required => json!({"mode": "ANY"}),
+            ToolChoice::Tool(name) => json!({"mode": "ANY", "allowedFunctionNames": [name]}),
+        };
+        body.insert(
+            "toolConfig".into(),
+            json!({ "functionCallingConfig": calling }),
+        );
     }
 }
 
@@ -223,8 +275,11 @@ mod tests {
 
     use super::GenerateContent;
     use super::wire::response_object;
-    use crate::llm::format::WireFormat;
-    use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, ToolChoice, ToolResult};
+    use crate::llm::format::request_body;
+    use crate::llm::{
+        AssistantMessage, ChatRequest, GenerationParams, Message, ToolCall, ToolChoice, ToolResult,
+    };
+    use crate::tools::ToolSpec;
 
     fn result(content: &str, is_error: bool) -> ToolResult {
         ToolResult {
@@ -278,11 +333,11 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools: &[],
-            tool_choice: ToolChoice::Auto,
+            params: &GenerationParams::default(),
             stream: false,
             on_text: None,
         };
-        let body = serde_json::to_value(format.encode(&request)).expect("json");
+        let body = request_body(&format, &request).expect("json");
         assert_eq!(
             body["contents"],
             json!([
@@ -291,5 +346,73 @@ mod tests {
                 {"role": "user", "parts": [{"functionResponse": {"name": "t", "response": {"result": 1}}}]}
             ])
         );
+    }
+
+    fn body(params: &GenerationParams, max_tokens: Option<u32>) -> serde_json::Value {
+        let format = GenerateContent {
+            model: "m".into(),
+            max_tokens,
+        };
+        let tools = [ToolSpec {
+            name: "add".into(),
+            description: "adds".into(),
+            input_schema: json!({"type": "object"}),
+        }];
+        let messages = [Message::user("hi")];
+        let request = ChatRequest {
+            messages: &messages,
+            tools: &tools,
+            params,
+            stream: false,
+            on_text: None,
+        };
+        let mut body = request_body(&format, &request).expect("valid");
+        let fields = body.as_object_mut().expect("object");
+        for structural in ["contents", "tools"] {
+            fields.remove(structural);
+        }
+        body
+    }
+
+    #[test]
+    fn generation_params_reach_generation_and_tool_config() {
+        assert_eq!(body(&GenerationParams::default(), None), json!({}));
+        assert_eq!(
+            body(&GenerationParams::default(), Some(64)),
+            json!({"generationConfig": {"maxOutputTokens": 64}})
+        );
+        let params = GenerationParams {
+            temperature: Some(0.2),
+            top_p: Some(0.9),
+            max_output_tokens: Some(100),
+            stop: vec!["END".into(), "STOP".into()],
+            seed: Some(7),
+            tool_choice: ToolChoice::Tool("add".into()),
+            parallel_tool_calls: Some(true),
+            extra: json!({"generationConfig": {"topK": 40}})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        assert_eq!(
+            body(&params, Some(64)),
+            json!({
+                "generationConfig": {
+                    "temperature": 0.2, "topP": 0.9, "maxOutputTokens": 100,
+                    "stopSequences": ["END", "STOP"], "seed": 7, "topK": 40
+                },
+                "toolConfig": {"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["add"]}}
+            })
+        );
+        for (choice, mode) in [(ToolChoice::Required, "ANY"), (ToolChoice::None, "NONE")] {
+            let params = GenerationParams {
+                tool_choice: choice,
+                ..GenerationParams::default()
+            };
+            assert_eq!(
+                body(&params, None)["toolConfig"],
+                json!({"functionCallingConfig": {"mode": mode}})
+            );
+        }
     }
 }

@@ -3,7 +3,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::GenerateContent;
 use super::schema::sanitize;
 use crate::llm::convert::{FunctionDeclaration, arguments_object};
 use crate::llm::ids::{IdRules, WireIds};
@@ -21,10 +20,6 @@ pub struct GenerateContentRequest {
     pub(super) system_instruction: Option<Content>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_config: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) generation_config: Option<Value>,
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -79,7 +74,7 @@ impl GenerateContentRequest {
     /// model's turns have role `model`; consecutive messages of one role
     /// merge, and in a user turn every `functionResponse` part comes first,
     /// so all results of a turn travel together in the next user turn.
-    pub(super) fn new(format: &GenerateContent, request: &ChatRequest<'_>) -> Self {
+    pub(super) fn new(request: &ChatRequest<'_>) -> Self {
         let mut system = Vec::new();
         let mut contents: Vec<Content> = Vec::new();
         let ids = WireIds::new(request.messages, IdRules::GEMINI);
@@ -135,10 +130,6 @@ impl GenerateContentRequest {
             } else {
                 Vec::new()
             },
-            tool_config: request
-                .forbids_tool_calls()
-                .then(|| json!({"functionCallingConfig": {"mode": "NONE"}})),
-            generation_config: format.max_tokens.map(|n| json!({"maxOutputTokens": n})),
         }
     }
 }

@@ -17,10 +17,6 @@ pub struct ChatCompletionRequest<'a> {
     pub(super) messages: Vec<ChatMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(super) tools: Vec<Tool<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) tool_choice: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(super) max_tokens: Option<u32>,
     pub(super) stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) stream_options: Option<StreamOptions>,
@@ -104,8 +100,6 @@ impl<'a> ChatCompletionRequest<'a> {
             model: &format.model,
             messages,
             tools,
-            tool_choice: request.forbids_tool_calls().then_some("none"),
-            max_tokens: format.max_tokens,
             stream: request.stream,
             stream_options: request.stream.then_some(StreamOptions {
                 include_usage: true,

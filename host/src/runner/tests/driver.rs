@@ -231,7 +231,7 @@ fn final_answer_disables_tools_for_one_last_request() {
     assert_eq!(outcome.stop_reason, StopReason::MaxIterations);
     assert_eq!(outcome.final_text, "the answer");
     let seen = provider.seen();
-    let choices: Vec<ToolChoice> = seen.iter().map(|s| s.tool_choice).collect();
+    let choices: Vec<ToolChoice> = seen.iter().map(|s| s.tool_choice.clone()).collect();
     assert_eq!(
         choices,
         [ToolChoice::Auto, ToolChoice::Auto, ToolChoice::None]

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroUsize;
 
-use crate::llm::{AssistantMessage, ToolCall, ToolChoice};
+use crate::llm::{AssistantMessage, ToolCall};
 use crate::runner::machine::{
     CallOutcome, CallReport, Disposition, LoopState, Next, Verdict, normalize_arguments,
 };
@@ -29,7 +29,6 @@ fn all_offered(_: &str) -> bool {
 }
 
 const REQUEST: Next = Next::Request {
-    tool_choice: ToolChoice::Auto,
     final_answer: false,
 };
 
@@ -60,13 +59,7 @@ fn final_answer_sends_one_toolless_request_and_drops_its_calls() {
     let mut state = LoopState::new();
     assert_eq!(state.next(&config), REQUEST);
     state.plan(&config, &mut response(1), all_offered);
-    assert_eq!(
-        state.next(&config),
-        Next::Request {
-            tool_choice: ToolChoice::None,
-            final_answer: true
-        }
-    );
+    assert_eq!(state.next(&config), Next::Request { final_answer: true });
     let mut last = response(2);
     let plan = state.plan(&config, &mut last, all_offered);
     assert!(last.tool_calls.is_empty());

@@ -3,5 +3,6 @@
 
 mod driver;
 mod machine;
+mod params;
 mod props;
 mod scripted;

@@ -79,6 +79,7 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
                     tools: ToolSelection::Named(vec!["echo".into(), "fail".into()]),
                     dynamic_tools: dynamic.then(|| DynamicTools::new(["extra"])),
                     tool_options: Default::default(),
+                    generation: Default::default(),
                 }
             },
         )

@@ -8,8 +8,8 @@ use futures::future::BoxFuture;
 use serde_json::json;
 
 use crate::llm::{
-    AssistantMessage, ChatRequest, ChatResponse, FinishReason, LlmError, Message, Provider,
-    ToolCall, ToolChoice, Usage,
+    AssistantMessage, ChatRequest, ChatResponse, FinishReason, GenerationParams, LlmError, Message,
+    Provider, ToolCall, ToolChoice, Usage,
 };
 use crate::tools::{NativeTool, ToolError, ToolRegistry};
 
@@ -74,6 +74,7 @@ pub struct Seen {
     pub messages: Vec<Message>,
     pub tools: Vec<(String, String)>,
     pub tool_choice: ToolChoice,
+    pub params: GenerationParams,
 }
 
 #[derive(Default)]
@@ -117,7 +118,8 @@ impl Provider for Scripted {
                     .iter()
                     .map(|t| (t.name.clone(), t.description.clone()))
                     .collect(),
-                tool_choice: request.tool_choice,
+                tool_choice: request.params.tool_choice.clone(),
+                params: request.params.clone(),
             });
             let next = self.script.lock().expect("lock").pop_front();
             let message = match next {
