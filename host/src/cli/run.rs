@@ -385,11 +385,11 @@ impl Progress {
     }
 
     fn line(&self, line: std::fmt::Arguments<'_>) {
-        if self.quiet {
-            return;
-        }
+        // Also with `-q`: the texts of two replies stay on lines of their own.
         self.end_line();
-        eprintln!("{line}");
+        if !self.quiet {
+            eprintln!("{line}");
+        }
     }
 
     fn text(&self, text: &str) {
