@@ -88,6 +88,80 @@ pub fn escape_controls_keep_lines(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Multi-line text for a terminal or a log, shown as lines: newlines
+/// stay, every other control character is escaped (as in
+/// [`escape_controls`]), and each line after the first starts with
+/// `indent`. A line of untrusted text (a TOML error quoting a manifest, a
+/// plugin's traceback) then cannot pass for a line of its own: it never
+/// starts at the left margin where `error:` and log lines do.
+///
+/// ```
+/// use toolhost::text::escape_controls_indented;
+///
+/// assert_eq!(
+///     escape_controls_indented("bad\n[ERROR] forged\x1b[2J", "  "),
+///     "bad\n  [ERROR] forged\\u{1b}[2J"
+/// );
+/// ```
+pub fn escape_controls_indented<'a>(text: &'a str, indent: &str) -> Cow<'a, str> {
+    let text = text.trim_end_matches(['\n', '\r']);
+    if !text.chars().any(is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut lines = text.split('\n');
+    if let Some(first) = lines.next() {
+        out.push_str(&escape_controls_keep_lines(first.trim_end_matches('\r')));
+    }
+    for line in lines {
+        out.push('\n');
+        out.push_str(indent);
+        out.push_str(&escape_controls_keep_lines(line.trim_end_matches('\r')));
+    }
+    Cow::Owned(out)
+}
+
+/// Text from outside the host kept as lines: clipped to `max_bytes`
+/// (before escaping), then every control character but newline and tab
+/// escaped. For a message that is read as lines (a TOML error with its
+/// caret under the column); whoever prints it indents its lines with
+/// [`escape_controls_indented`].
+pub fn untrusted_lines(text: &str, max_bytes: usize) -> String {
+    escape_controls_keep_lines(&clip(text, max_bytes)).into_owned()
+}
+
+/// The last lines a guest wrote to stderr, for a trap's message: blank
+/// lines dropped, the rest joined with ` | `, the last `max_bytes` kept
+/// (a panic's message and location come last). Rust's default panic hook
+/// ends with "run with `RUST_BACKTRACE=1`", which cannot reach a plugin (no
+/// environment variable does, and wasm has no unwinder): that note is
+/// replaced by one that can be followed.
+pub(crate) fn stderr_summary(stderr: &[u8], max_bytes: usize) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let mut backtrace_note = false;
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| {
+            let note = line.contains("RUST_BACKTRACE");
+            backtrace_note |= note;
+            !line.is_empty() && !note
+        })
+        .collect();
+    let text = lines.join(" | ");
+    let mut start = text.len().saturating_sub(max_bytes);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    let mut summary = text[start..].to_owned();
+    if backtrace_note {
+        summary.push_str(
+            " (a plugin has no backtrace: call the tool's function in a native `cargo test` for one)",
+        );
+    }
+    summary
+}
+
 /// JSON text (as `serde_json` writes it) with every character that must not
 /// reach a terminal written as a JSON `\uXXXX` escape. `serde_json` escapes
 /// C0 controls but leaves DEL, C1 controls and bidi overrides as they are;
@@ -136,6 +210,57 @@ mod tests {
             let shown = escape_controls(&c.to_string()).into_owned();
             assert!(!shown.chars().any(is_unsafe), "{c:?} shown as {shown:?}");
         }
+    }
+
+    #[test]
+    fn indented_lines_never_start_at_the_margin() {
+        let toml = "TOML parse error at line 1, column 5\n  |\n1 | a =\n  |     ^\nstring values must be quoted\n";
+        let shown = escape_controls_indented(toml, "    ");
+        assert_eq!(shown.lines().count(), 5, "{shown}");
+        assert!(
+            shown.lines().skip(1).all(|l| l.starts_with("    ")),
+            "{shown}"
+        );
+        assert!(!shown.contains("\\n"), "newlines stay newlines: {shown}");
+        let forged = escape_controls_indented("x\r\nerror: forged\u{1b}[2J\u{202e}", "  ");
+        assert_eq!(forged, "x\n  error: forged\\u{1b}[2J\\u{202e}");
+        assert!(matches!(
+            escape_controls_indented("one line", "  "),
+            Cow::Borrowed(_)
+        ));
+        // Unsafe characters never survive, whatever the input.
+        for c in (0u32..0x100).filter_map(char::from_u32) {
+            let shown = escape_controls_indented(&format!("a{c}b"), " ").into_owned();
+            assert!(
+                !shown
+                    .chars()
+                    .any(|c| is_unsafe(c) && c != '\n' && c != '\t'),
+                "{c:?}"
+            );
+        }
+        assert_eq!(untrusted_lines("a\nb\x1bc", 64), "a\nb\\u{1b}c");
+        assert_eq!(untrusted_lines("abcdef", 3), "abc... [3 more bytes]");
+    }
+
+    #[test]
+    fn a_guest_panic_never_suggests_rust_backtrace() {
+        let default_hook = b"thread '<unnamed>' panicked at src/lib.rs:12:5:\nboom\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n";
+        let shown = stderr_summary(default_hook, 500);
+        assert!(
+            shown.starts_with("thread '<unnamed>' panicked at src/lib.rs:12:5: | boom"),
+            "{shown}"
+        );
+        assert!(!shown.contains("RUST_BACKTRACE=1"), "{shown}");
+        assert!(shown.contains("cargo test"), "{shown}");
+        let go = b"panicked at plugin/plugin.go:31: index out of range [3] with length 1\n";
+        assert_eq!(
+            stderr_summary(go, 500),
+            "panicked at plugin/plugin.go:31: index out of range [3] with length 1"
+        );
+        // The end is kept: that is where a panic's message is.
+        let long = format!("{}\npanicked at a.rs:1:1: last", "x".repeat(2000));
+        assert!(stderr_summary(long.as_bytes(), 100).ends_with("panicked at a.rs:1:1: last"));
+        assert_eq!(stderr_summary(b"", 100), "");
     }
 
     #[test]

@@ -23,7 +23,8 @@
 // host validates each input against `input` before `run` sees it; `run`'s
 // return value is sent back as JSON. Throw `InvalidInput`, `Failed` or
 // `Denied` for a structured tool error; any other exception becomes `failed`
-// with its message.
+// with its message and where it was thrown (its stack: file:line:column of
+// each frame, innermost first, bounded), so `toolhost call` shows the line.
 //
 // Works with both jco backends (StarlingMonkey and QuickJS).
 
@@ -32,6 +33,40 @@ import * as hostModule from "toolhost:plugin/host@0.1.0";
 // QuickJS exposes an interface as the module's default export,
 // StarlingMonkey as named exports.
 const host = hostModule.log ? hostModule : hostModule.default;
+
+// An error message is read by a person and a model, and the host caps it
+// (8 KiB at most): the stack keeps within a budget of its own.
+const STACK_FRAMES = 10;
+const MESSAGE_CHARS = 1000;
+const FRAME_CHARS = 200;
+
+/**
+ * `Name: message`, then the frames of the exception's stack from where it
+ * was thrown up to the SDK's own `call` (whose stack is `here`, taken in
+ * the catch): the tool's frames only, at most STACK_FRAMES of them.
+ */
+export function describeException(e, here) {
+  let message = e instanceof Error ? e.message : String(e);
+  if (message.length > MESSAGE_CHARS) {
+    message = `${message.slice(0, MESSAGE_CHARS)}... [${message.length - MESSAGE_CHARS} more characters]`;
+  }
+  const name = e instanceof Error ? (e.name ?? "Error") : "thrown";
+  const head = message ? `${name}: ${message}` : name;
+  const frameLines = (stack) =>
+    typeof stack === "string" ? stack.split("\n").filter((l) => /^\s*at /.test(l)).map((l) => l.trim()) : [];
+  let frames = frameLines(e?.stack);
+  // V8 writes `at call (file:12:7)`, QuickJS `at call (file:12)`: the
+  // function and file identify the SDK's frame, whatever the line.
+  const sdk = frameLines(here)[0]?.replace(/:\d+(:\d+)?\)?$/, "");
+  if (sdk) {
+    const cut = frames.findIndex((f) => f.replace(/:\d+(:\d+)?\)?$/, "") === sdk);
+    if (cut >= 0) frames = frames.slice(0, cut);
+  }
+  if (frames.length === 0) return head;
+  const kept = frames.slice(0, STACK_FRAMES).map((f) => `    ${f.slice(0, FRAME_CHARS)}`);
+  if (frames.length > STACK_FRAMES) kept.push(`    ... ${frames.length - STACK_FRAMES} outer frames left out`);
+  return `${head}\n${kept.join("\n")}`;
+}
 
 /** Base of the errors a tool throws to return a structured tool error. */
 export class ToolFailure extends Error {
@@ -117,7 +152,7 @@ export function plugin(tools) {
         output = spec.run(input);
       } catch (e) {
         if (e instanceof ToolFailure) throw { tag: e.tag, val: e.message || e.tag };
-        throw { tag: "failed", val: `${e?.name ?? "Error"}: ${e?.message ?? String(e)}` };
+        throw { tag: "failed", val: describeException(e, new Error().stack) };
       }
       if (output === undefined) output = null;
       let text;

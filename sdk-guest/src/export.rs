@@ -26,6 +26,13 @@ use crate::{ToolError, ToolErrorKind, ToolOutput};
 /// characters) and must be unique across every plugin the host loads:
 /// prefix it with the plugin's name.
 ///
+/// A component exports one `tool` interface, so the macro may appear once
+/// per crate: list every tool in that one call. A second call in the same
+/// module fails to compile with an error naming
+/// `export_tools_may_appear_once_per_crate__list_every_tool_in_one_call`;
+/// one in another module fails to link for wasm32 (the contract's symbols
+/// are defined twice).
+///
 /// # Examples
 ///
 /// ```
@@ -53,10 +60,15 @@ use crate::{ToolError, ToolErrorKind, ToolOutput};
 #[macro_export]
 macro_rules! export_tools {
     ($($name:ident : $description:expr => $function:path),+ $(,)?) => {
+        // The plugin type's name is the fix, so that a second call of the
+        // macro in this module reads "the name `export_tools_may_appear_
+        // once_per_crate__list_every_tool_in_one_call` is defined multiple
+        // times" rather than an error from inside the expansion.
         #[doc(hidden)]
-        struct __ToolhostPlugin;
+        #[allow(non_camel_case_types)]
+        struct export_tools_may_appear_once_per_crate__list_every_tool_in_one_call;
 
-        impl $crate::__private::Guest for __ToolhostPlugin {
+        impl $crate::__private::Guest for export_tools_may_appear_once_per_crate__list_every_tool_in_one_call {
             fn describe() -> ::std::vec::Vec<$crate::__private::ToolInfo> {
                 ::std::vec![$(
                     $crate::__private::describe(
@@ -84,14 +96,15 @@ macro_rules! export_tools {
         // natively.
         #[cfg(target_arch = "wasm32")]
         $crate::__private::bindings::export_plugin!(
-            __ToolhostPlugin with_types_in $crate::__private::bindings
+            export_tools_may_appear_once_per_crate__list_every_tool_in_one_call
+                with_types_in $crate::__private::bindings
         );
         // Natively, nothing calls the plugin; mark it used so that the tool
         // functions do not read as dead code.
         #[cfg(not(target_arch = "wasm32"))]
         const _: () = {
-            let _ = <__ToolhostPlugin as $crate::__private::Guest>::describe;
-            let _ = <__ToolhostPlugin as $crate::__private::Guest>::call;
+            let _ = <export_tools_may_appear_once_per_crate__list_every_tool_in_one_call as $crate::__private::Guest>::describe;
+            let _ = <export_tools_may_appear_once_per_crate__list_every_tool_in_one_call as $crate::__private::Guest>::call;
         };
     };
 }
@@ -102,6 +115,7 @@ where
     I: JsonSchema,
     F: Fn(I) -> Result<O, ToolError>,
 {
+    report_panics();
     ToolInfo {
         name: name.to_owned(),
         description: description.to_owned(),
@@ -160,10 +174,42 @@ where
     O: ToolOutput,
     F: FnOnce(I) -> Result<O, ToolError>,
 {
+    report_panics();
     let input = serde_json::from_str(input).map_err(|e| {
         ToolError::invalid_input(format!("the input does not fit the tool's schema: {e}"))
     })?;
     function(input)?.into_json()
+}
+
+/// Makes a panic in a plugin say what and where on one line of stderr,
+/// which the host quotes in the call's `trap` error: on wasm32 a panic
+/// aborts the instance, so that line is all the caller gets. Rust's default
+/// hook would add "run with `RUST_BACKTRACE=1`", which cannot reach a
+/// plugin. Natively (an author's unit tests) the default hook stays.
+fn report_panics() {
+    #[cfg(target_arch = "wasm32")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            std::panic::set_hook(Box::new(|info| {
+                let payload = info.payload();
+                let message = payload
+                    .downcast_ref::<&str>()
+                    .copied()
+                    .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+                    .unwrap_or("(a panic payload that is not text)");
+                match info.location() {
+                    Some(at) => eprintln!(
+                        "panicked at {}:{}:{}: {message}",
+                        at.file(),
+                        at.line(),
+                        at.column()
+                    ),
+                    None => eprintln!("panicked: {message}"),
+                }
+            }));
+        });
+    }
 }
 
 /// Converts the SDK's error into the contract's variant.

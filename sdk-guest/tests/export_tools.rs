@@ -40,12 +40,16 @@ toolhost_guest::export_tools! {
 }
 
 fn call(name: &str, input: &str) -> Result<String, WitToolError> {
-    <__ToolhostPlugin as Guest>::call(name.to_owned(), input.to_owned())
+    <export_tools_may_appear_once_per_crate__list_every_tool_in_one_call as Guest>::call(
+        name.to_owned(),
+        input.to_owned(),
+    )
 }
 
 #[test]
 fn describe_lists_every_tool_in_order_with_its_schema() {
-    let infos = <__ToolhostPlugin as Guest>::describe();
+    let infos =
+        <export_tools_may_appear_once_per_crate__list_every_tool_in_one_call as Guest>::describe();
     let names: Vec<&str> = infos.iter().map(|i| i.name.as_str()).collect();
     assert_eq!(names, ["test_add", "test_refuse", "test_raw"]);
     assert_eq!(infos[0].description, "Add two numbers.");

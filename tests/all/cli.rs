@@ -504,3 +504,114 @@ fn list_shows_only_the_served_tools_and_each_refused_one_as_an_error() {
     ]);
     assert!(out.status.success(), "{out:?}");
 }
+
+/// A directory with no plugin in it (a project's source, not its build) is
+/// said to be so by every command, with where the plugins likely are: a
+/// `dist/` or `target/plugins` beside it, or the project's own build.sh.
+#[test]
+fn a_plugin_dir_without_plugins_says_so_and_where_they_are() {
+    let temp = tempfile::tempdir().unwrap();
+    let project = temp.path();
+    std::fs::write(project.join("build.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::write(project.join("plugin.toml"), "").unwrap();
+    let build = project.join("build.sh").display().to_string();
+
+    // Not built: call names the project's build script, not the checkout's.
+    let out = toolhost(&[
+        "call",
+        "x_greet",
+        "--input",
+        "{}",
+        "-p",
+        dir(project),
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let message = json_out(&out)["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(message.contains("holds no plugin"), "{message}");
+    assert!(message.contains(&build), "{message}");
+    assert!(
+        !message.contains("available: ,") && !message.ends_with("available: "),
+        "{message}"
+    );
+    // list (and every other command) warns on stderr.
+    let out = toolhost(&["list", "-p", dir(project)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("holds no plugin") && stderr.contains(&build),
+        "{stderr}"
+    );
+    // The build's directory is missing: so is said, with the same advice.
+    let dist = project.join("dist");
+    let out = toolhost(&["list", "-p", dir(&dist)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("does not exist") && stderr.contains(&build),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("plugins/build.sh"), "{stderr}");
+
+    // Built (a dist/, or a target/plugins): the directory to pass instead.
+    for built in [dist.clone(), project.join("target").join("plugins")] {
+        let with = tempfile::tempdir().unwrap();
+        let root = with.path();
+        std::fs::create_dir_all(root.join(built.strip_prefix(project).unwrap())).unwrap();
+        let built = root.join(built.strip_prefix(project).unwrap());
+        toolhost_tests::plugins::copy_plugin("calc", &built);
+        let out = toolhost(&[
+            "call",
+            "calc_eval",
+            "--input",
+            "{}",
+            "-p",
+            dir(root),
+            "--json",
+        ]);
+        let message = json_out(&out)["error"]["message"].to_string();
+        assert!(
+            message.contains(&format!("--plugins {}", built.display())),
+            "{message}"
+        );
+    }
+}
+
+/// A TOML error is several lines (the line, a caret under the column):
+/// shown as lines, indented under the error, never with `\n` escapes, and
+/// a control character from the file stays escaped.
+#[test]
+fn toml_errors_print_as_lines() {
+    let plugins = plugin_subset(&["calc"]);
+    let config = plugins.path().join("host.toml");
+    std::fs::write(&config, "max_instances = \"many\x1b[2J\"\n").unwrap();
+    let out = toolhost(&["list", "-p", dir(plugins.path()), "--config", dir(&config)]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error: invalid host config"), "{stderr}");
+    assert!(stderr.lines().count() >= 3, "{stderr}");
+    assert!(
+        stderr.lines().skip(1).all(|l| l.starts_with("  ")),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("\\n") && !stderr.contains('\x1b'),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\\u{1b}[2J"), "{stderr}");
+
+    // A plugin's manifest: the same, where list reports the plugin.
+    std::fs::write(plugins.path().join("calc.toml"), "[limits\nfuel = 1\n").unwrap();
+    let out = toolhost(&["list", "-p", dir(plugins.path())]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let failed = &stdout[stdout.find("failed: ").expect("a failed line")..];
+    assert!(failed.contains("invalid manifest"), "{stdout}");
+    assert!(failed.lines().count() >= 3, "{stdout}");
+    assert!(
+        failed.lines().skip(1).all(|l| l.starts_with("    ")),
+        "{stdout}"
+    );
+    assert!(!failed.contains("\\n"), "{stdout}");
+}

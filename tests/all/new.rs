@@ -28,6 +28,22 @@ fn toolhost(args: &[&str]) -> Output {
         .expect("toolhost runs")
 }
 
+/// `toolhost ARGS` run from `dir`, as a user standing in a project runs it.
+fn toolhost_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(toolhost_bin())
+        .args(args)
+        .current_dir(dir)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            workspace_root().join("target").join("test-cache"),
+        )
+        .env_remove("TOOLHOST_SDK")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("toolhost runs")
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -123,6 +139,31 @@ fn scaffold_builds_and_answers(lang: &str, name: &str) {
         "{readme}"
     );
 
+    // Before the first build, `--plugins .` (or `dist`) names the
+    // project's own build script, not the toolhost checkout's.
+    let greet = format!("{name}_greet");
+    for dir in [".", "dist"] {
+        let out = toolhost_in(
+            &project,
+            &["call", &greet, "--input", "{}", "--plugins", dir],
+        );
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("./build.sh") && !stderr.contains("plugins/build.sh"),
+            "--plugins {dir} before the build: {stderr}"
+        );
+        assert!(
+            stderr.contains(if dir == "." {
+                "holds no plugin"
+            } else {
+                "does not exist"
+            }),
+            "--plugins {dir}: {stderr}"
+        );
+    }
+    let crash_line = add_crashing_tool(lang, name, &project);
+
     // The one documented command, run as the README says (it must be executable).
     let mut build = Command::new(project.join("build.sh"));
     build
@@ -184,6 +225,127 @@ fn scaffold_builds_and_answers(lang: &str, name: &str) {
     let (value, _) = call(&dist, &tool, &json!({"who": "Ada"}));
     assert_eq!(value["ok"], false, "{value}");
     assert_eq!(value["error"]["kind"], "invalid_input", "{value}");
+
+    // After the build, `--plugins .` points at dist/.
+    let out = toolhost_in(
+        &project,
+        &["call", &greet, "--input", "{}", "--plugins", "."],
+    );
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("holds no plugin") && stderr.contains("--plugins ./dist"),
+        "{stderr}"
+    );
+
+    if let Some(line) = crash_line {
+        crash_shows_where(lang, name, &dist, line);
+    }
+}
+
+/// Add a tool `NAME_crash` whose bug (an exception, a panic) fires on
+/// `{"n": 0}`, as an author's mistake would; returns the source line it
+/// fires on (None for C, which has no exceptions or panics to report).
+fn add_crashing_tool(lang: &str, name: &str, project: &Path) -> Option<usize> {
+    let (file, marker) = match lang {
+        "python" => ("app.py", "1 // n"),
+        "js" => ("plugin.js", "null.n"),
+        "rust" => ("src/lib.rs", "crashing on purpose"),
+        "go" => ("plugin.go", "xs[in.N]"),
+        _ => return None,
+    };
+    let path = project.join(file);
+    let source = std::fs::read_to_string(&path).expect("the scaffold's source");
+    let source = match lang {
+        "python" => format!(
+            "{source}\n\n@tool\ndef {name}_crash(n: int) -> dict:\n    \"\"\"Divide one by n.\"\"\"\n    return {{\"x\": 1 // n}}\n"
+        ),
+        "js" => source.replacen(
+            "export const tool = plugin({\n",
+            &format!(
+                "export const tool = plugin({{\n  {name}_crash: {{\n    description: \"Crash.\",\n    input: {{ type: \"object\", properties: {{ n: {{ type: \"integer\" }} }} }},\n    run({{ n }}) {{\n      return n === 0 ? null.n : n;\n    }},\n  }},\n"
+            ),
+            1,
+        ),
+        "rust" => source
+            .replacen(
+                "toolhost_guest::export_tools! {\n",
+                &format!("toolhost_guest::export_tools! {{\n    {name}_crash: \"Crash.\" => crash,\n"),
+                1,
+            )
+            + "\n/// Input of the crash tool.\n#[derive(Deserialize, JsonSchema)]\npub struct CrashInput {\n    /// Zero crashes.\n    pub n: u32,\n}\n\n/// Panics on zero.\n///\n/// # Errors\n///\n/// Never: it panics.\npub fn crash(input: CrashInput) -> Result<u32, ToolError> {\n    assert!(input.n != 0, \"crashing on purpose\");\n    Ok(input.n)\n}\n",
+        "go" => format!(
+            "{source}\ntype crashInput struct {{\n\tN int `json:\"n\"`\n}}\n\nfunc init() {{\n\ttoolhost.Register(\"{name}_crash\", \"Crash.\", func(in crashInput) (any, error) {{\n\t\txs := []int{{}}\n\t\treturn xs[in.N], nil\n\t}})\n}}\n"
+        ),
+        _ => unreachable!(),
+    };
+    std::fs::write(&path, &source).expect("write the source");
+    let line = source
+        .lines()
+        .position(|l| l.contains(marker) && !l.contains("description"))
+        .expect("the crash line");
+    Some(line + 1)
+}
+
+/// `toolhost call NAME_crash` says where the tool failed: a Python or
+/// JavaScript exception's traceback (`failed`), a Rust or Go panic's
+/// message and FILE:LINE (`trap`, the same kind in both), and never a hint
+/// (RUST_BACKTRACE) that cannot reach a plugin.
+fn crash_shows_where(lang: &str, name: &str, dist: &Path, line: usize) {
+    let tool = format!("{name}_crash");
+    let out = toolhost(&[
+        "call",
+        &tool,
+        "--input",
+        r#"{"n":0}"#,
+        "--plugins",
+        path(dist),
+    ]);
+    let all = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    // Compile progress may come first.
+    let stderr = &all[all
+        .find("error: ")
+        .unwrap_or_else(|| panic!("no error line: {all}"))..];
+    let (kind, located) = match lang {
+        "python" => (
+            "tool_failed",
+            format!("app.py\", line {line}, in {name}_crash"),
+        ),
+        // The bundle's line, not the source's: a frame with a position.
+        "js" => ("tool_failed", "TypeError".to_owned()),
+        "rust" => ("trap", format!("panicked at src/lib.rs:{line}:")),
+        "go" => (
+            "trap",
+            format!("plugin.go:{line}: runtime error: index out of range"),
+        ),
+        _ => unreachable!(),
+    };
+    assert!(
+        stderr.starts_with(&format!("error: {kind}: ")),
+        "{lang}: {stderr}"
+    );
+    assert!(
+        stderr.contains(&located),
+        "{lang}: want {located:?} in {stderr}"
+    );
+    assert!(!stderr.contains("RUST_BACKTRACE"), "{stderr}");
+    if lang == "python" || lang == "js" {
+        // The traceback is shown as lines, indented under `error:`.
+        let frames: Vec<&str> = stderr.lines().skip(1).collect();
+        assert!(!frames.is_empty(), "{stderr}");
+        assert!(frames.iter().all(|l| l.starts_with("  ")), "{stderr}");
+        assert!(!stderr.contains("\\n"), "{stderr}");
+    }
+    if lang == "js" {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.trim_start().starts_with("at ") && l.contains(':')),
+            "{stderr}"
+        );
+    }
+    let (value, _) = call(dist, &tool, &json!({"n": 0}));
+    assert_eq!(value["error"]["kind"], kind, "{value}");
 }
 
 #[test]
@@ -332,4 +494,46 @@ fn new_bakes_the_sdk_root_it_was_given_into_the_project() {
         "{cargo}"
     );
     assert!(cargo.contains("[workspace]"), "{cargo}");
+}
+
+#[test]
+fn a_second_export_tools_block_names_the_fix() {
+    assert!(
+        toolchain_present("rust"),
+        "the wasm32-wasip2 target is not installed"
+    );
+    let parent = tempfile::tempdir().expect("a temp dir");
+    let out = toolhost(&[
+        "new",
+        "--lang",
+        "rust",
+        "twice",
+        "--dir",
+        path(parent.path()),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let project = parent.path().join("twice");
+    let lib = project.join("src").join("lib.rs");
+    let source = std::fs::read_to_string(&lib).expect("lib.rs");
+    std::fs::write(
+        &lib,
+        format!("{source}\ntoolhost_guest::export_tools! {{\n    twice_again: \"Again.\" => greet,\n}}\n"),
+    )
+    .expect("write lib.rs");
+    let built = Command::new(project.join("build.sh"))
+        .current_dir(&project)
+        .env_remove("TOOLHOST_SDK")
+        .env("PATH", toolchain_path())
+        .env(
+            "CARGO_TARGET_DIR",
+            workspace_root().join("target").join("scaffold-target"),
+        )
+        .output()
+        .expect("build.sh runs");
+    let stderr = text(&built.stderr);
+    assert!(!built.status.success(), "two blocks built: {stderr}");
+    assert!(
+        stderr.contains("export_tools_may_appear_once_per_crate__list_every_tool_in_one_call"),
+        "{stderr}"
+    );
 }

@@ -442,3 +442,54 @@ async fn resume_and_messages_refuse_bad_files_with_exit_2() {
     );
     assert!(fake.bodies().is_empty(), "no request was sent");
 }
+
+/// `-q` leaves errors only on stderr (the answer still goes to stdout);
+/// a streamed answer's line is ended before the next progress line and at
+/// the end, also when text came before a tool call.
+#[tokio::test]
+async fn quiet_run_prints_no_progress_and_streamed_text_ends_its_lines() {
+    let plugins = plugin_subset(&["calc"]);
+    let dir = plugins.path().to_str().unwrap();
+    let calc = || {
+        Turn::calls(vec![FakeCall::new(
+            "calc_eval",
+            json!({"expression": "6*7"}),
+        )])
+        .with_text("Let me compute.")
+    };
+    for stream in [false, true] {
+        let fake = FakeOpenAi::start().await;
+        fake.push(calc());
+        fake.push(Turn::text("6*7 is 42."));
+        let mut flags = vec!["--plugins", dir, "-q"];
+        if stream {
+            flags.push("--stream");
+        }
+        let out = run_against(&fake, "What is 6*7?", &flags).await;
+        assert_ok(&out);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "6*7 is 42.\n");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if stream {
+            // Asked for: the streamed text, nothing else.
+            assert_eq!(stderr, "Let me compute.\n6*7 is 42.\n", "-q --stream");
+        } else {
+            assert_eq!(stderr, "", "-q");
+        }
+    }
+
+    let fake = FakeOpenAi::start().await;
+    fake.push(calc());
+    fake.push(Turn::text("6*7 is 42."));
+    let out = run_against(&fake, "What is 6*7?", &["--plugins", dir, "--stream"]).await;
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.ends_with('\n'), "{stderr:?}");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.contains(&"Let me compute."), "{stderr}");
+    assert!(lines.contains(&"6*7 is 42."), "{stderr}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("iteration 1:")),
+        "{stderr}"
+    );
+    assert!(lines.iter().any(|l| l.starts_with("stopped:")), "{stderr}");
+}

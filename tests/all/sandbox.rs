@@ -165,6 +165,13 @@ async fn a_panic_message_reaches_the_error() {
     .await
     .unwrap_err();
     assert!(e.message.contains("panicking on purpose"), "{}", e.message);
+    // Where, and no hint that cannot reach a plugin.
+    assert!(
+        e.message.contains("panicked at ") && e.message.contains("src/lib.rs:"),
+        "{}",
+        e.message
+    );
+    assert!(!e.message.contains("RUST_BACKTRACE"), "{}", e.message);
 }
 
 #[tokio::test]

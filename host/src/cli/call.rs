@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use serde_json::json;
-use toolhost::text::escape_json_controls;
+use toolhost::text::{escape_controls_indented, escape_json_controls};
 use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind};
 
 use super::{ChainDisplay, EXIT_FAILED, EXIT_USAGE, ExecArgs, PluginArgs, UsageError};
@@ -62,7 +62,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     let outcome = call(&args).await;
     // The output and error text come from the plugin: JSON keeps being
     // JSON, with every character a terminal would act on escaped; an error
-    // for people is shown with its controls escaped (ToolError's Display).
+    // for people is shown with its controls escaped.
     match outcome {
         Ok(Ok(output)) => {
             if args.json {
@@ -79,7 +79,13 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                         .to_string(),
                 );
             } else {
-                eprintln!("error: {e}");
+                // A traceback (Python, JavaScript) or a panic's location
+                // is read as lines: kept, indented under `error:`.
+                eprintln!(
+                    "error: {}: {}",
+                    e.kind,
+                    escape_controls_indented(&e.message, "  ")
+                );
             }
             Ok(ExitCode::from(EXIT_FAILED))
         }
@@ -144,7 +150,14 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
             }
         }
         let names: Vec<String> = registry.snapshot().keys().collect();
-        message.push_str(&format!("; available: {}", names.join(", ")));
+        if names.is_empty() && args.plugins.plugins.is_dir() {
+            message.push_str(&format!(
+                "; no tools at all: {}",
+                super::list::no_plugin_hint(&args.plugins.plugins)
+            ));
+        } else {
+            message.push_str(&format!("; available: {}", names.join(", ")));
+        }
         return Ok(Err(ToolError::new(ToolErrorKind::UnknownTool, message)));
     }
     let cx = CallContext {

@@ -1,5 +1,6 @@
 //! `toolhost list`.
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -193,17 +194,8 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     for server in &loaded.mcp {
         print_mcp(server, &mcp_tools(server));
     }
-    if report.plugins.is_empty()
-        && report.errors.is_empty()
-        && loaded.rest.tools.is_empty()
-        && loaded.rest.errors.is_empty()
-        && loaded.mcp.is_empty()
-    {
-        println!(
-            "no plugins in {} (build the bundled ones with plugins/build.sh)",
-            args.plugins.plugins.display()
-        );
-    }
+    // An empty directory was reported on stderr (with where the plugins
+    // likely are) when it loaded: nothing to print here.
     for e in &report.errors {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
@@ -296,5 +288,134 @@ fn print_mcp(server: &McpServer, tools: &[ToolSpec]) {
     );
     for tool in tools {
         print_tool(tool);
+    }
+}
+
+/// Why `dir` (a `--plugins` directory) gave no plugin, and where the
+/// plugins likely are: a `dist/` or `target/plugins` holding `*.wasm`
+/// beside it, else the project's own `build.sh` when `dir` is (or is in)
+/// a scaffolded project (`build.sh` with `plugin.toml`).
+pub fn no_plugin_hint(dir: &Path) -> String {
+    let exists = dir.is_dir();
+    let what = if exists {
+        format!(
+            "{} holds no plugin (no NAME.wasm file)",
+            escape_controls(&dir.display().to_string())
+        )
+    } else {
+        format!(
+            "{} does not exist",
+            escape_controls(&dir.display().to_string())
+        )
+    };
+    // Where the build of the project the user stands in would be: in the
+    // directory itself, or beside it when it is missing (`--plugins dist`
+    // before the first build) or is the checkout's plugin sources.
+    let mut bases = Vec::new();
+    if exists {
+        bases.push(dir.to_path_buf());
+    }
+    if !exists || (dir.join("build.sh").is_file() && !dir.join("plugin.toml").is_file()) {
+        let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+        bases.push(parent.map_or_else(|| PathBuf::from("."), Path::to_path_buf));
+    }
+    let built = bases
+        .iter()
+        .flat_map(|base| [base.join("dist"), base.join("target").join("plugins")])
+        .find(|candidate| candidate != dir && holds_wasm(candidate));
+    let todo = if let Some(built) = built {
+        format!(
+            "the built plugins are in {0}: pass --plugins {0}",
+            escape_controls(&built.display().to_string())
+        )
+    } else if let Some(project) = bases.iter().find(|b| is_project(b)) {
+        format!(
+            "this is a plugin project: build it with {} (it writes {}), then pass --plugins {}",
+            escape_controls(&project.join("build.sh").display().to_string()),
+            escape_controls(&project.join("dist").display().to_string()),
+            escape_controls(&project.join("dist").display().to_string()),
+        )
+    } else if let Some(checkout) = bases
+        .iter()
+        .find(|b| b.join("build.sh").is_file() && b.join("rust").is_dir())
+    {
+        format!(
+            "build the bundled plugins with {} (they go to target/plugins), then pass --plugins target/plugins",
+            escape_controls(&checkout.join("build.sh").display().to_string())
+        )
+    } else {
+        "pass --plugins DIR with a directory of NAME.wasm plugins (a project made with \
+         `toolhost new` builds them into its dist/ with ./build.sh)"
+            .to_owned()
+    };
+    format!("{what}; {todo}")
+}
+
+/// A project `toolhost new` made: its build script beside its manifest.
+fn is_project(dir: &Path) -> bool {
+    dir.join("build.sh").is_file() && dir.join("plugin.toml").is_file()
+}
+
+fn holds_wasm(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            let path = e.path();
+            path.extension().is_some_and(|x| x == "wasm") && path.is_file()
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::no_plugin_hint;
+
+    #[test]
+    fn an_empty_plugin_dir_points_at_the_build_beside_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let project = tmp.path().join("proj");
+        std::fs::create_dir(&project).unwrap();
+        std::fs::write(project.join("build.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::write(project.join("plugin.toml"), "").unwrap();
+        // Not built yet: the project's own build script.
+        let hint = no_plugin_hint(&project);
+        assert!(hint.contains("holds no plugin"), "{hint}");
+        assert!(
+            hint.contains(&project.join("build.sh").display().to_string()),
+            "{hint}"
+        );
+        assert!(!hint.contains("plugins/build.sh"), "{hint}");
+        // `--plugins dist` before the first build: the same.
+        let hint = no_plugin_hint(&project.join("dist"));
+        assert!(hint.contains("does not exist"), "{hint}");
+        assert!(
+            hint.contains(&project.join("build.sh").display().to_string()),
+            "{hint}"
+        );
+        // Built: the directory that holds it.
+        std::fs::create_dir(project.join("dist")).unwrap();
+        std::fs::write(project.join("dist").join("proj.wasm"), "").unwrap();
+        let hint = no_plugin_hint(&project);
+        assert!(
+            hint.contains(&format!("--plugins {}", project.join("dist").display())),
+            "{hint}"
+        );
+        // A cargo-style build: target/plugins.
+        let other = tmp.path().join("other");
+        std::fs::create_dir_all(other.join("target").join("plugins")).unwrap();
+        std::fs::write(other.join("target").join("plugins").join("a.wasm"), "").unwrap();
+        let hint = no_plugin_hint(&other);
+        assert!(
+            hint.contains(&format!(
+                "--plugins {}",
+                other.join("target").join("plugins").display()
+            )),
+            "{hint}"
+        );
+        // Nothing anywhere: how to get plugins at all.
+        let hint = no_plugin_hint(&tmp.path().join("nowhere").join("deeper"));
+        assert!(
+            hint.contains("does not exist") && hint.contains("toolhost new"),
+            "{hint}"
+        );
     }
 }

@@ -261,9 +261,9 @@ impl PluginArgs {
             }
             report
         } else {
-            host.load_dir(&self.plugins)
-                .await
-                .map_err(|e| UsageError(anyhow::Error::new(e).context("use --plugins DIR with a directory of .wasm plugins (build them with plugins/build.sh)")))?
+            host.load_dir(&self.plugins).await.map_err(|e| {
+                UsageError(anyhow::Error::new(e).context(list::no_plugin_hint(&self.plugins)))
+            })?
         };
         for error in &report.errors {
             // The error may quote the plugin (a tool name it listed).
@@ -307,6 +307,17 @@ impl PluginArgs {
             }
             rest.tools.extend(found.tools);
             rest.errors.extend(found.errors);
+        }
+        if self.plugins.is_dir()
+            && report.plugins.is_empty()
+            && report.errors.is_empty()
+            && rest.tools.is_empty()
+            && rest.errors.is_empty()
+        {
+            // Every command: a directory with nothing in it is a mistake
+            // (the source tree, not its build) worth saying, with where
+            // the build likely is.
+            tracing::warn!("{}", list::no_plugin_hint(&self.plugins));
         }
         let mut mcp = Vec::new();
         for decl in &config.mcp {
@@ -407,10 +418,12 @@ impl std::fmt::Display for ChainDisplay<'_> {
 }
 
 impl ChainDisplay<'_> {
-    /// The chain as one line for a log or terminal: control characters (a
-    /// plugin's text may be quoted in it) written as escapes.
+    /// The chain for a log or terminal: control characters (a plugin's
+    /// text may be quoted in it) written as escapes, except the line
+    /// breaks of a multi-line cause (a TOML error's caret), whose lines
+    /// are indented so none passes for a line of its own.
     pub fn escaped(&self) -> String {
-        toolhost::text::escape_controls(&self.to_string()).into_owned()
+        toolhost::text::escape_controls_indented(&self.to_string(), "    ").into_owned()
     }
 }
 
@@ -506,9 +519,11 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            // A TOML error is several lines (the line, a caret under the
+            // column): kept as lines, indented under `error:`.
             eprintln!(
                 "error: {}",
-                toolhost::text::escape_controls(&format!("{e:#}"))
+                toolhost::text::escape_controls_indented(&format!("{e:#}"), "  ")
             );
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(EXIT_USAGE)

@@ -18,7 +18,9 @@ use toolhost::llm::{Message, ProviderKind, ProviderOptions};
 use toolhost::runner::{
     CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
 };
-use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
+use toolhost::text::{
+    escape_controls, escape_controls_indented, escape_controls_keep_lines, escape_json_controls,
+};
 use toolhost::tools::CallLog;
 
 use super::generation::GenerationArgs;
@@ -269,15 +271,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         registry.set_log(Some(Arc::new(call_log(path, args.log_io)?)));
     }
     let names: Vec<String> = registry.snapshot().keys().collect();
-    eprintln!(
+    let progress = Progress::new(args.plugins.quiet_progress());
+    progress.line(format_args!(
         "toolhost: {} with {} tool(s){}{}",
         provider.name(),
         names.len(),
         if names.is_empty() { "" } else { ": " },
         escape_controls(&names.join(", "))
-    );
+    ));
     let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
     let seen = Arc::clone(&calls);
+    let on_result = progress.clone();
+    let on_iteration = progress.clone();
     let mut runner = ToolRunner::new(provider, registry, config, messages)
         .on_tool_result(move |record| {
             if let Ok(mut seen) = seen.lock() {
@@ -285,10 +290,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             }
             let what = match record.status {
                 CallStatus::Succeeded => format!("ok in {:.1?}", record.duration),
+                // What the model is told, a traceback's lines included:
+                // shown indented under the call's line.
                 CallStatus::Failed => format!(
-                    "failed ({}) in {:.1?}",
+                    "failed ({}) in {:.1?}: {}",
                     record.error_kind.map_or("error", |k| k.as_str()),
-                    record.duration
+                    record.duration,
+                    escape_controls_indented(&record.result.content, "      ")
                 ),
                 CallStatus::Declined => "declined (over a limit)".to_owned(),
                 CallStatus::Unavailable => "not available".to_owned(),
@@ -296,19 +304,19 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 _ => "not run".to_owned(),
             };
             // The name and id are the model's text: shown escaped.
-            eprintln!(
+            on_result.line(format_args!(
                 "  tool {} [{}] {what}",
                 escape_controls(&record.call.name),
                 escape_controls(&record.call.id)
-            );
+            ));
         })
-        .on_iteration(|it| {
+        .on_iteration(move |it| {
             let label = if it.final_answer {
                 "final answer"
             } else {
                 "iteration"
             };
-            eprintln!(
+            on_iteration.line(format_args!(
                 "{label} {}: {} tool call(s){}, {} in / {} out tokens",
                 it.number,
                 it.calls.len(),
@@ -319,14 +327,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 },
                 it.usage.input_tokens,
                 it.usage.output_tokens
-            );
+            ));
         });
     if args.stream {
-        runner = runner.on_text(|text| {
-            let mut err = std::io::stderr();
-            let _ = err.write_all(escape_controls_keep_lines(text).as_bytes());
-            let _ = err.flush();
-        });
+        let stream = progress.clone();
+        runner = runner.on_text(move |text| stream.text(text));
     }
     let result = runner.await;
     let (outcome, error) = match result {
@@ -336,19 +341,17 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             (*e.outcome, Some(message))
         }
     };
-    if args.stream && !outcome.final_text.is_empty() {
-        eprintln!();
-    }
+    progress.end_line();
     if outcome.final_message().is_none() {
         eprintln!("no answer: the run ended before the model's first reply");
     }
     if let Some(path) = &args.transcript {
         write_transcript(path, &outcome, error.as_deref())?;
     }
-    eprintln!(
+    progress.line(format_args!(
         "stopped: {} after {} iteration(s), {} tool call(s)",
         outcome.stop_reason, outcome.iterations, outcome.tool_calls
-    );
+    ));
     if args.json {
         let mut summary = summary(&outcome);
         summary["calls"] = json!(*calls.lock().unwrap_or_else(|e| e.into_inner()));
@@ -367,6 +370,55 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::from(EXIT_FAILED))
         }
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// What `run` writes on stderr as it goes: progress lines (none with
+/// `-q`, which leaves errors only) and the streamed answer (`--stream`
+/// asked for it, so it is shown with `-q` too). A line never starts where
+/// streamed text left off: the text's line is ended first.
+#[derive(Clone)]
+struct Progress {
+    quiet: bool,
+    /// Whether streamed text left the cursor mid-line.
+    mid_line: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Progress {
+    fn new(quiet: bool) -> Self {
+        Self {
+            quiet,
+            mid_line: Arc::default(),
+        }
+    }
+
+    fn line(&self, line: std::fmt::Arguments<'_>) {
+        // Also with `-q`: the texts of two replies stay on lines of their own.
+        self.end_line();
+        if !self.quiet {
+            eprintln!("{line}");
+        }
+    }
+
+    fn text(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(escape_controls_keep_lines(text).as_bytes());
+        let _ = err.flush();
+        self.mid_line
+            .store(!text.ends_with('\n'), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// End the streamed text's line, if it left one open.
+    fn end_line(&self) {
+        if self
+            .mid_line
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            eprintln!();
+        }
     }
 }
 

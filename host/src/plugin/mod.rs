@@ -671,9 +671,10 @@ fn read_manifest(
         }
         Err(error) => return Err(PluginError::Read { path, error }),
     };
+    // Lines kept: a TOML error points at its column on the line below.
     let invalid = |message: String| PluginError::Manifest {
         path: path.clone(),
-        message: text::untrusted(&message, 1024),
+        message: text::untrusted_lines(&message, 1024),
     };
     let digest = integrity::Sha256Digest::of(&bytes);
     let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;

@@ -546,10 +546,12 @@ fn classify(e: wasmtime::Error, limits: &Limits, store: &Store<StoreState>) -> T
         );
     }
     if let Some(exit) = e.downcast_ref::<wasmtime_wasi::I32Exit>() {
+        let detail = guest_stderr(store);
+        let sep = if detail.is_empty() { "" } else { ": " };
         return ToolError::new(
             ToolErrorKind::Trap,
             format!(
-                "the plugin exited (status {}) instead of returning a result",
+                "the plugin exited (status {}) instead of returning a result{sep}{detail}",
                 exit.0
             ),
         );
@@ -569,11 +571,11 @@ fn classify(e: wasmtime::Error, limits: &Limits, store: &Store<StoreState>) -> T
                 "the plugin overflowed its stack (unbounded recursion?)",
             ),
             Trap::UnreachableCodeReached => {
-                let detail = stderr_tail(store);
+                let detail = guest_stderr(store);
                 ToolError::new(
                     ToolErrorKind::Trap,
                     if detail.is_empty() {
-                        "the plugin panicked or aborted".to_owned()
+                        "the plugin panicked or aborted (it wrote nothing to stderr)".to_owned()
                     } else {
                         format!("the plugin panicked or aborted: {detail}")
                     },
@@ -585,16 +587,8 @@ fn classify(e: wasmtime::Error, limits: &Limits, store: &Store<StoreState>) -> T
     ToolError::new(ToolErrorKind::Trap, format!("the plugin failed: {e:#}"))
 }
 
-/// The last lines the guest wrote to stderr during this call, where Rust
-/// puts a panic message.
-fn stderr_tail(store: &Store<StoreState>) -> String {
-    let bytes = store.data().stderr.contents();
-    let text = String::from_utf8_lossy(&bytes);
-    let text = text.trim();
-    let start = text.len().saturating_sub(500);
-    let mut start = start;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].replace('\n', " | ")
+/// What the guest wrote to stderr during this call: a panic's message and
+/// location (Rust's and the Go SDK's `panicked at FILE:LINE: MESSAGE`).
+fn guest_stderr(store: &Store<StoreState>) -> String {
+    crate::text::stderr_summary(&store.data().stderr.contents(), 500)
 }

@@ -18,8 +18,9 @@
 //	}
 //
 // Return an error made with InvalidInput, Failed or Denied for a structured
-// tool error; any other error becomes `failed` with its message, and a panic
-// becomes `failed` too.
+// tool error; any other error becomes `failed` with its message. A panic
+// ends the call with kind `trap`, as a Rust plugin's panic does, its message
+// and FILE:LINE in the error.
 package toolhost
 
 import (
@@ -159,7 +160,7 @@ func Call(name, input string) (output string, err error) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			output, err = "", Failed("tool %s panicked: %v", name, p)
+			panicked(p)
 		}
 	}()
 	output, err = tools[i].run(input)

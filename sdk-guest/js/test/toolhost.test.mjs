@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { plugin, InvalidInput, Failed, Denied, log, config } from "../toolhost.js";
+import { plugin, InvalidInput, Failed, Denied, log, config, describeException } from "../toolhost.js";
 import { logs } from "./host-stub.mjs";
 
 const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"], additionalProperties: false };
@@ -45,7 +45,8 @@ test("errors become tool-error variants", () => {
   assert.deepEqual(err("t_invalid"), { tag: "invalid-input", val: "bad a" });
   assert.deepEqual(err("t_failed"), { tag: "failed", val: "broke" });
   assert.deepEqual(err("t_denied"), { tag: "denied", val: "no /etc" });
-  assert.deepEqual(err("t_throws"), { tag: "failed", val: "RangeError: too big" });
+  assert.equal(err("t_throws").tag, "failed");
+  assert.equal(err("t_throws").val.split("\n")[0], "RangeError: too big");
   assert.equal(err("t_cyclic").tag, "failed");
   assert.match(err("t_bigint").val, /not JSON/);
   assert.equal(err("nope").tag, "unknown-tool");
@@ -65,4 +66,43 @@ test("declaration mistakes throw at build time", () => {
   assert.throws(() => plugin({ t: { run() {} } }), /description/);
   assert.throws(() => plugin({ t: { description: "x" } }), /run/);
   assert.throws(() => plugin({ t: { description: "x", input: { type: "array" }, run() {} } }), /type "object"/);
+});
+
+test("an uncaught exception carries where it was thrown, not the SDK's frames", () => {
+  const { val } = err("t_throws");
+  const lines = val.split("\n");
+  assert.equal(lines[0], "RangeError: too big");
+  assert.ok(lines.length >= 2, val);
+  assert.match(lines[1], /toolhost\.test\.mjs:\d+/, val);
+  assert.ok(!/toolhost\.js:/.test(val), val);
+});
+
+test("a deep stack or a long message stays bounded", () => {
+  const deep = plugin({
+    t_deep: {
+      description: "x",
+      run: () => {
+        const down = (k) => {
+          if (k === 0) throw new TypeError("y".repeat(100000));
+          down(k - 1);
+        };
+        down(50);
+      },
+    },
+  });
+  let val;
+  try {
+    deep.call("t_deep", "{}");
+  } catch (e) {
+    val = e.val;
+  }
+  assert.ok(val.length < 4000, `${val.length}`);
+  assert.ok(val.startsWith("TypeError: yyy"), val.slice(0, 40));
+  assert.match(val, /more characters\]/);
+  assert.match(val, /outer frames left out|at /);
+  // A QuickJS-style stack (no column) and a thrown non-Error.
+  const fake = { name: "Error", message: "m", stack: "    at run (plugin.js:7)\n    at call (plugin.js:120)\n" };
+  Object.setPrototypeOf(fake, Error.prototype);
+  assert.equal(describeException(fake, "    at call (plugin.js:118)\n"), "Error: m\n    at run (plugin.js:7)");
+  assert.equal(describeException("just text", ""), "thrown: just text");
 });

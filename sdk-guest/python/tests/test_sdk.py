@@ -139,6 +139,40 @@ class Calls(unittest.TestCase):
                 self.assertEqual(caught.exception.kind, kind)
                 self.assertIn(text, str(caught.exception))
 
+    def test_an_uncaught_exception_carries_its_traceback(self):
+        with self.assertRaises(ToolFailure) as caught:
+            toolhost_sdk.call("t_boom", "{}")
+        text = str(caught.exception)
+        lines = text.splitlines()
+        self.assertEqual(lines[0], "KeyError: 'nope'")
+        self.assertEqual(lines[1], "Traceback (most recent call last):")
+        # The tool's own frame, with file and line; none of the SDK's.
+        self.assertRegex(text, r'File ".*test_sdk\.py", line \d+, in t_boom')
+        self.assertIn('raise KeyError("nope")', text)
+        self.assertNotIn("toolhost_sdk", text)
+
+    def test_a_deep_or_long_traceback_stays_bounded(self):
+        @tool
+        def t_deep(n: int) -> None:
+            """Recurses, then fails with a long message."""
+
+            def down(k):
+                if k == 0:
+                    raise ValueError("x" * 100_000)
+                down(k - 1)
+
+            down(n)
+
+        with self.assertRaises(ToolFailure) as caught:
+            toolhost_sdk.call("t_deep", '{"n": 200}')
+        text = str(caught.exception)
+        self.assertLess(len(text), 5000)
+        self.assertTrue(text.startswith("ValueError: xxx"), text[:40])
+        self.assertIn("more characters]", text)
+        self.assertIn("outer frames left out", text)
+        # The innermost frame, where it was raised, is kept.
+        self.assertRegex(text.splitlines()[-1] + text.splitlines()[-2], r"in down|raise ValueError")
+
     def test_describe_lists_schemas(self):
         described = {d["name"]: d for d in toolhost_sdk.describe()}
         self.assertEqual(described["t_add"]["description"], "Add two numbers.")

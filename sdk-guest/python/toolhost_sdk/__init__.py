@@ -21,8 +21,10 @@ A plugin is one module that declares its tools with ``@tool`` and re-exports
 The input schema comes from the signature (see ``_schema.py`` for the types
 that map), the description from the docstring, and the return value is sent
 back as JSON. Raise ``InvalidInput``, ``Failed`` or ``Denied`` to return a
-structured tool error; any other exception becomes ``Failed`` with its type
-and message (a ``PermissionError`` becomes ``Denied``).
+structured tool error; any other exception becomes ``Failed`` with its type,
+message and traceback (file and line of each frame, innermost last, bounded)
+so that ``toolhost call`` shows where it was raised (a ``PermissionError``
+becomes ``Denied``).
 
 Outside a component (plain CPython, for an author's own tests) the module
 still works: ``call`` runs a tool by name, ``log`` writes to stderr and
@@ -33,7 +35,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import sys
+import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, TypeVar, overload
 
@@ -186,11 +190,46 @@ def call(name: str, input_json: str) -> str:
     except PermissionError as e:
         raise Denied(str(e)) from None
     except Exception as e:
-        raise Failed(f"{type(e).__name__}: {e}") from None
+        raise Failed(_describe_exception(e)) from None
     try:
         return json.dumps(result, ensure_ascii=False, allow_nan=False)
     except (TypeError, ValueError) as e:
         raise Failed(f"tool {name!r} returned a value that is not JSON: {e}") from None
+
+
+# An error message is read by a person and a model, and the host caps it
+# (8 KiB at most): the traceback keeps within a budget of its own.
+_TRACEBACK_FRAMES = 10
+_MESSAGE_CHARS = 1000
+_TRACEBACK_CHARS = 3000
+_SDK_FILE = os.path.abspath(__file__)
+
+
+def _describe_exception(e: BaseException) -> str:
+    """``Type: message``, then the traceback without this SDK's frames.
+
+    The first line is the error itself (what a log line or a model reads
+    first); the frames follow as Python prints them, innermost last. Only
+    the innermost frames are kept when there are many.
+    """
+    message = str(e)
+    if len(message) > _MESSAGE_CHARS:
+        message = message[:_MESSAGE_CHARS] + f"... [{len(message) - _MESSAGE_CHARS} more characters]"
+    head = f"{type(e).__name__}: {message}" if message else type(e).__name__
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if os.path.abspath(f.filename) != _SDK_FILE]
+    if not frames:
+        return head
+    lines = []
+    for f in frames[-_TRACEBACK_FRAMES:]:
+        lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
+        if f.line:
+            lines.append(f"    {f.line.strip()[:200]}")
+    if len(frames) > _TRACEBACK_FRAMES:
+        lines.insert(0, f"  ... {len(frames) - _TRACEBACK_FRAMES} outer frames left out")
+    body = "\n".join(lines)
+    if len(body) > _TRACEBACK_CHARS:
+        body = "  ...\n" + body[-_TRACEBACK_CHARS:].split("\n", 1)[-1]
+    return f"{head}\nTraceback (most recent call last):\n{body}"
 
 
 def log(level: str, message: str) -> None:
