@@ -1,5 +1,6 @@
 //! All integration tests, as one binary (one link, shared fixtures).
 
+mod cache;
 mod cli;
 mod examples;
 mod hostile_data;
@@ -13,6 +14,7 @@ mod mcp;
 mod mcp_client;
 mod mcp_peers;
 mod new;
+mod owner;
 mod rest;
 mod run_cli;
 mod runner;

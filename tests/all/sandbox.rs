@@ -703,44 +703,6 @@ async fn the_tool_list_is_remembered_per_manifest_and_a_damaged_one_is_asked_aga
     assert!(!uncached.tools_from_cache());
 }
 
-#[tokio::test]
-async fn a_plugin_loaded_from_the_cache_survives_its_entry_being_rewritten_in_place() {
-    let cache = tempfile::tempdir().unwrap();
-    let dir = plugin_subset(&["text"]);
-    let config = own_cache(cache.path());
-    let wasm = dir.path().join("text.wasm");
-    PluginHost::new(config.clone())
-        .unwrap()
-        .load_file(&wasm)
-        .await
-        .unwrap();
-    let plugin = PluginHost::new(config)
-        .unwrap()
-        .load_file(&wasm)
-        .await
-        .unwrap();
-    assert_eq!(plugin.cache_status(), CacheStatus::Hit);
-    let registry = ToolRegistry::new();
-    for t in plugin.tools() {
-        registry.register(t).unwrap();
-    }
-
-    // Someone truncates and rewrites every entry in place while the plugin
-    // is loaded. Had the code been mapped from the file, touching it now
-    // would kill the process with SIGBUS (or run whatever bytes are there).
-    for entry in std::fs::read_dir(cache.path()).unwrap() {
-        let entry = entry.unwrap().path();
-        std::fs::write(&entry, b"").unwrap();
-        std::fs::write(&entry, vec![0xcc; 1 << 16]).unwrap();
-    }
-    for n in 0..3 {
-        let out = call(&registry, "text_stats", json!({"text": "one two three"}))
-            .await
-            .unwrap_or_else(|e| panic!("call {n} after the rewrite: {e}"));
-        assert_eq!(out["words"], json!(3));
-    }
-}
-
 /// `hostile_spin` (a CPU loop, stopped by epochs) and `hostile_sleep` (a
 /// host wait, stopped by the async deadline) with a 1 s sandbox deadline.
 async fn slow_hostiles() -> (tempfile::TempDir, ToolRegistry) {
