@@ -20,11 +20,13 @@ async fn contested_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_plugin("calc", dir.path());
     copy_plugin("text", dir.path());
-    std::fs::copy(
-        plugin_dir().join("calc.wasm"),
-        dir.path().join("a_calc.wasm"),
-    )
-    .unwrap();
+    // The same manifest too: the cache keeps one tool list per component.
+    for ext in ["wasm", "toml"] {
+        let from = plugin_dir().join(format!("calc.{ext}"));
+        if from.is_file() {
+            std::fs::copy(from, dir.path().join(format!("a_calc.{ext}"))).unwrap();
+        }
+    }
     std::fs::copy(plugin_dir().join("text.wasm"), dir.path().join("bad.wasm")).unwrap();
     std::fs::write(dir.path().join("bad.toml"), "[limits\n").unwrap();
     tokio::time::sleep(Duration::from_millis(2100)).await;
