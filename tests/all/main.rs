@@ -1,5 +1,6 @@
 //! All integration tests, as one binary (one link, shared fixtures).
 
+mod cache;
 mod cli;
 mod deadline;
 mod examples;
@@ -16,6 +17,7 @@ mod mcp_handles;
 mod mcp_peers;
 mod mcp_untrusted;
 mod new;
+mod owner;
 mod rest;
 mod rest_secrets;
 mod run_cli;

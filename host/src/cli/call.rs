@@ -109,7 +109,8 @@ fn print_json(text: &str) {
 /// Outer error: the host could not be set up. Inner: the call failed.
 async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolError>> {
     let input = args.read_input().map_err(UsageError)?;
-    let loaded = args.plugins.load_all().await?;
+    // Only the plugin that owns the tool, when the cache knows which.
+    let loaded = args.plugins.load_all_for(Some(&args.tool)).await?;
     let registry = loaded.registry()?;
     let report = &loaded.report;
     if !registry.contains(&args.tool) {

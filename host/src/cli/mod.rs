@@ -247,12 +247,25 @@ impl PluginArgs {
     }
 
     /// Load the plugins; a broken plugin is reported on stderr and skipped.
-    pub async fn load(&self) -> anyhow::Result<(PluginHost, LoadReport)> {
+    /// With `tool`, a plugin directory may load only the plugin that owns
+    /// it ([`PluginHost::load_dir_for_tool`]), and then every tool name the
+    /// plugins own comes back too.
+    async fn load(
+        &self,
+        tool: Option<&str>,
+    ) -> anyhow::Result<(PluginHost, LoadReport, Option<Vec<String>>)> {
         let config = self.host_config().map_err(UsageError)?;
         let host = PluginHost::new(config)
             .context("cannot set up the sandbox")
             .map_err(UsageError)?
             .with_observer(progress::observer(self.quiet_progress()));
+        let not_a_dir = |e| {
+            UsageError(anyhow::Error::new(e).context(list::no_plugin_hint(&self.plugins)))
+        };
+        let mut owned = None;
+        // An MCP server's tools are attached where no plugin owns the name:
+        // that takes every plugin's tools.
+        let tool = tool.filter(|_| host.config().mcp.is_empty());
         let report = if self.plugins.is_file() {
             let mut report = LoadReport::default();
             match host.load_file(&self.plugins).await {
@@ -260,16 +273,21 @@ impl PluginArgs {
                 Err(e) => report.errors.push(e),
             }
             report
+        } else if let Some(tool) = tool {
+            let load = host
+                .load_dir_for_tool(&self.plugins, tool)
+                .await
+                .map_err(not_a_dir)?;
+            owned = load.partial.then_some(load.owned);
+            load.report
         } else {
-            host.load_dir(&self.plugins).await.map_err(|e| {
-                UsageError(anyhow::Error::new(e).context(list::no_plugin_hint(&self.plugins)))
-            })?
+            host.load_dir(&self.plugins).await.map_err(not_a_dir)?
         };
         for error in &report.errors {
             // The error may quote the plugin (a tool name it listed).
             tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
         }
-        Ok((host, report))
+        Ok((host, report, owned))
     }
 
     /// The plugins and the REST tools: `[[rest]]` in the host config (an
@@ -277,7 +295,16 @@ impl PluginArgs {
     /// the plugin directory (a broken one is reported and skipped, like a
     /// broken plugin).
     pub async fn load_all(&self) -> anyhow::Result<Loaded> {
-        let (host, report) = self.load().await?;
+        self.load_all_for(None).await
+    }
+
+    /// As [`load_all`](Self::load_all), for a process that calls `tool`
+    /// and nothing else: the plugin directory may load only the plugin that
+    /// owns it. The registry answers `tool` as a full load's would: with no
+    /// MCP server to attach, and no REST tool taking a name a plugin owns
+    /// (that is an error only the full load reports as it does).
+    pub async fn load_all_for(&self, tool: Option<&str>) -> anyhow::Result<Loaded> {
+        let (host, mut report, owned) = self.load(tool).await?;
         let config = host.config();
         let policy = RestPolicy::new(config).map_err(|e| UsageError(e.into()))?;
         let mut rest = RestLoadReport::default();
@@ -307,6 +334,16 @@ impl PluginArgs {
             }
             rest.tools.extend(found.tools);
             rest.errors.extend(found.errors);
+        }
+        if let Some(owned) = owned
+            && rest.tools.iter().any(|t| {
+                owned
+                    .binary_search(&toolhost::tools::Tool::spec(t).name)
+                    .is_ok()
+            })
+        {
+            // Its errors were reported already: they are the same.
+            report = host.load_dir(&self.plugins).await?;
         }
         if self.plugins.is_dir()
             && report.plugins.is_empty()

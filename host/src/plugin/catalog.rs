@@ -38,6 +38,10 @@ struct Note {
     /// BLAKE3 of the [`Inputs`], hex.
     inputs: String,
     tools: Vec<ToolSpec>,
+    /// Instance slots one instance takes (see `Sandbox::prepare`): what
+    /// finding a tool's owner without loading the plugin needs to know
+    /// whether it would load under this host's `max_instances`.
+    slots: u32,
 }
 
 /// A fingerprint of what a plugin's `describe` sees; `None` if it cannot be
@@ -66,19 +70,47 @@ pub(super) fn recall(
     key: &str,
     budget: &super::PluginBudget,
 ) -> Option<Vec<ToolSpec>> {
+    read(sandbox, digest, key, budget).map(|note| note.tools)
+}
+
+/// As [`recall`], with the instance slots one instance takes.
+pub(super) fn recall_with_slots(
+    sandbox: &Sandbox,
+    digest: &blake3::Hash,
+    key: &str,
+    budget: &super::PluginBudget,
+) -> Option<(Vec<ToolSpec>, u32)> {
+    let note = read(sandbox, digest, key, budget)?;
+    Some((note.tools, note.slots))
+}
+
+fn read(
+    sandbox: &Sandbox,
+    digest: &blake3::Hash,
+    key: &str,
+    budget: &super::PluginBudget,
+) -> Option<Note> {
     let bytes = sandbox.cached_note(digest, NOTE)?;
     let note: Note = serde_json::from_slice(&bytes).ok()?;
     if note.inputs != key || super::check_tools(&note.tools, budget).is_err() {
         return None;
     }
-    Some(note.tools)
+    Some(note)
 }
 
-/// Remember what `describe` returned (already checked by the caller).
-pub(super) fn remember(sandbox: &Sandbox, digest: &blake3::Hash, key: String, tools: &[ToolSpec]) {
+/// Remember what `describe` returned (already checked by the caller), and
+/// how many instance slots one instance takes.
+pub(super) fn remember(
+    sandbox: &Sandbox,
+    digest: &blake3::Hash,
+    key: String,
+    tools: &[ToolSpec],
+    slots: u32,
+) {
     let note = Note {
         inputs: key,
         tools: tools.to_vec(),
+        slots,
     };
     if let Ok(bytes) = serde_json::to_vec(&note) {
         sandbox.keep_note(digest, NOTE, &bytes);

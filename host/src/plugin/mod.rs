@@ -10,6 +10,7 @@ mod inspect;
 pub mod integrity;
 mod loaded;
 mod manifest;
+mod plan;
 mod session;
 mod watch;
 
@@ -28,13 +29,14 @@ pub use manifest::{
     Allow, DirSpec, ExecSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec,
     PluginBudget,
 };
+pub use plan::ToolLoad;
 pub use watch::{DEFAULT_DEBOUNCE, PluginWatcher, ReloadError, WatchError, WatchEvent};
 
 use integrity::ManifestState;
 
 use crate::fsread::read_regular;
 use crate::sandbox::{
-    CacheStatus, DirGrant, EnvVar, Guest, Limits, Permissions, PluginIdentity, Sandbox,
+    CacheStatus, DirGrant, EnvVar, FileStamp, Guest, Limits, Permissions, PluginIdentity, Sandbox,
     SandboxConfig, SandboxError,
 };
 use crate::text;
@@ -309,27 +311,13 @@ impl PluginHost {
             })
             .buffered(parallel);
         let mut report = LoadReport::default();
-        let mut owners: HashMap<String, PathBuf> = HashMap::new();
+        let mut claims = Claims::default();
         while let Some((path, loaded)) = loads.next().await {
-            match loaded {
-                Ok(plugin) => {
-                    let clash = plugin
-                        .tool_specs()
-                        .iter()
-                        .find_map(|t| owners.get(&t.name).map(|first| (t.name.clone(), first)));
-                    if let Some((name, first)) = clash {
-                        report.errors.push(PluginError::DuplicateTool {
-                            name,
-                            first: first.clone(),
-                            second: path,
-                        });
-                        continue;
-                    }
-                    for t in plugin.tool_specs() {
-                        owners.insert(t.name.clone(), path.clone());
-                    }
-                    report.plugins.push(plugin);
-                }
+            match loaded.and_then(|plugin| {
+                claims.claim(&path, plugin.tool_specs())?;
+                Ok(plugin)
+            }) {
+                Ok(plugin) => report.plugins.push(plugin),
                 Err(e) => report.errors.push(e),
             }
         }
@@ -388,6 +376,26 @@ impl PluginHost {
         let (file, plugin) = (path.to_owned(), plugin_name(path));
         let compiled = tokio::task::spawn_blocking(move || {
             let max = budget.max_component_mb.saturating_mul(1 << 20);
+            // Taken before the read: what the file was when its bytes were hashed.
+            let stamp = FileStamp::of(&file);
+            let known = stamp
+                .as_ref()
+                .and_then(|stamp| sandbox.known_digest(&file, stamp));
+            // An unchanged file whose compiled code is cached is neither
+            // read nor hashed again, unless the integrity policy has bytes
+            // to check.
+            if let (Some(stamp), Some(digest)) = (&stamp, known)
+                && stamp.size() <= max
+                && !integrity.needs_bytes(manifest)
+                && let Some(component) = sandbox.cached(&digest)
+            {
+                return Ok(Compiled {
+                    digest,
+                    cache_entry: sandbox.cache_entry(&digest),
+                    cached_before: true,
+                    result: Ok((component, CacheStatus::Hit)),
+                });
+            }
             let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
                 PluginError::Read {
                     path: file.clone(),
@@ -399,10 +407,15 @@ impl PluginHost {
             integrity
                 .check(&file, &wasm, manifest, budget.max_manifest_bytes)
                 .map_err(|error| PluginError::Integrity {
-                    path: file,
+                    path: file.clone(),
                     error: Box::new(error),
                 })?;
             let digest = Sandbox::digest(&wasm);
+            if let Some(stamp) = &stamp
+                && known != Some(digest)
+            {
+                sandbox.remember_digest(&file, stamp, &digest);
+            }
             let cache_entry = sandbox.cache_entry(&digest);
             let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
             let started = std::time::Instant::now();
@@ -477,7 +490,7 @@ impl PluginHost {
             None => {
                 let tools = describe(&guest, path, &self.config.plugins).await?;
                 if let Some(key) = inputs {
-                    catalog::remember(&self.sandbox, &digest, key, &tools);
+                    catalog::remember(&self.sandbox, &digest, key, &tools, guest.slots());
                 }
                 tools
             }
@@ -616,6 +629,33 @@ impl PluginHost {
             permissions: Permissions { dirs, env, http },
             exec,
         })
+    }
+}
+
+/// Who owns each tool name in a directory: the first plugin, in file-name
+/// order, that loads and offers it. A plugin offering a name already owned
+/// is refused whole. One rule for a full load and for finding the owner of
+/// one tool (`plan`).
+#[derive(Debug, Default)]
+struct Claims(HashMap<String, PathBuf>);
+
+impl Claims {
+    /// Give the plugin at `path` its tools' names, or say which is taken.
+    fn claim(&mut self, path: &Path, tools: &[ToolSpec]) -> Result<(), PluginError> {
+        if let Some((name, first)) = tools
+            .iter()
+            .find_map(|t| self.0.get(&t.name).map(|first| (&t.name, first)))
+        {
+            return Err(PluginError::DuplicateTool {
+                name: name.clone(),
+                first: first.clone(),
+                second: path.to_owned(),
+            });
+        }
+        for t in tools {
+            self.0.insert(t.name.clone(), path.to_owned());
+        }
+        Ok(())
     }
 }
 

@@ -2,13 +2,16 @@
 //!
 //! An entry is named after the component's BLAKE3 digest and a hash of the
 //! engine's compilation settings, so a changed plugin or a changed engine
-//! never hits a stale entry. Each file starts with a magic tag and an XXH3
-//! checksum of the rest; an entry whose checksum does not match is deleted
-//! and rebuilt, because deserializing compiled code trusts its bytes.
+//! never hits a stale entry. Each entry is what `Component::serialize`
+//! wrote, followed by a trailer: a magic tag, the payload's length, the
+//! component's digest and an XXH3 checksum of the trailer. An entry whose
+//! trailer is missing, damaged or names another length or component (a
+//! truncated entry, or another one renamed over it) is rebuilt, never
+//! loaded, because deserializing compiled code trusts its bytes.
 //!
-//! The checksum guards against damage (a torn write, a bad disk, a stray
-//! edit), not against an attacker: whoever can write the cache directory can
-//! write a matching checksum too, so the directory must be as trusted as the
+//! The trailer guards against damage and mix-ups (a short write, a stray
+//! copy), not against an attacker: whoever can write the cache directory can
+//! write a matching trailer too, so the directory must be as trusted as the
 //! host binary. That is why a fast non-cryptographic checksum is enough, and
 //! why the cache refuses a directory that anyone but the user could write
 //! (on Unix: owned by another user, or writable by group or others). It
@@ -17,13 +20,14 @@
 //! entry that is not a regular file of its own.
 //!
 //! Beside an entry the cache keeps small *notes* about the component (the
-//! tools its `describe` returned), checksummed the same way.
+//! tools its `describe` returned), each starting with a magic tag and an
+//! XXH3 checksum of the rest (a note is small, so it is checked whole).
 //!
-//! On Linux a verified entry is copied into a sealed memfd and wasmtime maps
-//! it from there, so loading copies the entry once and never maps the cache
-//! file itself (a mapped file truncated by someone else kills the process
-//! with SIGBUS; a sealed memfd cannot change at all). Elsewhere the entry is
-//! read into memory and deserialized from there.
+//! On Linux a verified entry is mapped by wasmtime straight from the cache
+//! file, so a warm load reads a trailer and maps the code, and only the
+//! pages that run are ever read. Elsewhere the entry is read into memory
+//! and deserialized from there. What makes mapping safe is in
+//! [`open_entry`].
 
 use std::hash::{Hash, Hasher};
 use std::io;
@@ -32,10 +36,16 @@ use std::path::{Path, PathBuf};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 8] = b"THCWASM2";
+/// Tags an entry's trailer.
+const MAGIC: &[u8; 8] = b"THCWASM3";
+/// The trailer after an entry's payload: [`MAGIC`], the payload's length
+/// (u64, little-endian), the component's BLAKE3 digest, and the XXH3-128
+/// checksum of those 48 bytes.
+const TRAILER: usize = MAGIC.len() + 8 + 32 + 16;
 /// Tags a note: a small record kept beside an entry (see [`CompileCache::read_note`]).
-const NOTE_MAGIC: &[u8; 8] = b"THCNOTE1";
-const HEADER: usize = MAGIC.len() + 16;
+pub(super) const NOTE_MAGIC: &[u8; 8] = b"THCNOTE1";
+/// A note's header: its magic, then the XXH3-128 checksum of the rest.
+const HEADER: usize = NOTE_MAGIC.len() + 16;
 
 /// Whether a load compiled the component or found it in the cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -52,7 +62,7 @@ pub enum CacheStatus {
 }
 
 pub(crate) struct CompileCache {
-    dir: Option<PathBuf>,
+    pub(super) dir: Option<PathBuf>,
     engine_tag: String,
 }
 
@@ -90,6 +100,8 @@ impl CompileCache {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         env!("CARGO_PKG_VERSION").hash(&mut hasher);
+        // The entry format: entries of another layout are never even found.
+        MAGIC.hash(&mut hasher);
         Ok(Self {
             dir,
             engine_tag: format!("{:016x}", hasher.finish()),
@@ -135,7 +147,7 @@ impl CompileCache {
     /// only logged.
     pub(crate) fn write_note(&self, digest: &blake3::Hash, name: &str, payload: &[u8]) {
         if let Some(path) = self.note_path(digest, name)
-            && let Err(e) = store(&path, NOTE_MAGIC, payload)
+            && let Err(e) = store_note(&path, NOTE_MAGIC, payload)
         {
             tracing::warn!(path = %path.display(), "could not write cache note: {e}");
         }
@@ -143,6 +155,14 @@ impl CompileCache {
 
     fn note_path(&self, digest: &blake3::Hash, name: &str) -> Option<PathBuf> {
         Some(self.entry_path(digest)?.with_extension(name))
+    }
+
+    /// The component with `digest` if the cache holds a usable entry for
+    /// it. Anything else (no cache, no entry, an unusable one) is `None`,
+    /// and [`load`](Self::load) then says why and rebuilds it.
+    pub(crate) fn hit(&self, engine: &Engine, digest: &blake3::Hash) -> Option<Component> {
+        let path = self.entry_path(digest)?;
+        open_entry(engine, &path, digest).ok().flatten()
     }
 
     /// The compiled component for `wasm`, from the cache or freshly compiled.
@@ -155,7 +175,7 @@ impl CompileCache {
         let Some(path) = self.entry_path(digest) else {
             return Ok((Component::from_binary(engine, wasm)?, CacheStatus::Disabled));
         };
-        let status = match open_entry(engine, &path) {
+        let status = match open_entry(engine, &path, digest) {
             Ok(Some(component)) => return Ok((component, CacheStatus::Hit)),
             Ok(None) => CacheStatus::Compiled,
             Err(why) => {
@@ -175,7 +195,9 @@ impl CompileCache {
             }
         };
         let component = Component::from_binary(engine, wasm)?;
-        if let Err(e) = store(&path, MAGIC, &component.serialize()?) {
+        let payload = component.serialize()?;
+        let trailer = trailer(payload.len(), digest);
+        if let Err(e) = store(&path, &[&payload, &trailer]) {
             // A cache that cannot be written costs speed, never correctness.
             tracing::warn!(path = %path.display(), "could not write cache entry: {e}");
         }
@@ -187,96 +209,112 @@ fn checksum(payload: &[u8]) -> [u8; 16] {
     xxhash_rust::xxh3::xxh3_128(payload).to_le_bytes()
 }
 
-/// The entry at `path`, verified and deserialized; `None` if there is none.
+/// The trailer for a payload of `len` bytes compiled from `digest`.
+fn trailer(len: usize, digest: &blake3::Hash) -> [u8; TRAILER] {
+    let mut trailer = [0; TRAILER];
+    let (fields, sum) = trailer.split_at_mut(TRAILER - 16);
+    fields[..8].copy_from_slice(MAGIC);
+    fields[8..16].copy_from_slice(&(len as u64).to_le_bytes());
+    fields[16..].copy_from_slice(digest.as_bytes());
+    sum.copy_from_slice(&checksum(fields));
+    trailer
+}
+
+/// The payload length an entry of `file_len` bytes ending in `trailer`
+/// holds, if the trailer is intact, says exactly that length, and names
+/// the component with `digest`.
+fn payload_len(trailer: &[u8], file_len: u64, digest: &blake3::Hash) -> Option<usize> {
+    let payload = usize::try_from(file_len.checked_sub(TRAILER as u64)?).ok()?;
+    (trailer.len() == TRAILER && trailer[..] == self::trailer(payload, digest)[..])
+        .then_some(payload)
+}
+
+/// The entry at `path` for the component with `digest`, checked and
+/// deserialized; `None` if there is none.
+///
+/// The file is mapped, not copied, so what keeps the mapped bytes the ones
+/// checked is how entries are made and opened: an entry is written under a
+/// random name and renamed into place, never changed where it lies, so a
+/// mapping keeps the file it was made from even when a new entry replaces
+/// it (a new file); it is opened without following a symlink and used only
+/// if it is a regular file of ours that only we can write; its trailer
+/// says its exact length and the component it was compiled from, so a
+/// truncated entry, or another component's entry renamed over it, is
+/// rebuilt, never loaded; and wasmtime maps the very file checked (through
+/// its `/proc/self/fd` link), not whatever the path names a moment later.
+/// A process of this user that truncates an entry in place while it is
+/// mapped can still crash this one; such a process can write the cache
+/// directory, which is trusted like the host binary (see the module docs).
 #[cfg(target_os = "linux")]
-fn open_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
-    use std::io::{Read, Write};
+fn open_entry(
+    engine: &Engine,
+    path: &Path,
+    digest: &blake3::Hash,
+) -> Result<Option<Component>, Unusable> {
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::FileExt;
 
     if !Path::new("/proc/self/fd").is_dir() {
-        // No /proc to hand wasmtime the memfd by path.
-        return read_entry(engine, path);
+        // No /proc to hand wasmtime the checked file by.
+        return read_entry(engine, path, digest);
     }
-    let Some(mut file) = open_own(path)? else {
+    let Some((file, len)) = open_own(path)? else {
         return Ok(None);
     };
-    let mut header = [0; HEADER];
-    file.read_exact(&mut header)?;
-    let (magic, expected) = header.split_at(MAGIC.len());
-    if magic != MAGIC {
-        return Err(Unusable::Corrupt);
-    }
-    let memfd = memfd::MemfdOptions::new()
-        .close_on_exec(true)
-        .allow_sealing(true)
-        .create("toolhost-cwasm")
-        .map_err(|e| Unusable::Io(io::Error::other(e)))?;
-    // Copy and checksum in one pass; the copy is what gets mapped, so the
-    // bytes checked are the bytes run.
-    let mut sum = xxhash_rust::xxh3::Xxh3Default::new();
-    let mut buf = vec![0; 64 << 10];
-    let mut out = memfd.as_file();
-    loop {
-        let n = match file.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e.into()),
-        };
-        sum.update(&buf[..n]);
-        out.write_all(&buf[..n])?;
-    }
-    if sum.digest128().to_le_bytes() != expected {
-        return Err(Unusable::Corrupt);
-    }
-    use memfd::FileSeal::{SealGrow, SealSeal, SealShrink, SealWrite};
-    memfd
-        .add_seals(&[SealShrink, SealGrow, SealWrite, SealSeal])
-        .map_err(|e| Unusable::Io(io::Error::other(e)))?;
-    // wasmtime maps the file it opens; the memfd's /proc link opens the
-    // same sealed in-memory file.
-    let sealed = format!("/proc/self/fd/{}", memfd.as_file().as_raw_fd());
-    // SAFETY: the memfd holds exactly what `Component::serialize` wrote for
-    // this engine configuration (its checksum matches the one stored when
-    // the entry was written), and it is sealed: nobody, us included, can
-    // change, shrink or grow it while wasmtime has it mapped.
-    unsafe { Component::deserialize_file(engine, &sealed) }
+    let mut trailer = [0; TRAILER];
+    let at = len.checked_sub(TRAILER as u64).ok_or(Unusable::Corrupt)?;
+    file.read_exact_at(&mut trailer, at)?;
+    payload_len(&trailer, len, digest).ok_or(Unusable::Corrupt)?;
+    let checked = format!("/proc/self/fd/{}", file.as_raw_fd());
+    // SAFETY: the file holds what `Component::serialize` wrote for this
+    // engine configuration and this component (its trailer says so, and
+    // says its exact length), and it is never modified in place: see above.
+    // wasmtime ignores the trailer after the ELF image it parses.
+    unsafe { Component::deserialize_file(engine, &checked) }
         .map(Some)
         .map_err(Unusable::Rejected)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
-    read_entry(engine, path)
+fn open_entry(
+    engine: &Engine,
+    path: &Path,
+    digest: &blake3::Hash,
+) -> Result<Option<Component>, Unusable> {
+    read_entry(engine, path, digest)
 }
 
 /// Like `open_entry`, through a copy of the whole entry in memory.
-fn read_entry(engine: &Engine, path: &Path) -> Result<Option<Component>, Unusable> {
-    match read_own(path)? {
-        Some(bytes) => deserialize_verified(engine, &bytes).map(Some),
-        None => Ok(None),
-    }
-}
-
-fn deserialize_verified(engine: &Engine, bytes: &[u8]) -> Result<Component, Unusable> {
-    let payload = verified_payload(bytes, MAGIC).ok_or(Unusable::Corrupt)?;
-    // SAFETY: the payload is exactly what `Component::serialize` wrote for
-    // this engine configuration: its checksum matches the one stored when it
-    // was written, so no byte changed.
-    unsafe { Component::deserialize(engine, payload) }.map_err(Unusable::Rejected)
+fn read_entry(
+    engine: &Engine,
+    path: &Path,
+    digest: &blake3::Hash,
+) -> Result<Option<Component>, Unusable> {
+    let Some(bytes) = read_own(path)? else {
+        return Ok(None);
+    };
+    let at = bytes.len().checked_sub(TRAILER).ok_or(Unusable::Corrupt)?;
+    let len = payload_len(&bytes[at..], bytes.len() as u64, digest).ok_or(Unusable::Corrupt)?;
+    // SAFETY: the payload is what `Component::serialize` wrote for this
+    // engine configuration and this component (its trailer says so).
+    unsafe { Component::deserialize(engine, &bytes[..len]) }
+        .map(Some)
+        .map_err(Unusable::Rejected)
 }
 
 /// What follows `magic` and a matching checksum in `bytes`.
-fn verified_payload<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<&'a [u8]> {
-    if bytes.len() < HEADER || &bytes[..MAGIC.len()] != magic {
+pub(super) fn verified_payload<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Option<&'a [u8]> {
+    if bytes.len() < HEADER || &bytes[..magic.len()] != magic {
         return None;
     }
-    let (sum, payload) = bytes[MAGIC.len()..].split_at(HEADER - MAGIC.len());
+    let (sum, payload) = bytes[magic.len()..].split_at(HEADER - magic.len());
     (checksum(payload) == sum).then_some(payload)
 }
 
-/// Write atomically: a reader sees the old entry, no entry, or the new one.
-fn store(path: &Path, magic: &[u8; 8], payload: &[u8]) -> io::Result<()> {
+/// `parts`, one after the other, as the file at `path`, written
+/// atomically: a reader sees the old file, no file, or the new one, and a
+/// file already open (or mapped) keeps its old contents.
+pub(super) fn store(path: &Path, parts: &[&[u8]]) -> io::Result<()> {
     use std::io::Write;
 
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -297,15 +335,19 @@ fn store(path: &Path, magic: &[u8; 8], payload: &[u8]) -> io::Result<()> {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
     }
     let mut file = options.open(&tmp)?;
-    let written = file
-        .write_all(magic)
-        .and_then(|()| file.write_all(&checksum(payload)))
-        .and_then(|()| file.write_all(payload))
+    let written = parts
+        .iter()
+        .try_for_each(|part| file.write_all(part))
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// Note `payload` under `magic` with its checksum, as [`verified_payload`] reads it.
+pub(super) fn store_note(path: &Path, magic: &[u8; 8], payload: &[u8]) -> io::Result<()> {
+    store(path, &[magic, &checksum(payload), payload])
 }
 
 /// Create `dir` (owner-only) if missing, and check nobody else can write it.
@@ -374,7 +416,7 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
 /// ours that only we can write; `None` if there is none. Never follows a
 /// symlink and never blocks on a FIFO. A file that fails the check is an
 /// error, so the caller rebuilds it.
-fn open_own(path: &Path) -> io::Result<Option<std::fs::File>> {
+fn open_own(path: &Path) -> io::Result<Option<(std::fs::File, u64)>> {
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -400,13 +442,13 @@ fn open_own(path: &Path) -> io::Result<Option<std::fs::File>> {
             "not a regular file owned by this user and writable only by it",
         ));
     }
-    Ok(Some(file))
+    Ok(Some((file, meta.len())))
 }
 
 /// The whole of [`open_own`]'s file.
-fn read_own(path: &Path) -> io::Result<Option<Vec<u8>>> {
+pub(super) fn read_own(path: &Path) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read;
-    let Some(mut file) = open_own(path)? else {
+    let Some((mut file, _)) = open_own(path)? else {
         return Ok(None);
     };
     let mut bytes = Vec::new();
@@ -419,16 +461,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_flipped_byte_fails_verification() {
-        let payload = b"compiled code".to_vec();
-        let mut bytes = MAGIC.to_vec();
+    fn a_flipped_byte_fails_a_notes_verification() {
+        let payload = b"remembered tools".to_vec();
+        let mut bytes = NOTE_MAGIC.to_vec();
         bytes.extend_from_slice(&checksum(&payload));
         bytes.extend_from_slice(&payload);
-        assert_eq!(verified_payload(&bytes, MAGIC), Some(&payload[..]));
-        assert_eq!(verified_payload(&bytes, NOTE_MAGIC), None);
+        assert_eq!(verified_payload(&bytes, NOTE_MAGIC), Some(&payload[..]));
+        assert_eq!(verified_payload(&bytes, b"THCOTHER"), None);
         let last = bytes.len() - 1;
         bytes[last] ^= 1;
-        assert_eq!(verified_payload(&bytes, MAGIC), None);
-        assert_eq!(verified_payload(b"short", MAGIC), None);
+        assert_eq!(verified_payload(&bytes, NOTE_MAGIC), None);
+        assert_eq!(verified_payload(b"short", NOTE_MAGIC), None);
+    }
+
+    #[test]
+    fn a_trailer_names_its_entrys_exact_length_and_component() {
+        let (ours, theirs) = (blake3::hash(b"ours"), blake3::hash(b"theirs"));
+        let t = trailer(1000, &ours);
+        let len = 1000 + TRAILER as u64;
+        assert_eq!(payload_len(&t, len, &ours), Some(1000));
+        // Another component's entry under our name.
+        assert_eq!(payload_len(&t, len, &theirs), None);
+        // Cut short or grown: the trailer read is not at the end it names.
+        assert_eq!(payload_len(&t, len - 1, &ours), None);
+        assert_eq!(payload_len(&t, len + 4096, &ours), None);
+        assert_eq!(payload_len(&t, 10, &ours), None);
+        // Any flipped bit.
+        for i in 0..TRAILER {
+            let mut bad = t;
+            bad[i] ^= 0x10;
+            assert_eq!(payload_len(&bad, len, &ours), None, "byte {i}");
+        }
     }
 }

@@ -128,6 +128,11 @@ impl Guest {
         &self.inner.permissions
     }
 
+    /// Instance slots one instance of this component takes.
+    pub(crate) fn slots(&self) -> u32 {
+        self.inner.slots
+    }
+
     /// How many never-used instances are ready right now.
     pub(crate) fn spares_ready(&self) -> usize {
         lock(&self.inner.spares.ready).len()

@@ -29,6 +29,7 @@ mod files;
 mod grants;
 mod http;
 mod limits;
+mod stamps;
 mod state;
 mod watchdog;
 
@@ -46,6 +47,7 @@ pub use grants::{DirGrant, EnvVar, Permissions};
 pub use http::{HttpGrant, HttpOrigin, HttpOriginError};
 pub(crate) use http::{Scheme, normalize_host, private_range};
 pub use limits::{LimitError, Limits};
+pub(crate) use stamps::FileStamp;
 
 use crate::tools::ToolError;
 use state::StoreState;
@@ -282,6 +284,34 @@ impl Sandbox {
             .cache
             .load(&self.inner.engine, wasm, digest)
             .map_err(|e| SandboxError::Compile(format!("{e:#}")))
+    }
+
+    /// The component with `digest` if the compile cache holds a usable
+    /// entry for it; `None` otherwise (then [`compile`](Self::compile)
+    /// says why and rebuilds it).
+    pub(crate) fn cached(&self, digest: &blake3::Hash) -> Option<Component> {
+        self.inner.cache.hit(&self.inner.engine, digest)
+    }
+
+    /// The digest of the component file at `path` as `stamp` found it, if
+    /// the cache remembers it (see `stamps`).
+    pub(crate) fn known_digest(
+        &self,
+        path: &std::path::Path,
+        stamp: &FileStamp,
+    ) -> Option<blake3::Hash> {
+        self.inner.cache.known_digest(path, stamp)
+    }
+
+    /// Remember that the component file at `path`, as `stamp` (taken before
+    /// it was read) found it, has `digest`.
+    pub(crate) fn remember_digest(
+        &self,
+        path: &std::path::Path,
+        stamp: &FileStamp,
+        digest: &blake3::Hash,
+    ) {
+        self.inner.cache.remember_digest(path, stamp, digest);
     }
 
     /// The note called `name` that the compile cache keeps for the

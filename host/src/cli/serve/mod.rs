@@ -124,8 +124,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let registry = loaded.registry()?;
     if registry.is_empty() {
         tracing::warn!(
-            "no tools to serve in {}; build plugins with plugins/build.sh or point --plugins elsewhere",
-            args.plugins.plugins.display()
+            "serving no tools for now (see above); with hot reload on, plugins that appear in {} are served as they come",
+            toolhost::text::escape_controls(&args.plugins.plugins.display().to_string())
         );
     }
     // Watched from here on: a file changed between the load above and

@@ -313,6 +313,13 @@ impl Integrity {
         self.require_signatures || !self.trusted_keys.is_empty()
     }
 
+    /// Whether [`check`](Self::check) looks at the component's bytes for a
+    /// plugin with `manifest` (when not, a load may skip reading them).
+    pub(super) fn needs_bytes(&self, manifest: ManifestState) -> bool {
+        let pinned = matches!(manifest, ManifestState::Read { pin: Some(_), .. });
+        self.lock.is_some() || pinned || self.signatures_on()
+    }
+
     /// Check the component read from `wasm_path` (its bytes `wasm`, the
     /// ones about to be compiled) and its manifest against the policy.
     /// A signature file is read within `sidecar_max` bytes, the manifest
@@ -328,7 +335,7 @@ impl Integrity {
             ManifestState::Read { pin, .. } => pin,
             _ => None,
         };
-        if self.lock.is_none() && pin.is_none() && !self.signatures_on() {
+        if !self.needs_bytes(manifest) {
             return Ok(());
         }
         let actual = Sha256Digest::of(wasm);
