@@ -138,14 +138,19 @@ fn json_of(ran: &Ran) -> Value {
 }
 
 /// Every line of the CLI's stderr is a tagged log line, a `toolhost:`
-/// progress line or the `error:` line: no plugin text starts a line.
+/// progress line, the `error:` line, or a continuation of one indented by
+/// four spaces (a multi-line message such as a TOML error, printed as
+/// lines): no plugin text starts a line where a tag could stand.
 fn assert_no_untagged_lines(stderr: &str) {
     for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        // tracing pads the level to five columns: at most one space before it.
+        let at_margin = line.strip_prefix(' ').unwrap_or(line);
         let tagged = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR"]
             .iter()
-            .any(|level| line.trim_start().starts_with(level))
+            .any(|level| at_margin.starts_with(level))
             || line.starts_with("error: ")
-            || line.starts_with("toolhost: ");
+            || line.starts_with("toolhost: ")
+            || line.starts_with("    ");
         assert!(
             tagged,
             "an untagged line reached stderr: {line:?}\n{stderr}"

@@ -84,7 +84,7 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
                 eprintln!(
                     "error: {}: {}",
                     e.kind,
-                    escape_controls_indented(&e.message, "  ")
+                    escape_controls_indented(&e.message, "    ")
                 );
             }
             Ok(ExitCode::from(EXIT_FAILED))

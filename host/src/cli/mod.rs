@@ -259,9 +259,8 @@ impl PluginArgs {
             .context("cannot set up the sandbox")
             .map_err(UsageError)?
             .with_observer(progress::observer(self.quiet_progress()));
-        let not_a_dir = |e| {
-            UsageError(anyhow::Error::new(e).context(list::no_plugin_hint(&self.plugins)))
-        };
+        let not_a_dir =
+            |e| UsageError(anyhow::Error::new(e).context(list::no_plugin_hint(&self.plugins)));
         let mut owned = None;
         // An MCP server's tools are attached where no plugin owns the name:
         // that takes every plugin's tools.
@@ -560,7 +559,7 @@ pub fn main() -> ExitCode {
             // column): kept as lines, indented under `error:`.
             eprintln!(
                 "error: {}",
-                toolhost::text::escape_controls_indented(&format!("{e:#}"), "  ")
+                toolhost::text::escape_controls_indented(&format!("{e:#}"), "    ")
             );
             if e.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(EXIT_USAGE)
