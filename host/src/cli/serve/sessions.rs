@@ -154,11 +154,13 @@ impl SessionManager for CappedSessions {
     }
 }
 
-/// Middleware: while the sessions are at the cap, answer an `initialize`
-/// (a POST without a session) with `503` and a JSON-RPC error naming the
-/// cap. rmcp would answer `500` with plain text; this one a client can
-/// show. Requests in a session, and the stateless revision's requests (no
-/// `initialize`), pass.
+/// Middleware: an `initialize` (a POST without a session) that finds the
+/// sessions at the cap gets `503` and a JSON-RPC error naming the cap. rmcp
+/// would answer `500` with plain text; this one a client can show. Checked
+/// before (the common case) and after (an initialize that raced another
+/// past the check, refused by [`CappedSessions::create_session`]).
+/// Requests in a session, and the stateless revision's requests (no
+/// `initialize`), pass untouched.
 pub async fn refuse_over_cap(
     State(sessions): State<Arc<CappedSessions>>,
     request: Request,
@@ -166,7 +168,13 @@ pub async fn refuse_over_cap(
 ) -> Response {
     let new_session =
         request.method() == Method::POST && !request.headers().contains_key(SESSION_HEADER);
-    if !new_session || !sessions.full().await {
+    // A body larger than any initialize is not one: not read here.
+    let large = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .is_some_and(|n| n > LARGEST_INITIALIZE);
+    if !new_session || large {
         return next.run(request).await;
     }
     let (parts, body) = request.into_parts();
@@ -184,24 +192,41 @@ pub async fn refuse_over_cap(
         #[serde(default)]
         method: String,
     }
-    match serde_json::from_slice::<Head>(&bytes) {
-        Ok(head) if head.method == "initialize" => {
-            let error = CappedSessionsError::Full { max: sessions.max };
-            tracing::debug!("refused an MCP session: {error}");
-            let body = serde_json::json!({
-                "jsonrpc": "2.0",
-                "id": head.id,
-                "error": {"code": -32000, "message": error.to_string()},
-            });
-            let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-            response
-        }
-        _ => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
-        }
+    let request = Request::from_parts(parts, Body::from(bytes.clone()));
+    let id = match serde_json::from_slice::<Head>(&bytes) {
+        Ok(head) if head.method == "initialize" => head.id,
+        _ => return next.run(request).await,
+    };
+    if sessions.full().await {
+        return refusal(&sessions, id);
     }
+    let response = next.run(request).await;
+    if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let full = CappedSessionsError::Full { max: sessions.max }.to_string();
+    if String::from_utf8_lossy(&text).contains(&full) {
+        return refusal(&sessions, id);
+    }
+    Response::from_parts(parts, Body::from(text))
+}
+
+/// The `503` for an initialize over the cap.
+fn refusal(sessions: &CappedSessions, id: serde_json::Value) -> Response {
+    let error = CappedSessionsError::Full { max: sessions.max };
+    tracing::debug!("refused an MCP session: {error}");
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": -32000, "message": error.to_string()},
+    });
+    let mut response = (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body)).into_response();
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
 }
