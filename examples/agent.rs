@@ -19,7 +19,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use toolhost::llm::{Message, ProviderKind, ProviderOptions};
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::runner::{CallStatus, OverLimitPolicy, RunnerConfig, ToolRunner};
 
 /// The recording the offline run plays (the same one as the quick start).

@@ -10,7 +10,8 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, SessionId, ToolErrorKind};
 
 #[tokio::main]

@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 
 mod common;

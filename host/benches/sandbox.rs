@@ -29,7 +29,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::sandbox::MemoryInit;
 use toolhost::tools::{CallContext, NativeTool, SessionId, ToolError, ToolRegistry};
 

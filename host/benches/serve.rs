@@ -37,7 +37,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolRegistry};
 
 mod common;

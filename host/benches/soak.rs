@@ -23,7 +23,8 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 use toolhost::llm::{AssistantMessage, Message, Provider, ReplayProvider, ToolCall};
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::runner::{RunnerConfig, ToolRunner};
 use toolhost::tools::{SessionId, ToolRegistry};
 

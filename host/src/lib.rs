@@ -14,12 +14,17 @@
 //! - [`text`]: clipping and escaping text that comes from plugins.
 //! - [`fsread`]: the one way the host reads a file it is pointed at.
 
+pub mod config;
+pub mod egress;
+pub mod environ;
 pub mod fsread;
 pub mod llm;
-mod mcp;
+pub mod mcp;
 pub mod plugin;
 pub mod runner;
 pub mod sandbox;
+pub mod signing;
 pub mod text;
 mod tls;
+pub mod toolbox;
 pub mod tools;

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost::plugin::{HostConfig, Plugin, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::{Plugin, PluginHost};
 use toolhost::sandbox::CacheStatus;
 use toolhost::tools::{CallContext, ToolRegistry};
 use toolhost_tests::plugins::{plugin_dir, plugin_subset};

@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin, copy_plugin_from, hostile_dir, workspace_root};
 

@@ -6,7 +6,8 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost::tools::{CallContext, ToolErrorKind};
 use toolhost_tests::plugins::{copy_plugin, hostile_dir, workspace_root};
 

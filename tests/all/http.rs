@@ -19,7 +19,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, PluginError, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::{PluginError, PluginHost};
 use toolhost::tools::{CallContext, ToolError, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin, toolhost_bin, workspace_root};
 

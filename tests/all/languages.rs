@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{plugin_dir, plugin_subset};
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::plugin::HostConfig;
-use toolhost::tools::mcp::{McpDecl, McpServer};
+use toolhost::config::HostConfig;
+use toolhost::mcp::{McpDecl, McpServer};
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 use toolhost_tests::mcp::venv_python;
 use toolhost_tests::plugins::{toolhost_bin, workspace_root};
@@ -363,7 +363,7 @@ async fn call_until(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_answers_unavailable_and_comes_back() {
     let decl: McpDecl = toml::from_str(&time_server().replace("[[mcp]]\n", "")).unwrap();
-    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
     assert!(server.start().await, "{:?}", server.summary());
     let registry = Arc::new(ToolRegistry::new());
     assert!(server.attach(&registry).is_empty());

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::plugin::HostConfig;
-use toolhost::tools::mcp::{McpDecl, McpServer};
+use toolhost::config::HostConfig;
+use toolhost::mcp::{McpDecl, McpServer};
 use toolhost::tools::{CallContext, Tool, ToolError, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::workspace_root;
 
@@ -52,7 +52,7 @@ async fn a_server_that_never_lists_its_tools_is_down_and_restarted() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("starts");
     let decl = stdio_decl("never-lists", &file, "list_timeout_ms = 300");
-    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
     assert!(!server.start().await, "up without a tool list");
     let down = server.summary().down.expect("down");
     assert!(
@@ -79,7 +79,7 @@ async fn a_tool_list_over_the_message_cap_puts_the_server_down_naming_the_cap() 
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("starts");
     let decl = stdio_decl("huge-list", &file, "");
-    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
     assert!(!server.start().await, "up with a list it could not read");
     let down = server.summary().down.expect("down");
     assert!(down.contains("`tools/list` answer has"), "{down}");
@@ -98,7 +98,7 @@ async fn results_over_a_cap_are_output_too_large_and_the_server_stays_up() {
         &dir.path().join("starts"),
         "max_result_kb = 1\nexec = { timeout_ms = 30000, retries = 0 }",
     );
-    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
     assert!(server.start().await, "{:?}", server.summary());
     let registry = Arc::new(ToolRegistry::new());
     assert!(server.attach(&registry).is_empty());
@@ -167,7 +167,7 @@ async fn a_stdio_server_quoting_its_token_gets_it_redacted() {
         "env = [\"MCP_API_TOKEN\"]",
     );
     let config = HostConfig::default().env("MCP_API_TOKEN", TOKEN);
-    let server = McpServer::new(decl, &config).unwrap();
+    let server = McpServer::new(decl, &config.mcp_rules()).unwrap();
     secrets_stay_out(&server).await;
 }
 
@@ -218,7 +218,7 @@ async fn an_http_server_echoing_its_authorization_header_gets_it_redacted() {
     );
     let decl: McpDecl = toml::from_str(&text).unwrap();
     let config = HostConfig::default().env("MCP_HTTP_TOKEN", TOKEN);
-    let server = McpServer::new(decl, &config).unwrap();
+    let server = McpServer::new(decl, &config.mcp_rules()).unwrap();
     secrets_stay_out(&server).await;
 }
 
@@ -231,7 +231,7 @@ async fn an_http_result_over_the_message_cap_is_output_too_large() {
         peer.url
     );
     let decl: McpDecl = toml::from_str(&text).unwrap();
-    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
     assert!(server.start().await, "{:?}", server.summary());
     let registry = Arc::new(ToolRegistry::new());
     assert!(server.attach(&registry).is_empty());

@@ -7,7 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, LoadReport, PluginHost, ToolLoad};
+use toolhost::config::HostConfig;
+use toolhost::plugin::{LoadReport, PluginHost, ToolLoad};
 use toolhost::tools::CallContext;
 use toolhost_tests::plugins::{copy_plugin, plugin_dir, toolhost_bin};
 

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use toolhost::plugin::HostConfig;
+use toolhost::config::HostConfig;
 use toolhost::tools::rest::{self, RestDecl, RestError, RestPolicy, RestTool};
 use toolhost::tools::{CallContext, NativeTool, ToolError, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{toolhost_bin, workspace_root};
@@ -246,7 +246,7 @@ fn issues_decl(server: &Server) -> RestDecl {
 
 /// A registry holding the tool of each declaration.
 fn registry(config: &HostConfig, decls: Vec<RestDecl>) -> ToolRegistry {
-    let policy = RestPolicy::new(config).expect("the client starts");
+    let policy = RestPolicy::new(config.rest_rules()).expect("the client starts");
     let registry = ToolRegistry::new();
     for decl in decls {
         RestTool::new(decl, &policy)
@@ -594,7 +594,7 @@ async fn loopback_is_refused_without_http_private_and_nothing_is_contacted() {
     let config = HostConfig::default()
         .allow_http(format!("http://127.0.0.1:{port}").parse().unwrap())
         .allow_http(format!("http://localhost:{port}").parse().unwrap());
-    let policy = RestPolicy::new(&config).unwrap();
+    let policy = RestPolicy::new(config.rest_rules()).unwrap();
 
     // An IP literal is refused when the tool loads.
     let e = RestTool::new(get_decl(&server, "literal", "/data", json!({})), &policy)
@@ -656,7 +656,7 @@ async fn a_response_over_the_cap_fails_while_it_streams() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_declarations_are_refused_at_load_with_what_to_do() {
     let server = Server::start().await;
-    let policy = RestPolicy::new(&config(&server)).unwrap();
+    let policy = RestPolicy::new(config(&server).rest_rules()).unwrap();
     let refused = |value: Value| {
         RestTool::new(decl(value), &policy)
             .expect_err("refused")
@@ -707,7 +707,7 @@ async fn bad_declarations_are_refused_at_load_with_what_to_do() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn secrets_never_show_and_names_are_unique_across_sources() {
     let server = Server::start().await;
-    let policy = RestPolicy::new(&config(&server)).unwrap();
+    let policy = RestPolicy::new(config(&server).rest_rules()).unwrap();
     let tool = RestTool::new(issues_decl(&server), &policy).unwrap();
     let shown = format!(
         "{tool:?} {policy:?} {}",
@@ -762,7 +762,7 @@ async fn declaration_files_are_checked_like_a_plugin_directory() {
             server.url("/data")
         ),
     );
-    let policy = RestPolicy::new(&config(&server)).unwrap();
+    let policy = RestPolicy::new(config(&server).rest_rules()).unwrap();
     let report = rest::load_dir(dir.path(), &policy).unwrap();
     let names: Vec<&str> = report
         .tools
@@ -800,7 +800,7 @@ async fn declaration_files_are_checked_like_a_plugin_directory() {
     // neither pinned nor signed.
     let mut pinned = config(&server);
     pinned.integrity.require_signatures = true;
-    let refused = rest::load_dir(dir.path(), &RestPolicy::new(&pinned).unwrap()).unwrap();
+    let refused = rest::load_dir(dir.path(), &RestPolicy::new(pinned.rest_rules()).unwrap()).unwrap();
     assert!(refused.tools.is_empty());
     assert_eq!(refused.errors.len(), 3);
     assert!(

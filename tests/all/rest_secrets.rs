@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
-use toolhost::plugin::HostConfig;
+use toolhost::config::HostConfig;
 use toolhost::tools::rest::{RestDecl, RestPolicy, RestTool};
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 
@@ -101,7 +101,7 @@ fn registry(addr: SocketAddr) -> ToolRegistry {
         .allow_http_private()
         .env("API_TOKEN", TOKEN)
         .env("API_BASIC", BASIC);
-    let policy = RestPolicy::new(&config).unwrap();
+    let policy = RestPolicy::new(config.rest_rules()).unwrap();
     let registry = ToolRegistry::new();
     for (name, path, headers) in [
         (

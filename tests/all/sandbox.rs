@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, LoadReport, PluginError, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::{LoadReport, PluginError, PluginHost};
 use toolhost::sandbox::{CacheStatus, MemoryInit};
 use toolhost::tools::{CallContext, ExecOverrides, SessionId, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{

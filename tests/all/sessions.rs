@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::llm::{AssistantMessage, Message, Provider, ReplayProvider, ToolCall};
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::runner::{RunOutcome, RunnerConfig, ToolRunner};
 use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, plugin_subset, workspace_root};

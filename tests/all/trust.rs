@@ -7,7 +7,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use toolhost::plugin::{HostConfig, PluginHost};
+use toolhost::config::HostConfig;
+use toolhost::plugin::PluginHost;
 use toolhost::tools::CallContext;
 use toolhost_tests::plugins::{
     copy_plugin, copy_plugin_from, hostile_dir, toolhost_bin, workspace_root,

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost::plugin::{HostConfig, PluginHost, PluginWatcher, ReloadError, WatchEvent};
-use toolhost::tools::mcp::{McpDecl, McpServer};
+use toolhost::config::HostConfig;
+use toolhost::plugin::{PluginHost, PluginWatcher, ReloadError, WatchEvent};
+use toolhost::mcp::{McpDecl, McpServer};
 use toolhost::tools::{CallContext, NativeTool, ToolOrigin, ToolRegistry};
 use toolhost_tests::mcp::test_cache_dir;
 use toolhost_tests::plugins::{copy_plugin, plugin_dir, toolhost_bin, workspace_root};
@@ -430,7 +431,7 @@ async fn a_plugin_put_back_takes_its_names_back_from_an_mcp_server_that_listed_t
         json!(test_cache_dir()),
     ))
     .unwrap();
-    let server = McpServer::new(decl, &HostConfig::default()).unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
     assert!(server.start().await, "{:?}", server.summary());
 
     let dir = tempfile::tempdir().unwrap();

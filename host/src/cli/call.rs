@@ -110,12 +110,12 @@ fn print_json(text: &str) {
 async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolError>> {
     let input = args.read_input().map_err(UsageError)?;
     // Only the plugin that owns the tool, when the cache knows which.
-    let loaded = args.plugins.load_all_for(Some(&args.tool)).await?;
-    let registry = loaded.registry()?;
-    let report = &loaded.report;
+    let toolbox = args.plugins.load_all_for(Some(&args.tool)).await?;
+    let registry = toolbox.registry();
+    let report = toolbox.plugin_report();
     if !registry.contains(&args.tool) {
         let mut message = format!("no tool named `{}`", args.tool);
-        if !report.errors.is_empty() || !loaded.rest.errors.is_empty() {
+        if !report.errors.is_empty() || !toolbox.rest_report().errors.is_empty() {
             // The tool may live in a plugin (or a REST declaration) that
             // failed to load: say which.
             let failed: Vec<String> = report
@@ -123,8 +123,8 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
                 .iter()
                 .map(|e| ChainDisplay(e).to_string())
                 .chain(
-                    loaded
-                        .rest
+                    toolbox
+                        .rest_report()
                         .errors
                         .iter()
                         .map(|e| ChainDisplay(e).to_string()),
@@ -134,14 +134,14 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
                 "; these plugins failed to load: {}",
                 failed.join("; ")
             ));
-            let kind = if report.plugins.is_empty() && loaded.rest.tools.is_empty() {
+            let kind = if report.plugins.is_empty() && toolbox.rest_report().tools.is_empty() {
                 ToolErrorKind::PluginLoad
             } else {
                 ToolErrorKind::UnknownTool
             };
             return Ok(Err(ToolError::new(kind, message)));
         }
-        for server in &loaded.mcp {
+        for server in toolbox.mcp_servers() {
             // Its tools are missing while it is down: say so.
             if let Some(why) = server.summary().down {
                 message.push_str(&format!(

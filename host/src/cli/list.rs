@@ -8,7 +8,7 @@ use clap::Args;
 use serde_json::json;
 use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
-use toolhost::tools::mcp::McpServer;
+use toolhost::mcp::McpServer;
 use toolhost::tools::rest::RestTool;
 use toolhost::tools::{Tool, ToolSet, ToolSpec};
 
@@ -99,12 +99,12 @@ fn is_served(set: &ToolSet, tool: &dyn Tool) -> bool {
 }
 
 pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
-    let loaded = args.plugins.load_all().await?;
+    let toolbox = args.plugins.load_all().await?;
     // The very registry `call`, `run` and `serve` build: what it refused
     // is an error here, never a listed tool.
-    let (registry, refused) = loaded.assemble()?;
-    let served = registry.snapshot();
-    let report = &loaded.report;
+    let refused = toolbox.refused();
+    let served = toolbox.registry().snapshot();
+    let report = toolbox.plugin_report();
     let plugin_tools = |plugin: &Arc<Plugin>| -> Vec<ToolSpec> {
         plugin
             .tools()
@@ -113,8 +113,8 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             .map(|tool| tool.spec().clone())
             .collect()
     };
-    let rest_tools: Vec<&RestTool> = loaded
-        .rest
+    let rest_tools: Vec<&RestTool> = toolbox
+        .rest_report()
         .tools
         .iter()
         .filter(|tool| is_served(&served, *tool))
@@ -144,7 +144,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
         for tool in &rest_tools {
             tools.push(tool_json(tool.spec(), &rest_json(tool)));
         }
-        for server in &loaded.mcp {
+        for server in toolbox.mcp_servers() {
             let source = mcp_json(server);
             tools.extend(mcp_tools(server).iter().map(|t| tool_json(t, &source)));
         }
@@ -154,8 +154,8 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
                 .chain(
-                    loaded
-                        .rest
+                    toolbox
+                        .rest_report()
                         .errors
                         .iter()
                         .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()})),
@@ -191,7 +191,7 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     for tool in &rest_tools {
         print_rest(tool);
     }
-    for server in &loaded.mcp {
+    for server in toolbox.mcp_servers() {
         print_mcp(server, &mcp_tools(server));
     }
     // An empty directory was reported on stderr (with where the plugins
@@ -199,10 +199,10 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     for e in &report.errors {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
-    for e in &loaded.rest.errors {
+    for e in &toolbox.rest_report().errors {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
-    for e in &refused {
+    for e in refused {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
     Ok(ExitCode::SUCCESS)

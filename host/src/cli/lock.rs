@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::Args;
-use toolhost::plugin::HostConfig;
+use toolhost::config::HostConfig;
 use toolhost::plugin::integrity::Lock;
 use toolhost::text::escape_controls;
 
@@ -47,16 +47,13 @@ pub async fn run(mut args: LockArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// Put the lock file in force into `config`: `--lock` (or `TOOLHOST_LOCK`)
-/// over `integrity.lock_file` from the host config at `config_file`, whose
-/// relative path is taken from that file's directory. A `toolhost.lock`
-/// that only happens to be in the current directory is not used.
-pub fn apply(config: &mut HostConfig, config_file: Option<&Path>, flag: Option<&Path>) {
+/// over `integrity.lock_file` from the host config (which
+/// [`HostConfig::from_file`] took from the file's directory). A
+/// `toolhost.lock` that only happens to be in the current directory is
+/// not used.
+pub fn apply(config: &mut HostConfig, flag: Option<&Path>) {
     if let Some(path) = flag {
         config.integrity.lock_file = Some(path.to_owned());
-    } else if let (Some(path), Some(file)) = (&mut config.integrity.lock_file, config_file)
-        && path.is_relative()
-    {
-        *path = file.parent().unwrap_or(Path::new(".")).join(&*path);
     }
     let here = Path::new("toolhost.lock");
     let used = config.integrity.lock_file.as_deref();

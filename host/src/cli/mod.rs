@@ -17,14 +17,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
-use toolhost::fsread;
-use toolhost::plugin::{HostConfig, LoadReport, PluginHost};
-use toolhost::sandbox::HttpOrigin;
-use toolhost::tools::mcp::McpServer;
-use toolhost::tools::rest::{self, RestLoadReport, RestPolicy, RestTool};
-use toolhost::tools::{RegistryError, ToolRegistry};
+use toolhost::config::HostConfig;
+use toolhost::egress::HttpOrigin;
+use toolhost::environ::Environment;
+use toolhost::toolbox::{Toolbox, ToolboxError};
+use toolhost::tools::ToolRegistry;
 
 /// Exit code for a failed tool call or run.
 pub const EXIT_FAILED: u8 = 1;
@@ -193,15 +191,13 @@ impl PluginArgs {
             );
         }
         let mut config = match &path {
-            Some(path) => {
-                let text = fsread::read_text(path, fsread::HOST_CONFIG_MAX_BYTES, None)
-                    .with_context(|| format!("cannot read host config {}", path.display()))?;
-                toml::from_str(&text)
-                    .with_context(|| format!("invalid host config {}", path.display()))?
-            }
+            Some(path) => HostConfig::from_file(path)?,
             None => HostConfig::default(),
         };
-        lock::apply(&mut config, path.as_deref(), self.lock.as_deref());
+        // The library never reads the environment: grants, REST headers
+        // and MCP servers see this process's.
+        config = config.environment(Environment::from_vars(std::env::vars()));
+        lock::apply(&mut config, self.lock.as_deref());
         if self.no_cache {
             config.cache_dir = None;
         } else if let Some(dir) = self.cache_dir.clone() {
@@ -246,194 +242,62 @@ impl PluginArgs {
         }
     }
 
-    /// Load the plugins; a broken plugin is reported on stderr and skipped.
-    /// With `tool`, a plugin directory may load only the plugin that owns
-    /// it ([`PluginHost::load_dir_for_tool`]), and then every tool name the
-    /// plugins own comes back too.
-    async fn load(
-        &self,
-        tool: Option<&str>,
-    ) -> anyhow::Result<(PluginHost, LoadReport, Option<Vec<String>>)> {
-        let config = self.host_config().map_err(UsageError)?;
-        let host = PluginHost::new(config)
-            .context("cannot set up the sandbox")
-            .map_err(UsageError)?
-            .with_observer(progress::observer(self.quiet_progress()));
-        let not_a_dir =
-            |e| UsageError(anyhow::Error::new(e).context(list::no_plugin_hint(&self.plugins)));
-        let mut owned = None;
-        // An MCP server's tools are attached where no plugin owns the name:
-        // that takes every plugin's tools.
-        let tool = tool.filter(|_| host.config().mcp.is_empty());
-        let report = if self.plugins.is_file() {
-            let mut report = LoadReport::default();
-            match host.load_file(&self.plugins).await {
-                Ok(p) => report.plugins.push(p),
-                Err(e) => report.errors.push(e),
-            }
-            report
-        } else if let Some(tool) = tool {
-            let load = host
-                .load_dir_for_tool(&self.plugins, tool)
-                .await
-                .map_err(not_a_dir)?;
-            owned = load.partial.then_some(load.owned);
-            load.report
-        } else {
-            host.load_dir(&self.plugins).await.map_err(not_a_dir)?
-        };
-        for error in &report.errors {
-            // The error may quote the plugin (a tool name it listed).
-            tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
-        }
-        Ok((host, report, owned))
-    }
-
-    /// The plugins and the REST tools: `[[rest]]` in the host config (an
-    /// invalid one is a configuration error) and every `NAME.rest.toml` in
-    /// the plugin directory (a broken one is reported and skipped, like a
-    /// broken plugin).
-    pub async fn load_all(&self) -> anyhow::Result<Loaded> {
+    /// Every tool the config and the plugin directory declare (see
+    /// [`Toolbox`]). Broken plugins and REST files are reported on stderr
+    /// and skipped; an MCP server that is not up yet is said so.
+    pub async fn load_all(&self) -> anyhow::Result<Toolbox> {
         self.load_all_for(None).await
     }
 
     /// As [`load_all`](Self::load_all), for a process that calls `tool`
-    /// and nothing else: the plugin directory may load only the plugin that
-    /// owns it. The registry answers `tool` as a full load's would: with no
-    /// MCP server to attach, and no REST tool taking a name a plugin owns
-    /// (that is an error only the full load reports as it does).
-    pub async fn load_all_for(&self, tool: Option<&str>) -> anyhow::Result<Loaded> {
-        let (host, mut report, owned) = self.load(tool).await?;
-        let config = host.config();
-        let policy = RestPolicy::new(config).map_err(|e| UsageError(e.into()))?;
-        let mut rest = RestLoadReport::default();
-        let config_file = self.config_file();
-        for decl in &config.rest {
-            let mut tool = RestTool::new(decl.clone(), &policy).map_err(|e| {
-                let e = anyhow::Error::new(e);
-                UsageError(match &config_file {
-                    Some(path) => e.context(format!("in host config {}", path.display())),
-                    None => e,
-                })
-            })?;
-            if let Some(path) = &config_file {
-                tool = tool.declared_in(path);
-            }
-            rest.tools.push(tool);
+    /// and nothing else ([`ToolboxBuilder::for_tool`]).
+    pub async fn load_all_for(&self, tool: Option<&str>) -> anyhow::Result<Toolbox> {
+        let config = self.host_config().map_err(UsageError)?;
+        let mut builder = Toolbox::builder(config)
+            .plugins(&self.plugins)
+            .observer(progress::observer(self.quiet_progress()));
+        if let Some(file) = self.config_file() {
+            builder = builder.config_file(file);
         }
-        if self.plugins.is_dir() {
-            let found = rest::load_dir(&self.plugins, &policy).with_context(|| {
-                format!(
-                    "cannot read REST declarations in {}",
-                    self.plugins.display()
-                )
-            })?;
-            for error in &found.errors {
-                tracing::warn!("skipped REST tool: {}", ChainDisplay(error).escaped());
-            }
-            rest.tools.extend(found.tools);
-            rest.errors.extend(found.errors);
+        if let Some(tool) = tool {
+            builder = builder.for_tool(tool);
         }
-        if let Some(owned) = owned
-            && rest.tools.iter().any(|t| {
-                owned
-                    .binary_search(&toolhost::tools::Tool::spec(t).name)
-                    .is_ok()
-            })
-        {
-            // Its errors were reported already: they are the same.
-            report = host.load_dir(&self.plugins).await?;
+        let toolbox = builder.build().await.map_err(|e| match e {
+            ToolboxError::PluginDir { source, .. } => UsageError(
+                anyhow::Error::new(source).context(list::no_plugin_hint(&self.plugins)),
+            ),
+            e => UsageError(e.into()),
+        })?;
+        for error in &toolbox.plugin_report().errors {
+            // The error may quote the plugin (a tool name it listed).
+            tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
         }
-        if self.plugins.is_dir()
-            && report.plugins.is_empty()
-            && report.errors.is_empty()
-            && rest.tools.is_empty()
-            && rest.errors.is_empty()
-        {
+        for error in &toolbox.rest_report().errors {
+            tracing::warn!("skipped REST tool: {}", ChainDisplay(error).escaped());
+        }
+        if toolbox.found_nothing() {
             // Every command: a directory with nothing in it is a mistake
             // (the source tree, not its build) worth saying, with where
             // the build likely is.
             tracing::warn!("{}", list::no_plugin_hint(&self.plugins));
         }
-        let mut mcp = Vec::new();
-        for decl in &config.mcp {
-            let server = McpServer::new(decl.clone(), config).map_err(|e| {
-                let e = anyhow::Error::new(e);
-                UsageError(match &config_file {
-                    Some(path) => e.context(format!("in host config {}", path.display())),
-                    None => e,
-                })
-            })?;
-            mcp.push(server);
-        }
-        // Started together: each waits for its first connection. One that
-        // is not up yet keeps trying in the background.
-        let up = futures::future::join_all(mcp.iter().map(McpServer::start)).await;
-        for (server, up) in mcp.iter().zip(up) {
-            if !up {
+        for server in toolbox.mcp_servers() {
+            if let Some(down) = server.summary().down {
                 tracing::warn!(
                     "MCP server `{}` is not up yet ({}); its tools are missing until it is",
                     server.name(),
-                    toolhost::text::escape_controls(
-                        server.summary().down.as_deref().unwrap_or("unknown")
-                    )
+                    toolhost::text::escape_controls(&down)
                 );
             }
         }
-        Ok(Loaded {
-            host,
-            report,
-            rest,
-            mcp,
-        })
+        Ok(toolbox)
     }
 
     /// A registry of every tool in the plugins, every REST tool and every
-    /// MCP server's tools.
-    pub async fn load_registry(&self) -> anyhow::Result<Arc<ToolRegistry>> {
-        self.load_all().await?.registry()
-    }
-}
-
-/// What [`PluginArgs::load_all`] found.
-#[derive(Debug)]
-pub struct Loaded {
-    /// The sandbox the plugins run in, held while their tools run (and
-    /// what `serve` reloads plugins with).
-    pub host: PluginHost,
-    /// The plugins, and the files that failed to load.
-    pub report: LoadReport,
-    /// The REST tools, and the declaration files that failed to load.
-    pub rest: RestLoadReport,
-    /// The MCP servers (`[[mcp]]`), started.
-    pub mcp: Vec<McpServer>,
-}
-
-impl Loaded {
-    /// A registry with every tool. Two tools with one name (a plugin's and
-    /// a REST declaration's) are an error naming both; an MCP server's tool
-    /// whose name is taken is skipped with a warning. The MCP servers keep
-    /// their tools in it current.
-    pub fn registry(&self) -> anyhow::Result<Arc<ToolRegistry>> {
-        Ok(self.assemble()?.0)
-    }
-
-    /// [`registry`](Self::registry), and the tools it refused (an MCP
-    /// server's tool whose name is taken or whose schema is over budget):
-    /// what `list` shows as errors.
-    pub fn assemble(&self) -> anyhow::Result<(Arc<ToolRegistry>, Vec<RegistryError>)> {
-        let registry = Arc::new(self.report.registry()?);
-        for tool in &self.rest.tools {
-            tool.clone()
-                .register(&registry)
-                .map_err(|e| UsageError(e.into()))?;
-        }
-        let mut refused = Vec::new();
-        for server in &self.mcp {
-            // Each refusal is also logged by the server, naming it.
-            refused.extend(server.attach(&registry));
-        }
-        Ok((registry, refused))
+    /// MCP server's tools, and what holds them.
+    pub async fn load_registry(&self) -> anyhow::Result<(Arc<ToolRegistry>, Toolbox)> {
+        let toolbox = self.load_all().await?;
+        Ok((Arc::clone(toolbox.registry()), toolbox))
     }
 }
 

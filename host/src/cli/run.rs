@@ -266,7 +266,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     )
     .map_err(UsageError)?;
     messages.push(Message::user(args.prompt.clone()));
-    let registry = args.plugins.load_registry().await?;
+    // The toolbox holds the plugins' sandbox and the MCP servers while the
+    // loop runs.
+    let (registry, _toolbox) = args.plugins.load_registry().await?;
     if let Some(path) = &args.log_calls {
         registry.set_log(Some(Arc::new(call_log(path, args.log_io)?)));
     }

@@ -68,7 +68,7 @@ pub(super) fn recall(
     sandbox: &Sandbox,
     digest: &blake3::Hash,
     key: &str,
-    budget: &super::PluginBudget,
+    budget: &crate::tools::PluginBudget,
 ) -> Option<Vec<ToolSpec>> {
     read(sandbox, digest, key, budget).map(|note| note.tools)
 }
@@ -78,7 +78,7 @@ pub(super) fn recall_with_slots(
     sandbox: &Sandbox,
     digest: &blake3::Hash,
     key: &str,
-    budget: &super::PluginBudget,
+    budget: &crate::tools::PluginBudget,
 ) -> Option<(Vec<ToolSpec>, u32)> {
     let note = read(sandbox, digest, key, budget)?;
     Some((note.tools, note.slots))
@@ -88,7 +88,7 @@ fn read(
     sandbox: &Sandbox,
     digest: &blake3::Hash,
     key: &str,
-    budget: &super::PluginBudget,
+    budget: &crate::tools::PluginBudget,
 ) -> Option<Note> {
     let bytes = sandbox.cached_note(digest, NOTE)?;
     let note: Note = serde_json::from_slice(&bytes).ok()?;

@@ -105,6 +105,22 @@ impl Plugin {
             .collect()
     }
 
+    /// Register each of its tools in `registry`, with its manifest's
+    /// execution options.
+    ///
+    /// # Errors
+    ///
+    /// A tool name already taken in `registry`; the tools before it stay.
+    pub fn register_into(
+        self: &Arc<Self>,
+        registry: &crate::tools::ToolRegistry,
+    ) -> Result<(), crate::tools::RegistryError> {
+        for tool in self.tools() {
+            registry.register_with(Arc::new(tool), self.exec_options().clone())?;
+        }
+        Ok(())
+    }
+
     /// Call tool `name` with `input` (JSON text) and return its output text.
     /// Crate-internal: callers go through the [`ToolRegistry`](crate::tools::ToolRegistry),
     /// the one door that validates input first.

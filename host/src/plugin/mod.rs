@@ -5,6 +5,7 @@
 //! loaded on its own, and the [`LoadReport`] lists what loaded and what did
 //! not, with the file and the reason.
 
+mod bytes;
 mod catalog;
 mod inspect;
 pub mod integrity;
@@ -14,7 +15,7 @@ mod plan;
 mod session;
 mod watch;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,22 +26,20 @@ use wasmtime::component::Component;
 
 pub use inspect::Inspection;
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
-pub use manifest::{
-    Allow, DirSpec, ExecSpec, HostConfig, HostLimits, LimitsSpec, Manifest, PermissionsSpec,
-    PluginBudget,
-};
+pub use manifest::{DirSpec, Manifest, PermissionsSpec, SessionSpec};
 pub use plan::ToolLoad;
 pub use watch::{DEFAULT_DEBOUNCE, PluginWatcher, ReloadError, WatchError, WatchEvent};
 
 use integrity::ManifestState;
 
+use crate::config::HostConfig;
 use crate::fsread::read_regular;
 use crate::sandbox::{
     CacheStatus, DirGrant, EnvVar, FileStamp, Guest, Limits, Permissions, PluginIdentity, Sandbox,
     SandboxConfig, SandboxError,
 };
 use crate::text;
-use crate::tools::{SchemaBudget, ToolRegistry, ToolSpec, check_schema, is_valid_tool_name};
+use crate::tools::{PluginBudget, ToolRegistry, ToolSpec, check_tools};
 
 /// Why a plugin (or a plugin directory) did not load.
 #[derive(Debug, thiserror::Error)]
@@ -205,9 +204,7 @@ impl LoadReport {
         registry: &ToolRegistry,
     ) -> Result<(), crate::tools::RegistryError> {
         for plugin in &self.plugins {
-            for tool in plugin.tools() {
-                registry.register_with(Arc::new(tool), plugin.exec_options().clone())?;
-            }
+            plugin.register_into(registry)?;
         }
         Ok(())
     }
@@ -233,23 +230,12 @@ impl PluginHost {
     ///
     /// The sandbox could not be set up.
     pub fn new(config: HostConfig) -> Result<Self, SandboxError> {
+        config
+            .validate()
+            .map_err(|e| SandboxError::Config(e.to_string()))?;
         let invalid = |e: crate::sandbox::LimitError| SandboxError::Config(e.to_string());
         let defaults = config.limits.default_limits().map_err(invalid)?;
         let ceiling = config.limits.ceiling().map_err(invalid)?;
-        if config.spare_instances > config.max_instances {
-            return Err(SandboxError::Config(format!(
-                "`spare_instances` = {} is more than `max_instances` = {}; lower it",
-                config.spare_instances, config.max_instances
-            )));
-        }
-        if let Some(max) = config.max_sessions
-            && (max == 0 || max > config.max_instances)
-        {
-            return Err(SandboxError::Config(format!(
-                "`max_sessions` = {max} must be between 1 and `max_instances` = {}; change it",
-                config.max_instances
-            )));
-        }
         let integrity =
             integrity::Integrity::new(&config.integrity).map_err(SandboxError::Config)?;
         let session_cap = session::SessionCap::new(config.effective_max_sessions() as usize);
@@ -547,12 +533,9 @@ impl PluginHost {
                 )));
             }
             // The grant is the operator's explicit decision to pass this
-            // variable through: with the value the embedder gave, else the
-            // process's; an unset variable is simply absent.
-            let given = allow.env_values.iter().find(|v| v.name() == key);
-            if let Some(var) = given {
-                env.push(var.clone());
-            } else if let Ok(value) = std::env::var(key) {
+            // variable through, with the value the program gave (the CLI
+            // gives its own environment); an unset variable is absent.
+            if let Some(value) = allow.env_values.get(key) {
                 env.push(EnvVar::new(key.clone(), value));
             }
         }
@@ -615,7 +598,10 @@ impl PluginHost {
             path: manifest_path.to_owned(),
             message,
         };
-        let exec = manifest.exec.options().map_err(manifest_error)?;
+        let exec = manifest
+            .exec
+            .options()
+            .map_err(|e| manifest_error(e.to_string()))?;
         if let Some(version) = &manifest.version
             && !crate::tools::is_valid_version(version)
         {
@@ -735,45 +721,6 @@ fn component_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
-}
-
-/// Whether `tools` is a tool list this host accepts from a plugin: at least
-/// one tool and at most `plugins.max_tools`, valid unique names,
-/// descriptions and schemas within their budgets. The same rule for a
-/// fresh `describe` answer and for one remembered in the cache.
-pub(crate) fn check_tools(tools: &[ToolSpec], budget: &PluginBudget) -> Result<(), String> {
-    if tools.is_empty() {
-        return Err("describe() lists no tools".into());
-    }
-    if tools.len() > budget.max_tools {
-        return Err(format!(
-            "describe() lists {} tools, more than the {} allowed; split the plugin, or raise `plugins.max_tools` in the host config",
-            tools.len(),
-            budget.max_tools
-        ));
-    }
-    let mut names = HashSet::with_capacity(tools.len());
-    for tool in tools {
-        let shown = text::untrusted(&tool.name, 80);
-        if !is_valid_tool_name(&tool.name) {
-            return Err(format!(
-                "tool name `{shown}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`"
-            ));
-        }
-        if !names.insert(tool.name.as_str()) {
-            return Err(format!("tool `{shown}` is listed twice"));
-        }
-        if tool.description.len() > budget.max_description_bytes {
-            return Err(format!(
-                "tool `{shown}`: the description is {} bytes, more than the {} allowed; shorten it, or raise `plugins.max_description_bytes`",
-                tool.description.len(),
-                budget.max_description_bytes
-            ));
-        }
-        check_schema(&tool.input_schema, &SchemaBudget::default())
-            .map_err(|e| format!("tool `{shown}`: input schema over budget: {e}"))?;
-    }
-    Ok(())
 }
 
 /// Tell `observer` (or the log, without one) about a load's progress.

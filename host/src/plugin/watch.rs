@@ -64,6 +64,10 @@ pub enum WatchError {
         /// Why (part of the message).
         error: notify::Error,
     },
+    /// There is no plugin directory to watch (plugins came from one file,
+    /// or from bytes).
+    #[error("there is no plugin directory to watch; give one (or turn hot reload off)")]
+    NoDirectory,
 }
 
 /// Why a change in the directory did not take effect. What served before

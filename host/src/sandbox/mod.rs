@@ -29,6 +29,7 @@ mod files;
 mod grants;
 mod http;
 mod limits;
+mod spec;
 mod stamps;
 mod state;
 mod watchdog;
@@ -45,8 +46,8 @@ pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
 pub use http::{HttpGrant, HttpOrigin, HttpOriginError};
-pub(crate) use http::{Scheme, normalize_host, private_range};
 pub use limits::{LimitError, Limits};
+pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;
 
 use crate::tools::ToolError;

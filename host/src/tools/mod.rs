@@ -8,9 +8,9 @@
 //! (timeout, retries). Everything above it (CLI, loop, MCP server) calls
 //! tools only through the registry.
 
+mod budget;
 mod error;
 mod log;
-pub mod mcp;
 mod native;
 mod options;
 mod registry;
@@ -26,10 +26,12 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use budget::PluginBudget;
+pub(crate) use budget::check_tools;
 pub use error::{ToolError, ToolErrorKind};
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use native::NativeTool;
-pub use options::{Backoff, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
+pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
 

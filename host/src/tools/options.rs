@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::{ToolError, ToolErrorKind};
 
@@ -169,21 +169,88 @@ impl ExecOptions {
 /// is a safety limit. And no timeout lengthens a plugin's sandbox deadline
 /// (its manifest's `[limits] timeout_ms`): the smaller of the two ends the
 /// call.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// It is also the `[exec]` table of a plugin manifest, a `[[rest]]` or
+/// `[[mcp]]` declaration, with durations in milliseconds:
+///
+/// ```toml
+/// [exec]
+/// timeout_ms = 1000        # outer deadline; never past [limits] timeout_ms
+/// retries = 2              # at most ExecOverrides::MAX_RETRIES
+/// retry_delay_ms = 100     # at most MAX_RETRY_PAUSE
+/// backoff = "exponential"  # or "fixed"
+/// retry_on = ["timeout", "busy", "unavailable"]
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ExecOverrides {
     /// The outer deadline of each attempt.
+    #[serde(rename = "timeout_ms", default, deserialize_with = "millis_in")]
     pub timeout: Option<Duration>,
     /// How many retries.
+    #[serde(default)]
     pub retries: Option<u32>,
     /// The pause before the first retry.
+    #[serde(rename = "retry_delay_ms", default, deserialize_with = "millis_in")]
     pub retry_delay: Option<Duration>,
     /// How the pause grows.
+    #[serde(default)]
     pub backoff: Option<Backoff>,
     /// The kinds worth a retry; `Some(vec![])` retries nothing.
+    #[serde(default)]
     pub retry_on: Option<Vec<ToolErrorKind>>,
 }
 
+fn millis_in<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    Ok(Option::<u64>::deserialize(d)?.map(Duration::from_millis))
+}
+
+/// An `[exec]` value out of range. The message names the key and what to
+/// do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// More retries than [`ExecOverrides::MAX_RETRIES`].
+    #[error("[exec] retries = {0}, the most allowed is {max}; lower it", max = ExecOverrides::MAX_RETRIES)]
+    TooManyRetries(u32),
+    /// A first retry pause over [`MAX_RETRY_PAUSE`].
+    #[error("[exec] retry_delay_ms = {0}, the most allowed is {max}; lower it", max = MAX_RETRY_PAUSE.as_millis())]
+    PauseTooLong(u128),
+    /// A zero outer deadline.
+    #[error(
+        "[exec] timeout_ms = 0 would end every call at once; remove it or give a positive deadline"
+    )]
+    ZeroTimeout,
+}
+
 impl ExecOverrides {
+    /// The most retries a declaration may ask for: each retry is another
+    /// full call.
+    pub const MAX_RETRIES: u32 = 10;
+
+    /// The options these overrides make of [`ExecOptions::default`], as a
+    /// declaration's `[exec]` table is read.
+    ///
+    /// # Errors
+    ///
+    /// A value out of range ([`ExecError`]).
+    pub fn options(&self) -> Result<ExecOptions, ExecError> {
+        if let Some(retries) = self.retries
+            && retries > Self::MAX_RETRIES
+        {
+            return Err(ExecError::TooManyRetries(retries));
+        }
+        if let Some(delay) = self.retry_delay
+            && delay > MAX_RETRY_PAUSE
+        {
+            return Err(ExecError::PauseTooLong(delay.as_millis()));
+        }
+        if self.timeout == Some(Duration::ZERO) {
+            return Err(ExecError::ZeroTimeout);
+        }
+        Ok(ExecOptions::default().with(self))
+    }
+
     /// Whether this changes nothing.
     pub fn is_empty(&self) -> bool {
         *self == Self::default()

@@ -120,8 +120,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         max_sessions: args.max_sessions.get(),
         idle_timeout: args.session_idle_timeout,
     };
-    let loaded = args.plugins.load_all().await?;
-    let registry = loaded.registry()?;
+    let toolbox = args.plugins.load_all().await?;
+    let registry = Arc::clone(toolbox.registry());
     if registry.is_empty() {
         tracing::warn!(
             "serving no tools for now (see above); with hot reload on, plugins that appear in {} are served as they come",
@@ -133,13 +133,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let watcher = if args.no_watch || !args.plugins.plugins.is_dir() {
         None
     } else {
-        let watcher = loaded
-            .host
-            .watch(
-                &args.plugins.plugins,
-                Arc::clone(&registry),
-                DEFAULT_DEBOUNCE,
-            )
+        let watcher = toolbox
+            .watch(DEFAULT_DEBOUNCE)
             .map_err(|e| {
                 UsageError(
                     anyhow::Error::new(e).context("pass --no-watch to serve without hot reload"),
@@ -165,7 +160,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         () = reload => {}
     }
     // The plugins stay loaded until every connection is done.
-    drop(loaded);
+    drop(toolbox);
     Ok(ExitCode::SUCCESS)
 }
 

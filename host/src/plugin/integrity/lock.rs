@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{FormatError, Sha256Digest};
 use crate::fsread::read_regular;
-use crate::plugin::{PluginBudget, PluginError, component_files, plugin_name};
+use crate::plugin::{PluginError, component_files, plugin_name};
 use crate::text;
+use crate::tools::PluginBudget;
 
 /// What an operator's lock file pins for one plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

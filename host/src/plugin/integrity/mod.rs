@@ -50,46 +50,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod digest;
 mod lock;
-mod signature;
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
-pub use digest::{FormatError, Sha256Digest};
+pub use crate::config::IntegrityPolicy;
+pub use crate::signing::{FormatError, Sha256Digest};
+pub use crate::signing::{PublicKey, Signature, SigningKey, signature_path, signed_message};
 pub use lock::{Lock, LockEntry};
-pub use signature::{PublicKey, Signature, SigningKey, signature_path, signed_message};
 
 use crate::fsread::{self, read_regular};
 use crate::text;
-
-/// The operator's integrity policy (`[integrity]` in the host config). The
-/// default checks nothing but the pins manifests carry.
-///
-/// ```toml
-/// [integrity]
-/// lock_file = "/etc/toolhost/toolhost.lock"  # relative: to the host config's directory
-/// require_signatures = true
-/// trusted_keys = ["ed25519:<64 hex digits>"]
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct IntegrityPolicy {
-    /// The lock file ([`Lock`]): only the plugins it lists load, and only
-    /// with the component and manifest it pins. Read once, when the
-    /// [`PluginHost`](super::PluginHost) is made, from this path as given
-    /// (the CLI takes a relative path in a config file from that file's
-    /// directory). `None`: no lock.
-    pub lock_file: Option<PathBuf>,
-    /// Refuse every plugin without a valid signature by one of
-    /// `trusted_keys`. Off: a signature by a trusted key is still checked
-    /// (a bad one refuses the plugin), and a plugin without one loads.
-    pub require_signatures: bool,
-    /// Keys whose signatures are trusted (`ed25519:<hex>`).
-    pub trusted_keys: Vec<PublicKey>,
-}
 
 /// Why the integrity policy refused a plugin. Each message names what was
 /// expected and what was found, and what to do.

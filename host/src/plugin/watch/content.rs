@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use super::super::integrity::Sha256Digest;
-use super::super::{Plugin, PluginBudget, PluginError};
+use super::super::{Plugin, PluginError};
 use crate::fsread::read_regular;
 use crate::sandbox::Sandbox;
+use crate::signing::Sha256Digest;
+use crate::tools::PluginBudget;
 
 /// What tells one version of a plugin's files from the next: digests of
 /// the component's bytes and of its manifest's, the very ones the loader

@@ -52,8 +52,6 @@
 //! anyway (the tool had a fallback) keeps its result. A trap keeps its kind,
 //! with the refusal added to its message.
 
-mod address;
-mod origin;
 mod send;
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -62,18 +60,18 @@ use std::time::Instant;
 
 use serde::Serialize;
 use wasmtime_wasi_http::p2::bindings::http::types::ErrorCode;
+
+use crate::egress::{Scheme, normalize_host};
 use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
-pub use origin::{HttpOrigin, HttpOriginError};
+pub use crate::egress::{HttpOrigin, HttpOriginError};
 // For REST tools (`tools::rest`), which check their requests by the same rules.
-pub(crate) use address::private_range;
 
 use super::state::StoreState;
 use super::{Limits, PluginIdentity};
 use crate::tools::{ToolError, ToolErrorKind};
-pub(crate) use origin::{Scheme, normalize_host};
 
 /// Where a plugin may send HTTP requests. Empty (the default): nowhere.
 ///

@@ -19,8 +19,7 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, WasiBody};
 
 use super::CallRecord;
-use super::address::private_range;
-use super::origin::Scheme;
+use crate::egress::{Scheme, private_range};
 
 /// A request that passed the origin check, with what sending it needs.
 pub(super) struct Checked {

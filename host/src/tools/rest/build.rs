@@ -13,7 +13,7 @@ use super::{
     BodyMode, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError, RestPolicy,
     RestSummary, RestTool, call,
 };
-use crate::plugin::ExecSpec;
+use crate::tools::ExecOverrides;
 use crate::tools::ToolSpec;
 use crate::tools::secrets::Secrets;
 
@@ -46,8 +46,7 @@ pub(super) fn build(
         input_schema: decl.input_schema.clone(),
     };
     if !trusted {
-        crate::plugin::check_tools(std::slice::from_ref(&spec), &policy.budget)
-            .map_err(&invalid)?;
+        crate::tools::check_tools(std::slice::from_ref(&spec), &policy.budget).map_err(&invalid)?;
     }
 
     // The input fields the declaration refers to must be in the schema.
@@ -199,15 +198,15 @@ pub(super) fn build(
     let secret_headers = header_summaries.iter().any(|h| h.env.is_some());
 
     // The same keys, bounds and messages as a plugin manifest's [exec].
-    let options = ExecSpec {
-        timeout_ms: Some(decl.timeout_ms),
+    let options = ExecOverrides {
+        timeout: Some(std::time::Duration::from_millis(decl.timeout_ms)),
         retries: Some(decl.retries),
-        retry_delay_ms: Some(decl.retry_delay_ms),
+        retry_delay: Some(std::time::Duration::from_millis(decl.retry_delay_ms)),
         backoff: Some(decl.backoff),
         retry_on: Some(decl.retry_on.clone()),
     }
     .options()
-    .map_err(|message| invalid(message.replace("[exec] ", "")))?;
+    .map_err(|e| invalid(e.to_string().replace("[exec] ", "")))?;
     let path_params: BTreeSet<String> = template.params().map(str::to_owned).collect();
     let request = call::Request {
         tool: tool.clone(),

@@ -27,7 +27,7 @@
 //! is `tool_failed`, quoting the start of the body.
 //!
 //! ```no_run
-//! use toolhost::plugin::HostConfig;
+//! use toolhost::config::HostConfig;
 //! use toolhost::tools::ToolRegistry;
 //! use toolhost::tools::rest::{RestDecl, RestPolicy, RestTool};
 //!
@@ -35,7 +35,7 @@
 //! let config = HostConfig::default()
 //!     .allow_http("https://api.example.com".parse()?)
 //!     .env("EXAMPLE_TOKEN", "secret");
-//! let policy = RestPolicy::new(&config)?;
+//! let policy = RestPolicy::new(config.rest_rules())?;
 //! let decl: RestDecl = toml::from_str(r#"
 //!     name = "weather"
 //!     description = "Today's weather in a city."
@@ -68,8 +68,9 @@ pub use decl::{
 use super::{
     CallContext, ExecOptions, RegistryError, Tool, ToolError, ToolOrigin, ToolRegistry, ToolSpec,
 };
-use crate::plugin::{HostConfig, PluginBudget};
-use crate::sandbox::{EnvVar, HttpOrigin};
+use crate::egress::{Egress, HttpOrigin};
+use crate::environ::Environment;
+use crate::tools::PluginBudget;
 use build::build;
 use send::{Checker, Clients};
 
@@ -151,21 +152,33 @@ impl RestError {
     }
 }
 
+/// What REST tools are held to: the narrow part of the operator's config
+/// they use ([`HostConfig::rest_rules`](crate::config::HostConfig::rest_rules)
+/// makes it from a host config).
+#[derive(Debug, Clone, Default)]
+pub struct RestRules {
+    /// Where requests may go.
+    pub egress: Egress,
+    /// The variables a header may take its value from (`allow.env`).
+    pub allowed_env: Vec<String>,
+    /// Their values.
+    pub env: Environment,
+    /// Budgets for declaration files and the tool they describe.
+    pub budget: PluginBudget,
+    /// Plugins are pinned (a lock file) or must be signed: declaration
+    /// files, which can be neither, are not loaded.
+    pub pinned: bool,
+}
+
 /// The operator's rules for REST tools, and the HTTP clients that enforce
 /// them (made once, shared by every tool built with this policy, so
 /// connections are pooled).
-///
-/// Made from a [`HostConfig`]: `allow.http` (origins), `allow.http_private`
-/// (non-public addresses), `allow.env` and the embedder's values
-/// ([`HostConfig::env`]), and `plugins` budgets for declaration files.
 #[derive(Clone)]
 pub struct RestPolicy {
     checker: Arc<Checker>,
     allowed_env: Vec<String>,
-    env_values: Vec<EnvVar>,
+    env: Environment,
     budget: PluginBudget,
-    /// Plugins are pinned (a lock file) or must be signed: declaration
-    /// files, which can be neither, are not loaded.
     pinned: bool,
     clients: Clients,
 }
@@ -181,23 +194,23 @@ impl std::fmt::Debug for RestPolicy {
 }
 
 impl RestPolicy {
-    /// The policy of `config`.
+    /// The policy `rules` describe.
     ///
     /// # Errors
     ///
     /// The HTTP client could not be set up (its TLS backend).
-    pub fn new(config: &HostConfig) -> Result<Self, RestError> {
+    pub fn new(rules: RestRules) -> Result<Self, RestError> {
         let checker = Arc::new(Checker {
-            origins: config.allow.http.clone(),
-            private_ok: config.allow.http_private,
+            origins: rules.egress.origins,
+            private_ok: rules.egress.private_addresses,
         });
         let clients = Clients::new(&checker).map_err(RestError::Client)?;
         Ok(Self {
             checker,
-            allowed_env: config.allow.env.clone(),
-            env_values: config.allow.env_values.clone(),
-            budget: config.plugins,
-            pinned: config.integrity.lock_file.is_some() || config.integrity.require_signatures,
+            allowed_env: rules.allowed_env,
+            env: rules.env,
+            budget: rules.budget,
+            pinned: rules.pinned,
             clients,
         })
     }
@@ -207,12 +220,9 @@ impl RestPolicy {
         &self.checker.origins
     }
 
-    /// The value of variable `name`: the embedder's, else the process's.
+    /// The value of variable `name`, as the program gave it.
     fn env_value(&self, name: &str) -> Option<String> {
-        match self.env_values.iter().find(|v| v.name() == name) {
-            Some(var) => Some(var.value().to_owned()),
-            None => std::env::var(name).ok(),
-        }
+        self.env.get(name).map(str::to_owned)
     }
 }
 
@@ -446,6 +456,7 @@ pub fn load_file(path: &Path, policy: &RestPolicy) -> Result<RestTool, RestError
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::HostConfig;
 
     /// The ```toml blocks of a Markdown file.
     fn toml_blocks(doc: &str) -> Vec<&str> {
@@ -466,7 +477,7 @@ mod tests {
         for (block, var) in [(rest_md[0], "GITHUB_TOKEN"), (host_config, "WEATHER_TOKEN")] {
             let config: HostConfig = toml::from_str(block).unwrap_or_else(|e| panic!("{e}"));
             let config = config.env(var, "secret");
-            let policy = RestPolicy::new(&config).unwrap();
+            let policy = RestPolicy::new(config.rest_rules()).unwrap();
             assert_eq!(config.rest.len(), 1);
             let tool =
                 RestTool::new(config.rest[0].clone(), &policy).unwrap_or_else(|e| panic!("{e}"));

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use reqwest::Url;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
-use crate::sandbox::{HttpOrigin, Scheme, normalize_host, private_range};
+use crate::egress::{HttpOrigin, Scheme, normalize_host, private_range};
 
 /// Most redirects one request follows.
 pub(crate) const MAX_REDIRECTS: usize = 5;

@@ -5,13 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::McpError;
 use super::names;
+use super::{McpError, McpRules};
 use crate::mcp::{Bounds, Endpoint};
-use crate::plugin::{ExecSpec, HostConfig};
-use crate::tools::ExecOptions;
 use crate::tools::rest::{HeaderSpec, MAX_RESPONSE_KB, MAX_TIMEOUT_MS};
 use crate::tools::secrets::Secrets;
+use crate::tools::{ExecOptions, ExecOverrides};
 
 /// One MCP server whose tools join the registry. Exactly one of `command`
 /// (stdio) and `url` (streamable HTTP).
@@ -60,7 +59,7 @@ pub struct McpDecl {
     /// (`timeout_ms`, `retries`, `retry_delay_ms`, `backoff`, `retry_on`).
     /// Default timeout: 60000 ms.
     #[serde(default)]
-    pub exec: ExecSpec,
+    pub exec: ExecOverrides,
     /// The largest tool result, in KiB (as JSON text). Default 1024, at
     /// most 16384.
     #[serde(default = "default_max_result_kb")]
@@ -143,9 +142,8 @@ pub(super) struct Plan {
     pub(super) bounds: Bounds,
 }
 
-/// Check `decl` and read the values it names: variables from the
-/// embedder's values in `config`, else the process environment.
-pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError> {
+/// Check `decl` and read the values it names: variables from `rules`.
+pub(super) fn plan(decl: McpDecl, rules: &McpRules) -> Result<Plan, McpError> {
     let invalid = |message: String| McpError::Invalid {
         server: decl.name.clone(),
         message,
@@ -163,8 +161,8 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
             crate::text::untrusted(&prefix, 64)
         )));
     }
-    let mut options = decl.exec.options().map_err(&invalid)?;
-    if decl.exec.timeout_ms.is_none() {
+    let mut options = decl.exec.options().map_err(|e| invalid(e.to_string()))?;
+    if decl.exec.timeout.is_none() {
         options.timeout = Some(std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS));
     }
     if decl.max_result_kb == 0 || decl.max_result_kb > MAX_RESPONSE_KB {
@@ -180,10 +178,7 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
         )));
     }
     let mut secret_values: Vec<String> = Vec::new();
-    let env_value = |name: &str| match config.allow.env_values.iter().find(|v| v.name() == name) {
-        Some(var) => Some(var.value().to_owned()),
-        None => std::env::var(name).ok(),
-    };
+    let env_value = |name: &str| rules.env.get(name).map(str::to_owned);
     let (endpoint, hint) = match (&decl.command, &decl.url) {
         (Some(program), None) => {
             if !decl.headers.is_empty() {
@@ -316,9 +311,9 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
                 .saturating_add(ENVELOPE_BYTES),
             redact: Secrets::new(secret_values.iter().map(String::as_str)),
         },
-        max_tools: config.plugins.max_tools,
-        max_description_bytes: config.plugins.max_description_bytes,
-        max_schema_bytes: config.plugins.max_schema_bytes,
+        max_tools: rules.budget.max_tools,
+        max_description_bytes: rules.budget.max_description_bytes,
+        max_schema_bytes: rules.budget.max_schema_bytes,
         hint,
     })
 }
@@ -326,13 +321,14 @@ pub(super) fn plan(decl: McpDecl, config: &HostConfig) -> Result<Plan, McpError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::HostConfig;
 
     fn parse(text: &str) -> McpDecl {
         toml::from_str(text).unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn refused(text: &str) -> String {
-        match plan(parse(text), &HostConfig::default()) {
+        match plan(parse(text), &HostConfig::default().mcp_rules()) {
             Ok(plan) => panic!("accepted: {plan:?}"),
             Err(e) => e.to_string(),
         }
@@ -349,7 +345,7 @@ mod tests {
             env = ["MCP_TEST_TOKEN", "MCP_TEST_SURELY_UNSET"]
             "#,
         );
-        let plan = plan(decl, &config).unwrap();
+        let plan = plan(decl, &config.mcp_rules()).unwrap();
         assert_eq!(plan.prefix, "time_");
         assert_eq!(
             plan.options.timeout,
@@ -378,7 +374,7 @@ mod tests {
             "#,
         );
         let config = HostConfig::default().env("MCP_TEST_TOKEN2", "hunter2");
-        let plan = plan(decl, &config).unwrap();
+        let plan = plan(decl, &config.mcp_rules()).unwrap();
         assert_eq!(plan.prefix, "");
         assert_eq!(plan.options.retries, 2);
         assert_eq!(

@@ -1,64 +1,5 @@
-//! MCP servers as tool sources, declared in data (`[[mcp]]` in the host
-//! config).
-//!
-//! An [`McpServer`] is one declared server ([`McpDecl`]): a child process
-//! speaking MCP on stdio, or a streamable HTTP endpoint. Once
-//! [started](McpServer::start), its tools join every registry it is
-//! [attached](McpServer::attach) to as `PREFIX` + the tool's name (default
-//! prefix `NAME_`), validated against their input schema by the registry
-//! like any other tool, and run with the declaration's
-//! [`ExecOptions`] (`exec`: timeout, retries).
-//!
-//! - A server that dies (its process exits, its connection fails) is
-//!   restarted with exponential, jittered backoff (at most
-//!   [`MAX_RETRY_PAUSE`](super::MAX_RETRY_PAUSE) apart). While it is down its
-//!   tools stay listed and answer `unavailable`, naming the server and what
-//!   to check.
-//! - A server is up once it has listed its tools: one that does not
-//!   answer `tools/list` within `list_timeout_ms` (default
-//!   [`DEFAULT_LIST_TIMEOUT_MS`]) is down, says so, and is restarted the
-//!   same way.
-//! - `notifications/tools/list_changed` refreshes its tools in the
-//!   registries it is attached to.
-//! - One message from the server is at most the larger of 16 MiB and
-//!   `max_result_kb`, plus 1 MiB: a result over it is `output_too_large`
-//!   (as is one over `max_result_kb`), a tool list over it puts the server
-//!   down; neither waits for a deadline.
-//! - The secrets sent to the server (header values from the environment;
-//!   for a stdio server, the values of variables whose names say they are
-//!   credentials: `*TOKEN*`, `*KEY*`, `*SECRET*`, `*PASSWORD*`, ...) are
-//!   redacted from everything it sends back: results, error messages,
-//!   tool descriptions and schemas, its stderr in the log.
-//! - What a server sends is untrusted data with a budget: the number of
-//!   tools, each description and schema (the host config's `[plugins]`
-//!   budgets, as for a plugin's `describe`), each name (a valid tool name
-//!   after prefixing, else skipped), each result (`max_result_kb`). A bad
-//!   tool is skipped with a warning naming the server.
-//! - A stdio child gets an empty environment but for the variables named in
-//!   `env` and `PATH`; its stderr goes to the log at debug level, escaped
-//!   and cut per line; it is killed when the server is dropped (the last
-//!   of its tools, and the `McpServer` handles).
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use toolhost::plugin::HostConfig;
-//! use toolhost::tools::ToolRegistry;
-//! use toolhost::tools::mcp::{McpDecl, McpServer};
-//!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let decl: McpDecl = toml::from_str(r#"
-//!     name = "time"
-//!     command = "python3"
-//!     args = ["-m", "mcp_server_time"]
-//! "#)?;
-//! let server = McpServer::new(decl, &HostConfig::default())?;
-//! server.start().await; // false: not up yet; it keeps trying
-//! let registry = Arc::new(ToolRegistry::new());
-//! for skipped in server.attach(&registry) {
-//!     eprintln!("skipped: {skipped}");
-//! }
-//! # Ok(()) }
-//! ```
+//! MCP servers as tool sources: declared, supervised, their tools
+//! attached to registries. See the [module docs](crate::mcp).
 
 mod call;
 mod decl;
@@ -77,12 +18,25 @@ use tokio::sync::{Notify, watch};
 
 pub use decl::{DEFAULT_LIST_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, McpDecl};
 
-use super::{
-    CallContext, ExecOptions, RegistryError, Tool, ToolError, ToolOrigin, ToolRegistry, ToolSpec,
-};
+use crate::environ::Environment;
 use crate::mcp::{Connection, Endpoint};
-use crate::plugin::HostConfig;
+use crate::tools::{
+    CallContext, ExecOptions, PluginBudget, RegistryError, Tool, ToolError, ToolOrigin,
+    ToolRegistry, ToolSpec,
+};
 use decl::Plan;
+
+/// What MCP servers are held to: the narrow part of the operator's config
+/// they use ([`HostConfig::mcp_rules`](crate::config::HostConfig::mcp_rules)
+/// makes it from a host config).
+#[derive(Debug, Clone, Default)]
+pub struct McpRules {
+    /// The values of the variables a declaration names (a stdio server's
+    /// `env`, a header's `env`); `PATH` too, for a stdio child.
+    pub env: Environment,
+    /// The `[plugins]` budgets, which bound what a server may list.
+    pub budget: PluginBudget,
+}
 
 /// Why an `[[mcp]]` declaration was refused.
 #[derive(Debug, thiserror::Error)]
@@ -204,8 +158,8 @@ impl McpServer {
     ///
     /// The declaration is invalid (a name, prefix, URL, header or limit),
     /// or a header's variable is unset.
-    pub fn new(decl: McpDecl, config: &HostConfig) -> Result<Self, McpError> {
-        let plan = decl::plan(decl, config)?;
+    pub fn new(decl: McpDecl, rules: &McpRules) -> Result<Self, McpError> {
+        let plan = decl::plan(decl, rules)?;
         Ok(Self {
             link: Arc::new(Link {
                 plan,
@@ -375,6 +329,7 @@ impl Tool for McpTool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::HostConfig;
 
     #[test]
     fn the_documented_declarations_parse_and_check() {
@@ -392,7 +347,7 @@ mod tests {
         let config = config.env("SEARCH_TOKEN", "secret");
         assert_eq!(config.mcp.len(), 2);
         for decl in &config.mcp {
-            let server = McpServer::new(decl.clone(), &config).unwrap_or_else(|e| panic!("{e}"));
+            let server = McpServer::new(decl.clone(), &config.mcp_rules()).unwrap_or_else(|e| panic!("{e}"));
             assert!(!format!("{server:?}").contains("secret"));
             assert!(!format!("{:?}", server.summary()).contains("secret"));
         }

@@ -70,7 +70,7 @@ pub struct FormatError {
 }
 
 impl FormatError {
-    pub(super) fn new(message: impl Into<String>) -> Self {
+    pub(crate) fn new(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
         }
@@ -78,7 +78,7 @@ impl FormatError {
 }
 
 /// `N` bytes from exactly `2 * N` hex digits.
-pub(super) fn decode_hex<const N: usize>(s: &str, what: &str) -> Result<[u8; N], FormatError> {
+pub(crate) fn decode_hex<const N: usize>(s: &str, what: &str) -> Result<[u8; N], FormatError> {
     let wrong = || {
         FormatError::new(format!(
             "`{}` is not {what}: expected {} hex digits",

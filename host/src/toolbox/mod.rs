@@ -1,0 +1,409 @@
+//! One entry point that assembles every tool a config and a plugin
+//! directory declare into one registry: plugins, `[[rest]]` and
+//! `NAME.rest.toml` REST tools, `[[mcp]]` servers, components a program
+//! holds as bytes, and native tools the program adds. Every `toolhost`
+//! command builds its tools here; so can any program.
+//!
+//! ```no_run
+//! use toolhost::config::HostConfig;
+//! use toolhost::toolbox::Toolbox;
+//! use toolhost::tools::NativeTool;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = HostConfig::from_file("toolhost.toml".as_ref())?;
+//! let toolbox = Toolbox::builder(config)
+//!     .plugins("plugins")
+//!     .native(NativeTool::new(
+//!         "shout",
+//!         "Upper-cases a text.",
+//!         serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+//!         |input| async move { Ok(serde_json::json!(input["text"].as_str().unwrap_or("").to_uppercase())) },
+//!     ))
+//!     .build()
+//!     .await?;
+//! for error in toolbox.plugin_report().errors.iter() {
+//!     eprintln!("skipped: {error}");
+//! }
+//! let answer = toolbox.registry().call_value("shout", serde_json::json!({"text": "hi"})).await?;
+//! # Ok(()) }
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::HostConfig;
+use crate::mcp::{McpError, McpServer};
+use crate::plugin::{
+    LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher, WatchError,
+};
+use crate::sandbox::SandboxError;
+use crate::tools::rest::{self, RestError, RestLoadReport, RestPolicy, RestTool};
+use crate::tools::{ExecOptions, RegistryError, Tool, ToolRegistry};
+
+/// Why a toolbox could not be assembled. A broken plugin, a broken
+/// `NAME.rest.toml` or an MCP server that is not up yet is *not* one of
+/// these: each is reported ([`Toolbox::plugin_report`],
+/// [`Toolbox::rest_report`], [`McpServer::summary`]) and the rest load.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolboxError {
+    /// The sandbox could not be set up from the config.
+    #[error("cannot set up the sandbox")]
+    Sandbox(#[source] SandboxError),
+    /// The plugin directory cannot be listed.
+    #[error("cannot load plugins from {}", path.display())]
+    PluginDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: PluginError,
+    },
+    /// The REST tools' HTTP client could not be set up.
+    #[error("cannot set up REST tools")]
+    RestPolicy(#[source] RestError),
+    /// A `[[rest]]` declaration of the config is invalid: the operator's
+    /// own, so it stops the start (a `NAME.rest.toml` is only reported).
+    #[error("in {}", config_place(file.as_deref()))]
+    Rest {
+        /// The config file, if the config came from one.
+        file: Option<PathBuf>,
+        /// What is wrong.
+        #[source]
+        source: RestError,
+    },
+    /// The REST declaration files of the plugin directory cannot be listed.
+    #[error("cannot read REST declarations in {}", dir.display())]
+    RestDir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An `[[mcp]]` declaration of the config is invalid.
+    #[error("in {}", config_place(file.as_deref()))]
+    Mcp {
+        /// The config file, if the config came from one.
+        file: Option<PathBuf>,
+        /// What is wrong.
+        #[source]
+        source: McpError,
+    },
+    /// Two tools want one name (a plugin's and a REST tool's, or a native
+    /// tool's): the operator decides which one goes.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+}
+
+fn config_place(file: Option<&Path>) -> String {
+    match file {
+        Some(path) => format!("host config {}", path.display()),
+        None => "the host config".to_owned(),
+    }
+}
+
+/// What [`Toolbox::builder`] assembles; see the [module docs](self).
+#[must_use]
+pub struct ToolboxBuilder {
+    config: HostConfig,
+    config_file: Option<PathBuf>,
+    plugins: Option<PathBuf>,
+    for_tool: Option<String>,
+    components: Vec<(String, Vec<u8>, Manifest)>,
+    native: Vec<(Arc<dyn Tool>, ExecOptions)>,
+    observer: Option<LoadObserver>,
+}
+
+impl std::fmt::Debug for ToolboxBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolboxBuilder")
+            .field("config_file", &self.config_file)
+            .field("plugins", &self.plugins)
+            .field("for_tool", &self.for_tool)
+            .field("components", &self.components.len())
+            .field("native", &self.native.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolboxBuilder {
+    /// Name the file the config was read from, for messages (a REST tool's
+    /// listing says where it was declared; an invalid declaration names
+    /// the file).
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config_file = Some(path.into());
+        self
+    }
+
+    /// Load the plugins of this directory (every `NAME.wasm` with its
+    /// `NAME.toml`, and every `NAME.rest.toml`), or this one `.wasm` file.
+    pub fn plugins(mut self, path: impl Into<PathBuf>) -> Self {
+        self.plugins = Some(path.into());
+        self
+    }
+
+    /// For a process that calls `tool` and nothing else: a plugin directory
+    /// may load only the plugin that owns it
+    /// ([`PluginHost::load_dir_for_tool`]). The registry answers `tool` as
+    /// a full load's would.
+    pub fn for_tool(mut self, tool: impl Into<String>) -> Self {
+        self.for_tool = Some(tool.into());
+        self
+    }
+
+    /// Add the component `wasm` as plugin `name`, under `manifest`
+    /// ([`PluginHost::load_bytes`]); a failure is reported with the
+    /// plugin directory's.
+    pub fn component(mut self, name: impl Into<String>, wasm: Vec<u8>, manifest: Manifest) -> Self {
+        self.components.push((name.into(), wasm, manifest));
+        self
+    }
+
+    /// Add a tool of the program's own (a [`NativeTool`](crate::tools::NativeTool)
+    /// or any [`Tool`]), run with default [`ExecOptions`].
+    pub fn native(self, tool: impl Tool) -> Self {
+        self.native_with(Arc::new(tool), ExecOptions::default())
+    }
+
+    /// Add a tool of the program's own, run with `options`.
+    pub fn native_with(mut self, tool: Arc<dyn Tool>, options: ExecOptions) -> Self {
+        self.native.push((tool, options));
+        self
+    }
+
+    /// Tell `observer` about loads (compiles, mostly): a progress line.
+    pub fn observer(mut self, observer: LoadObserver) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Load and start everything, and put every tool in one registry. The
+    /// `[[mcp]]` servers are started together; each waits for its first
+    /// connection, and one that is not up yet keeps trying in the
+    /// background (its tools join the registry when it is).
+    ///
+    /// # Errors
+    ///
+    /// See [`ToolboxError`]: only what the operator or the program must
+    /// fix; broken plugins are reported, not errors.
+    pub async fn build(self) -> Result<Toolbox, ToolboxError> {
+        let Self {
+            config,
+            config_file,
+            plugins,
+            for_tool,
+            components,
+            native,
+            observer,
+        } = self;
+        let rest_policy = RestPolicy::new(config.rest_rules()).map_err(ToolboxError::RestPolicy)?;
+        let mcp_rules = config.mcp_rules();
+        let rest_decls = config.rest.clone();
+        let mcp_decls = config.mcp.clone();
+        let mut host = PluginHost::new(config).map_err(ToolboxError::Sandbox)?;
+        if let Some(observer) = observer {
+            host = host.with_observer(observer);
+        }
+        let dir = plugins.as_deref().filter(|p| !p.is_file());
+        let (mut report, owned) =
+            load_plugins(&host, plugins.as_deref(), for_tool, mcp_decls.is_empty()).await?;
+        for (name, wasm, manifest) in components {
+            match host.load_bytes(&name, wasm, manifest).await {
+                Ok(plugin) => report.plugins.push(plugin),
+                Err(e) => report.errors.push(e),
+            }
+        }
+        let mut rest = RestLoadReport::default();
+        for decl in rest_decls {
+            let mut tool =
+                RestTool::new(decl, &rest_policy).map_err(|source| ToolboxError::Rest {
+                    file: config_file.clone(),
+                    source,
+                })?;
+            if let Some(path) = &config_file {
+                tool = tool.declared_in(path);
+            }
+            rest.tools.push(tool);
+        }
+        if let Some(dir) = dir {
+            let found =
+                rest::load_dir(dir, &rest_policy).map_err(|source| ToolboxError::RestDir {
+                    dir: dir.to_owned(),
+                    source,
+                })?;
+            rest.tools.extend(found.tools);
+            rest.errors.extend(found.errors);
+        }
+        if let (Some(owned), Some(dir)) = (owned, dir)
+            && rest
+                .tools
+                .iter()
+                .any(|t| owned.binary_search(&t.spec().name).is_ok())
+        {
+            // A REST tool takes a name a plugin owns: that is an error only
+            // the full load reports as it does.
+            report = host
+                .load_dir(dir)
+                .await
+                .map_err(|source| ToolboxError::PluginDir {
+                    path: dir.to_owned(),
+                    source,
+                })?;
+        }
+        let mut mcp = Vec::new();
+        for decl in mcp_decls {
+            let server = McpServer::new(decl, &mcp_rules).map_err(|source| ToolboxError::Mcp {
+                file: config_file.clone(),
+                source,
+            })?;
+            mcp.push(server);
+        }
+        futures::future::join_all(mcp.iter().map(McpServer::start)).await;
+        let registry = Arc::new(report.registry()?);
+        for tool in &rest.tools {
+            tool.clone().register(&registry)?;
+        }
+        for (tool, options) in native {
+            registry.register_with(tool, options)?;
+        }
+        let mut refused = Vec::new();
+        for server in &mcp {
+            // Each refusal is also logged by the server, naming it.
+            refused.extend(server.attach(&registry));
+        }
+        Ok(Toolbox {
+            host,
+            registry,
+            plugins: report,
+            rest,
+            mcp,
+            refused,
+            dir: dir.map(Path::to_owned),
+        })
+    }
+}
+
+/// The plugins of `path` (a directory or one file), and, when only the
+/// owner of `tool` was loaded, every tool name the directory owns.
+async fn load_plugins(
+    host: &PluginHost,
+    path: Option<&Path>,
+    tool: Option<String>,
+    no_mcp: bool,
+) -> Result<(LoadReport, Option<Vec<String>>), ToolboxError> {
+    let Some(path) = path else {
+        return Ok((LoadReport::default(), None));
+    };
+    let not_a_dir = |source| ToolboxError::PluginDir {
+        path: path.to_owned(),
+        source,
+    };
+    if path.is_file() {
+        let mut report = LoadReport::default();
+        match host.load_file(path).await {
+            Ok(p) => report.plugins.push(p),
+            Err(e) => report.errors.push(e),
+        }
+        return Ok((report, None));
+    }
+    // An MCP server's tools are attached where no plugin owns the name:
+    // that takes every plugin's tools.
+    match tool.filter(|_| no_mcp) {
+        Some(tool) => {
+            let load = host
+                .load_dir_for_tool(path, &tool)
+                .await
+                .map_err(not_a_dir)?;
+            Ok((load.report, load.partial.then_some(load.owned)))
+        }
+        None => Ok((host.load_dir(path).await.map_err(not_a_dir)?, None)),
+    }
+}
+
+/// Every tool a config and a plugin directory declare, in one registry,
+/// and what loading them found. Holds the plugins' sandbox and the MCP
+/// servers' connections: keep it while the tools run.
+#[derive(Debug)]
+pub struct Toolbox {
+    host: PluginHost,
+    registry: Arc<ToolRegistry>,
+    plugins: LoadReport,
+    rest: RestLoadReport,
+    mcp: Vec<McpServer>,
+    refused: Vec<RegistryError>,
+    dir: Option<PathBuf>,
+}
+
+impl Toolbox {
+    /// Start assembling a toolbox under `config`.
+    pub fn builder(config: HostConfig) -> ToolboxBuilder {
+        ToolboxBuilder {
+            config,
+            config_file: None,
+            plugins: None,
+            for_tool: None,
+            components: Vec::new(),
+            native: Vec::new(),
+            observer: None,
+        }
+    }
+
+    /// The registry with every tool. The MCP servers keep their tools in
+    /// it current, and [`watch`](Self::watch) the plugins'.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The plugins' host (its config, its sandbox).
+    pub fn host(&self) -> &PluginHost {
+        &self.host
+    }
+
+    /// The plugins that loaded, and the files that did not.
+    pub fn plugin_report(&self) -> &LoadReport {
+        &self.plugins
+    }
+
+    /// The REST tools, and the declaration files that did not load.
+    pub fn rest_report(&self) -> &RestLoadReport {
+        &self.rest
+    }
+
+    /// The `[[mcp]]` servers, started (see [`McpServer::summary`] for
+    /// whether each is up).
+    pub fn mcp_servers(&self) -> &[McpServer] {
+        &self.mcp
+    }
+
+    /// The MCP servers' tools the registry refused (a name taken, a schema
+    /// over budget), as of the assembly.
+    pub fn refused(&self) -> &[RegistryError] {
+        &self.refused
+    }
+
+    /// Whether a plugin directory was given and held nothing to load: no
+    /// plugin, no REST declaration, not even a broken one (likely the
+    /// source tree rather than its build).
+    pub fn found_nothing(&self) -> bool {
+        self.dir.is_some()
+            && self.plugins.plugins.is_empty()
+            && self.plugins.errors.is_empty()
+            && self.rest.tools.is_empty()
+            && self.rest.errors.is_empty()
+    }
+
+    /// Hot reload: watch the plugin directory and apply every change to
+    /// the registry (a plugin loaded, replaced or removed), waiting
+    /// `debounce` for a burst of writes to settle. The watcher's events say
+    /// what happened; the registry's change feed tells its subscribers.
+    ///
+    /// # Errors
+    ///
+    /// No plugin directory was given, or it cannot be watched.
+    pub fn watch(&self, debounce: Duration) -> Result<PluginWatcher, WatchError> {
+        let dir = self.dir.as_deref().ok_or(WatchError::NoDirectory)?;
+        self.host.watch(dir, Arc::clone(&self.registry), debounce)
+    }
+}
