@@ -18,8 +18,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolhost::llm::{Message, ProviderKind, ProviderOptions};
 use toolhost::config::HostConfig;
+use toolhost::llm::{Message, ProviderKind, ProviderOptions};
 use toolhost::plugin::PluginHost;
 use toolhost::runner::{CallStatus, OverLimitPolicy, RunnerConfig, ToolRunner};
 

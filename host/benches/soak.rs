@@ -22,8 +22,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::{Value, json};
-use toolhost::llm::{AssistantMessage, Message, Provider, ReplayProvider, ToolCall};
 use toolhost::config::HostConfig;
+use toolhost::llm::{AssistantMessage, Message, Provider, ReplayProvider, ToolCall};
 use toolhost::plugin::PluginHost;
 use toolhost::runner::{RunnerConfig, ToolRunner};
 use toolhost::tools::{SessionId, ToolRegistry};

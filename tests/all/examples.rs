@@ -61,3 +61,66 @@ fn agent_example_runs_the_capped_loop_over_the_plugins() {
         "{stdout}"
     );
 }
+
+/// A REST endpoint on loopback for the toolbox example: `GET
+/// /weather/{city}` answers JSON naming the city.
+async fn weather_server() -> String {
+    let app = axum::Router::new().route(
+        "/weather/{city}",
+        axum::routing::get(
+            |axum::extract::Path(city): axum::extract::Path<String>| async move {
+                axum::Json(serde_json::json!({"city": city, "sky": "clear", "celsius": 21}))
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = listener.local_addr().expect("its address");
+    tokio::spawn(async move { axum::serve(listener, app).await.expect("the server runs") });
+    format!("http://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn toolbox_example_calls_a_plugin_a_rest_endpoint_an_mcp_server_and_a_rust_function() {
+    let base = weather_server().await;
+    // The example starts `python3 -m mcp_server_time`: the venv's.
+    let venv_bin = toolhost_tests::mcp::venv_python()
+        .parent()
+        .expect("the venv's bin")
+        .to_owned();
+    let path = std::env::join_paths(std::iter::once(venv_bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("a PATH");
+    let out = tokio::process::Command::new(example_bin("toolbox"))
+        .arg(plugin_dir())
+        .arg(&base)
+        .env("PATH", path)
+        .output()
+        .await
+        .expect("the example runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    for tool in [
+        "calc_eval",
+        "weather",
+        "time_get_current_time",
+        "word_count",
+    ] {
+        assert!(
+            stdout.contains(&format!(" {tool},")) || stdout.contains(&format!(" {tool}\n")),
+            "{tool} listed: {stdout}"
+        );
+    }
+    assert!(
+        stdout.contains(r#"calc_eval -> {"value":42.0}"#),
+        "{stdout}"
+    );
+    assert!(stdout.contains(r#""city":"Lisbon""#), "{stdout}");
+    assert!(
+        stdout.contains("time_get_current_time -> ") && stdout.contains("UTC"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("word_count -> 4"), "{stdout}");
+}

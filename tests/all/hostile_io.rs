@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost::fsread;
 use toolhost::config::HostConfig;
+use toolhost::fsread;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin, workspace_root};

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use toolhost::plugin::integrity::{Sha256Digest, SigningKey};
 use toolhost::config::HostConfig;
+use toolhost::plugin::integrity::{Sha256Digest, SigningKey};
 use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost_tests::plugins::{copy_plugin, toolhost_bin, workspace_root};
 

@@ -9,6 +9,7 @@ mod hostile_io;
 mod http;
 mod integrity;
 mod languages;
+mod layers;
 mod llm;
 mod load;
 mod mcp;

@@ -800,7 +800,8 @@ async fn declaration_files_are_checked_like_a_plugin_directory() {
     // neither pinned nor signed.
     let mut pinned = config(&server);
     pinned.integrity.require_signatures = true;
-    let refused = rest::load_dir(dir.path(), &RestPolicy::new(pinned.rest_rules()).unwrap()).unwrap();
+    let refused =
+        rest::load_dir(dir.path(), &RestPolicy::new(pinned.rest_rules()).unwrap()).unwrap();
     assert!(refused.tools.is_empty());
     assert_eq!(refused.errors.len(), 3);
     assert!(

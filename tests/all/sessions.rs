@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost::llm::{AssistantMessage, Message, Provider, ReplayProvider, ToolCall};
 use toolhost::config::HostConfig;
+use toolhost::llm::{AssistantMessage, Message, Provider, ReplayProvider, ToolCall};
 use toolhost::plugin::PluginHost;
 use toolhost::runner::{RunOutcome, RunnerConfig, ToolRunner};
 use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};

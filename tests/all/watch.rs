@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::json;
 use toolhost::config::HostConfig;
-use toolhost::plugin::{PluginHost, PluginWatcher, ReloadError, WatchEvent};
 use toolhost::mcp::{McpDecl, McpServer};
+use toolhost::plugin::{PluginHost, PluginWatcher, ReloadError, WatchEvent};
 use toolhost::tools::{CallContext, NativeTool, ToolOrigin, ToolRegistry};
 use toolhost_tests::mcp::test_cache_dir;
 use toolhost_tests::plugins::{copy_plugin, plugin_dir, toolhost_bin, workspace_root};

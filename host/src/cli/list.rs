@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use clap::Args;
 use serde_json::json;
+use toolhost::mcp::McpServer;
 use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
-use toolhost::mcp::McpServer;
 use toolhost::tools::rest::RestTool;
 use toolhost::tools::{Tool, ToolSet, ToolSpec};
 

@@ -263,9 +263,9 @@ impl PluginArgs {
             builder = builder.for_tool(tool);
         }
         let toolbox = builder.build().await.map_err(|e| match e {
-            ToolboxError::PluginDir { source, .. } => UsageError(
-                anyhow::Error::new(source).context(list::no_plugin_hint(&self.plugins)),
-            ),
+            ToolboxError::PluginDir { source, .. } => {
+                UsageError(anyhow::Error::new(source).context(list::no_plugin_hint(&self.plugins)))
+            }
             e => UsageError(e.into()),
         })?;
         for error in &toolbox.plugin_report().errors {

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use toolhost::fsread;
-use toolhost::tools::PluginBudget;
 use toolhost::plugin::integrity::{SigningKey, signature_path};
 use toolhost::text::escape_controls;
+use toolhost::tools::PluginBudget;
 
 use super::UsageError;
 

@@ -7,11 +7,14 @@
 
 mod bytes;
 mod catalog;
+mod compile;
+mod error;
 mod inspect;
 pub mod integrity;
 mod loaded;
 mod manifest;
 mod plan;
+mod resolve;
 mod session;
 mod watch;
 
@@ -21,143 +24,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use serde_json::Value;
 use wasmtime::component::Component;
 
+pub use error::{LoadEvent, LoadObserver, PluginError};
 pub use inspect::Inspection;
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
 pub use manifest::{DirSpec, Manifest, PermissionsSpec, SessionSpec};
 pub use plan::ToolLoad;
 pub use watch::{DEFAULT_DEBOUNCE, PluginWatcher, ReloadError, WatchError, WatchEvent};
 
+use compile::describe;
 use integrity::ManifestState;
+use resolve::{Resolved, read_manifest};
 
 use crate::config::HostConfig;
-use crate::fsread::read_regular;
-use crate::sandbox::{
-    CacheStatus, DirGrant, EnvVar, FileStamp, Guest, Limits, Permissions, PluginIdentity, Sandbox,
-    SandboxConfig, SandboxError,
-};
-use crate::text;
-use crate::tools::{PluginBudget, ToolRegistry, ToolSpec, check_tools};
-
-/// Why a plugin (or a plugin directory) did not load.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PluginError {
-    /// The directory cannot be listed.
-    #[error("cannot read plugin directory {}: {error}", path.display())]
-    ReadDir {
-        /// The directory.
-        path: PathBuf,
-        /// Why (part of the message).
-        error: std::io::Error,
-    },
-    /// A file cannot be read.
-    #[error("cannot read {}: {error}", path.display())]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// Why (part of the message).
-        error: std::io::Error,
-    },
-    /// The manifest is not valid TOML of the documented shape.
-    #[error("{}: invalid manifest: {message}", path.display())]
-    Manifest {
-        /// The manifest file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
-    },
-    /// The manifest asks for more than the operator allows. Refused, not
-    /// trimmed: a plugin that silently gets less than it asked for fails in
-    /// confusing ways later.
-    #[error("{}: the manifest asks for more than this host allows: {message}", path.display())]
-    NotAllowed {
-        /// The manifest file.
-        path: PathBuf,
-        /// What was asked and what is allowed.
-        message: String,
-    },
-    /// The file is not a component of the `toolhost:plugin` world.
-    #[error("{}: could not load the component: {error}", path.display())]
-    Component {
-        /// The `.wasm` file.
-        path: PathBuf,
-        /// Why (part of the message).
-        error: SandboxError,
-    },
-    /// The component's `describe` failed or returned something unusable.
-    #[error("{}: {message}", path.display())]
-    Describe {
-        /// The `.wasm` file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-    },
-    /// The component is not one the integrity policy (a manifest pin, the
-    /// lock file, signatures) lets this host run: refused before compiling.
-    #[error("{}: refused: {error}", path.display())]
-    Integrity {
-        /// The `.wasm` file.
-        path: PathBuf,
-        /// What did not match (part of the message).
-        error: Box<integrity::IntegrityError>,
-    },
-    /// Two plugins export the same tool name.
-    #[error(
-        "tool `{name}` is exported by both {} and {}; the second was not loaded: rename the tool in one of them",
-        first.display(), second.display()
-    )]
-    DuplicateTool {
-        /// The contested tool name.
-        name: String,
-        /// The plugin that keeps it.
-        first: PathBuf,
-        /// The plugin that was refused.
-        second: PathBuf,
-    },
-}
-
-impl PluginError {
-    /// The file this error is about.
-    pub fn path(&self) -> &Path {
-        match self {
-            Self::ReadDir { path, .. }
-            | Self::Read { path, .. }
-            | Self::Manifest { path, .. }
-            | Self::NotAllowed { path, .. }
-            | Self::Component { path, .. }
-            | Self::Describe { path, .. }
-            | Self::Integrity { path, .. } => path,
-            Self::DuplicateTool { second, .. } => second,
-        }
-    }
-}
-
-/// What happens while a plugin loads, for progress displays: compiling a
-/// big component (a Python or JavaScript interpreter) takes seconds, once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LoadEvent {
-    /// Compilation started (the component was not in the cache).
-    Compiling {
-        /// The plugin's name.
-        plugin: String,
-        /// The component's size.
-        bytes: usize,
-    },
-    /// Compilation ended, successfully or not.
-    Compiled {
-        /// The plugin's name.
-        plugin: String,
-        /// How long it took.
-        elapsed: Duration,
-    },
-}
-
-/// Receives [`LoadEvent`]s.
-pub type LoadObserver = Arc<dyn Fn(&LoadEvent) + Send + Sync>;
+use crate::sandbox::{CacheStatus, Limits, PluginIdentity, Sandbox, SandboxConfig, SandboxError};
+use crate::tools::{ToolRegistry, ToolSpec};
 
 /// Loads plugins into one shared sandbox (one WebAssembly engine, one
 /// compile cache, one pool of instances) under one operator [`HostConfig`].
@@ -343,95 +225,6 @@ impl PluginHost {
         })
     }
 
-    /// Read the component at `path`, check those bytes against the
-    /// integrity policy (with what is known of its `manifest`), hash them
-    /// and compile them (or load them from the cache). Only reading or
-    /// refusing it is an `Err` here; whether it compiled is in
-    /// [`Compiled::result`].
-    async fn compile_file(
-        &self,
-        path: &Path,
-        manifest: ManifestState,
-    ) -> Result<Compiled, PluginError> {
-        // Reading, hashing and loading (or compiling) the component all
-        // block, so they run off the executor, in one hop.
-        let budget = self.config.plugins;
-        let sandbox = self.sandbox.clone();
-        let observer = self.observer.clone();
-        let integrity = self.integrity.clone();
-        let (file, plugin) = (path.to_owned(), plugin_name(path));
-        let compiled = tokio::task::spawn_blocking(move || {
-            let max = budget.max_component_mb.saturating_mul(1 << 20);
-            // Taken before the read: what the file was when its bytes were hashed.
-            let stamp = FileStamp::of(&file);
-            let known = stamp
-                .as_ref()
-                .and_then(|stamp| sandbox.known_digest(&file, stamp));
-            // An unchanged file whose compiled code is cached is neither
-            // read nor hashed again, unless the integrity policy has bytes
-            // to check.
-            if let (Some(stamp), Some(digest)) = (&stamp, known)
-                && stamp.size() <= max
-                && !integrity.needs_bytes(manifest)
-                && let Some(component) = sandbox.cached(&digest)
-            {
-                return Ok(Compiled {
-                    digest,
-                    cache_entry: sandbox.cache_entry(&digest),
-                    cached_before: true,
-                    result: Ok((component, CacheStatus::Hit)),
-                });
-            }
-            let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
-                PluginError::Read {
-                    path: file.clone(),
-                    error,
-                }
-            })?;
-            // These bytes, and no second read of the file, are what is
-            // checked and then compiled; a refused component is not compiled.
-            integrity
-                .check(&file, &wasm, manifest, budget.max_manifest_bytes)
-                .map_err(|error| PluginError::Integrity {
-                    path: file.clone(),
-                    error: Box::new(error),
-                })?;
-            let digest = Sandbox::digest(&wasm);
-            if let Some(stamp) = &stamp
-                && known != Some(digest)
-            {
-                sandbox.remember_digest(&file, stamp, &digest);
-            }
-            let cache_entry = sandbox.cache_entry(&digest);
-            let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
-            let started = std::time::Instant::now();
-            if !cached_before {
-                let bytes = wasm.len();
-                let event = LoadEvent::Compiling {
-                    plugin: plugin.clone(),
-                    bytes,
-                };
-                emit(observer.as_ref(), event);
-            }
-            let result = sandbox.compile(&wasm, &digest);
-            if !cached_before {
-                let elapsed = started.elapsed();
-                emit(observer.as_ref(), LoadEvent::Compiled { plugin, elapsed });
-            }
-            Ok(Compiled {
-                digest,
-                cache_entry,
-                cached_before,
-                result,
-            })
-        })
-        .await;
-        compiled.map_err(|e| PluginError::Describe {
-            path: path.to_owned(),
-            message: format!("the compiler thread failed: {e}"),
-        })?
-    }
-
     /// Link a compiled component under its checked manifest and learn its
     /// tools: from the cache when remembered, else from its `describe`.
     async fn instantiate(
@@ -504,118 +297,6 @@ impl PluginHost {
             guest,
         }))
     }
-
-    /// Check a manifest against the operator's config and resolve its paths.
-    fn resolve(&self, manifest: &Manifest, manifest_path: &Path) -> Result<Resolved, PluginError> {
-        let not_allowed = |message: String| PluginError::NotAllowed {
-            path: manifest_path.to_owned(),
-            message,
-        };
-        let limits =
-            manifest
-                .limits
-                .apply_to(self.defaults)
-                .map_err(|e| PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("[limits] {e}; lower it"),
-                })?;
-        if let Some((what, asked, max)) = limits.first_excess(&self.ceiling) {
-            return Err(not_allowed(format!(
-                "`{what}` = {asked}, the most allowed is {max}; lower it, or raise `limits.max.{what}` in the host config"
-            )));
-        }
-        let allow = &self.config.allow;
-        let mut env = Vec::new();
-        for key in &manifest.permissions.env {
-            if !allow.env.contains(key) {
-                return Err(not_allowed(format!(
-                    "environment variable `{key}` is not allowed; add it to `allow.env` in the host config (or pass --allow-env {key})"
-                )));
-            }
-            // The grant is the operator's explicit decision to pass this
-            // variable through, with the value the program gave (the CLI
-            // gives its own environment); an unset variable is absent.
-            if let Some(value) = allow.env_values.get(key) {
-                env.push(EnvVar::new(key.clone(), value));
-            }
-        }
-        let base = manifest_path.parent().unwrap_or(Path::new("."));
-        let mut dirs = Vec::new();
-        for dir in &manifest.permissions.dirs {
-            let wanted = base.join(&dir.host);
-            let host = wanted.canonicalize().map_err(|e| PluginError::Manifest {
-                path: manifest_path.to_owned(),
-                message: format!(
-                    "granted directory {} cannot be opened: {e}",
-                    wanted.display()
-                ),
-            })?;
-            if !host.is_dir() {
-                return Err(PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("granted path {} is not a directory", host.display()),
-                });
-            }
-            if !dir.guest.starts_with('/') {
-                return Err(PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("guest path `{}` must be absolute, like `/data`", dir.guest),
-                });
-            }
-            let roots: Vec<&PathBuf> = if dir.rw {
-                allow.rw_dirs.iter().collect()
-            } else {
-                allow.dirs.iter().chain(&allow.rw_dirs).collect()
-            };
-            let inside = roots
-                .iter()
-                .any(|root| root.canonicalize().is_ok_and(|root| host.starts_with(root)));
-            if !inside {
-                let (mode, key, flag) = if dir.rw {
-                    ("read-write", "allow.rw_dirs", "--allow-rw-dir")
-                } else {
-                    ("read-only", "allow.dirs", "--allow-dir")
-                };
-                return Err(not_allowed(format!(
-                    "{mode} access to {} is not allowed; add it (or a parent) to `{key}` in the host config, or pass {flag}",
-                    host.display()
-                )));
-            }
-            // Opened now, and every call maps this very directory: a
-            // symlink swapped in later cannot widen the grant.
-            let grant = DirGrant::open(host, dir.guest.clone(), dir.rw).map_err(|e| {
-                PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("granted directory cannot be opened: {e}"),
-                }
-            })?;
-            dirs.push(grant);
-        }
-        let http = allow
-            .http_grant(&manifest.permissions.http)
-            .map_err(not_allowed)?;
-        let manifest_error = |message: String| PluginError::Manifest {
-            path: manifest_path.to_owned(),
-            message,
-        };
-        let exec = manifest
-            .exec
-            .options()
-            .map_err(|e| manifest_error(e.to_string()))?;
-        if let Some(version) = &manifest.version
-            && !crate::tools::is_valid_version(version)
-        {
-            return Err(manifest_error(format!(
-                "version = {:?} is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `.`, `_`, `-` and `+`, e.g. \"1.2.0\"",
-                crate::text::clip(version, 80)
-            )));
-        }
-        Ok(Resolved {
-            limits,
-            permissions: Permissions { dirs, env, http },
-            exec,
-        })
-    }
 }
 
 /// Who owns each tool name in a directory: the first plugin, in file-name
@@ -645,12 +326,6 @@ impl Claims {
     }
 }
 
-struct Resolved {
-    limits: Limits,
-    permissions: Permissions,
-    exec: crate::tools::ExecOptions,
-}
-
 /// A plugin's manifest, read and checked against the operator's config.
 struct Settings {
     manifest: Manifest,
@@ -660,52 +335,12 @@ struct Settings {
     resolved: Resolved,
 }
 
-/// A component file read, hashed, and compiled or loaded from the cache.
-struct Compiled {
-    digest: blake3::Hash,
-    /// Where its compiled code is cached; `None` when caching is off.
-    cache_entry: Option<PathBuf>,
-    /// Whether the cache held it before this load.
-    cached_before: bool,
-    /// The component, or why it is not one this host can load.
-    result: Result<(Component, CacheStatus), SandboxError>,
-}
-
 /// A plugin's name: its file stem.
 fn plugin_name(path: &Path) -> String {
     path.file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or("plugin")
         .to_owned()
-}
-
-/// The manifest beside `wasm` (`NAME.toml`), or the default one, with the
-/// SHA-256 of the bytes parsed.
-fn read_manifest(
-    wasm: &Path,
-    budget: &PluginBudget,
-) -> Result<(Manifest, Option<PathBuf>, Option<integrity::Sha256Digest>), PluginError> {
-    let path = wasm.with_extension("toml");
-    let bytes = match read_regular(
-        &path,
-        budget.max_manifest_bytes,
-        "plugins.max_manifest_bytes",
-    ) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok((Manifest::default(), None, None));
-        }
-        Err(error) => return Err(PluginError::Read { path, error }),
-    };
-    // Lines kept: a TOML error points at its column on the line below.
-    let invalid = |message: String| PluginError::Manifest {
-        path: path.clone(),
-        message: text::untrusted_lines(&message, 1024),
-    };
-    let digest = integrity::Sha256Digest::of(&bytes);
-    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text".into()))?;
-    let manifest = toml::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-    Ok((manifest, Some(path), Some(digest)))
 }
 
 /// The plugin components in `dir` (every `*.wasm` file, not recursive), in
@@ -721,74 +356,4 @@ fn component_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
-}
-
-/// Tell `observer` (or the log, without one) about a load's progress.
-fn emit(observer: Option<&LoadObserver>, event: LoadEvent) {
-    match observer {
-        Some(observer) => observer(&event),
-        None => {
-            if let LoadEvent::Compiling { plugin, bytes } = &event {
-                tracing::info!(
-                    plugin,
-                    size_kib = bytes >> 10,
-                    "compiling plugin (done once, then cached)"
-                );
-            }
-        }
-    }
-}
-
-/// Ask the component for its tools and check each one.
-async fn describe(
-    guest: &Guest,
-    path: &Path,
-    budget: &PluginBudget,
-) -> Result<Vec<ToolSpec>, PluginError> {
-    let bad = |message: String| PluginError::Describe {
-        path: path.to_owned(),
-        message,
-    };
-    let infos = guest
-        .describe()
-        .await
-        .map_err(|e| bad(format!("describe() failed: {e}")))?;
-    if infos.len() > budget.max_tools {
-        // Say so before converting anything.
-        return Err(bad(format!(
-            "describe() lists {} tools, more than the {} allowed; split the plugin, or raise `plugins.max_tools` in the host config",
-            infos.len(),
-            budget.max_tools
-        )));
-    }
-    let mut specs: Vec<ToolSpec> = Vec::with_capacity(infos.len());
-    for info in infos {
-        let shown = text::untrusted(&info.name, 80);
-        if info.input_schema.len() > budget.max_schema_bytes {
-            return Err(bad(format!(
-                "tool `{shown}`: the input schema is {} bytes, more than the {} allowed; simplify it, or raise `plugins.max_schema_bytes`",
-                info.input_schema.len(),
-                budget.max_schema_bytes
-            )));
-        }
-        let schema: Value = serde_json::from_str(&info.input_schema)
-            .map_err(|e| bad(format!("tool `{shown}`: input schema is not JSON: {e}")))?;
-        specs.push(ToolSpec {
-            name: info.name,
-            description: info.description,
-            input_schema: schema,
-        });
-    }
-    check_tools(&specs, budget).map_err(bad)?;
-    for spec in &specs {
-        // Within budget, so compiling it is bounded work.
-        if let Err(e) = jsonschema::validator_for(&spec.input_schema) {
-            return Err(bad(format!(
-                "tool `{}`: input schema is not a valid JSON Schema: {}",
-                spec.name,
-                text::untrusted(&e.to_string(), 512)
-            )));
-        }
-    }
-    Ok(specs)
 }

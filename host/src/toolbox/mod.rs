@@ -24,7 +24,8 @@
 //! for error in toolbox.plugin_report().errors.iter() {
 //!     eprintln!("skipped: {error}");
 //! }
-//! let answer = toolbox.registry().call_value("shout", serde_json::json!({"text": "hi"})).await?;
+//! let cx = toolhost::tools::CallContext::default();
+//! let answer = toolbox.registry().call_value("shout", serde_json::json!({"text": "hi"}), &cx).await?;
 //! # Ok(()) }
 //! ```
 

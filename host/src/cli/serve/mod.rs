@@ -133,13 +133,9 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let watcher = if args.no_watch || !args.plugins.plugins.is_dir() {
         None
     } else {
-        let watcher = toolbox
-            .watch(DEFAULT_DEBOUNCE)
-            .map_err(|e| {
-                UsageError(
-                    anyhow::Error::new(e).context("pass --no-watch to serve without hot reload"),
-                )
-            })?;
+        let watcher = toolbox.watch(DEFAULT_DEBOUNCE).map_err(|e| {
+            UsageError(anyhow::Error::new(e).context("pass --no-watch to serve without hot reload"))
+        })?;
         Some(watcher)
     };
     let tools = Tools {

@@ -347,7 +347,8 @@ mod tests {
         let config = config.env("SEARCH_TOKEN", "secret");
         assert_eq!(config.mcp.len(), 2);
         for decl in &config.mcp {
-            let server = McpServer::new(decl.clone(), &config.mcp_rules()).unwrap_or_else(|e| panic!("{e}"));
+            let server =
+                McpServer::new(decl.clone(), &config.mcp_rules()).unwrap_or_else(|e| panic!("{e}"));
             assert!(!format!("{server:?}").contains("secret"));
             assert!(!format!("{:?}", server.summary()).contains("secret"));
         }

@@ -1,0 +1,186 @@
+//! Reading, checking and compiling a component, and asking it for its
+//! tools.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use wasmtime::component::Component;
+
+use super::integrity::ManifestState;
+use super::{LoadEvent, LoadObserver, PluginError, PluginHost, plugin_name};
+use crate::fsread::read_regular;
+use crate::sandbox::{CacheStatus, FileStamp, Guest, Sandbox, SandboxError};
+use crate::text;
+use crate::tools::{PluginBudget, ToolSpec, check_tools};
+
+/// A component file read, hashed, and compiled or loaded from the cache.
+pub(super) struct Compiled {
+    pub(super) digest: blake3::Hash,
+    /// Where its compiled code is cached; `None` when caching is off.
+    pub(super) cache_entry: Option<PathBuf>,
+    /// Whether the cache held it before this load.
+    pub(super) cached_before: bool,
+    /// The component, or why it is not one this host can load.
+    pub(super) result: Result<(Component, CacheStatus), SandboxError>,
+}
+
+impl PluginHost {
+    /// Read the component at `path`, check those bytes against the
+    /// integrity policy (with what is known of its `manifest`), hash them
+    /// and compile them (or load them from the cache). Only reading or
+    /// refusing it is an `Err` here; whether it compiled is in
+    /// [`Compiled::result`].
+    pub(super) async fn compile_file(
+        &self,
+        path: &Path,
+        manifest: ManifestState,
+    ) -> Result<Compiled, PluginError> {
+        // Reading, hashing and loading (or compiling) the component all
+        // block, so they run off the executor, in one hop.
+        let budget = self.config.plugins;
+        let sandbox = self.sandbox.clone();
+        let observer = self.observer.clone();
+        let integrity = self.integrity.clone();
+        let (file, plugin) = (path.to_owned(), plugin_name(path));
+        let compiled = tokio::task::spawn_blocking(move || {
+            let max = budget.max_component_mb.saturating_mul(1 << 20);
+            // Taken before the read: what the file was when its bytes were hashed.
+            let stamp = FileStamp::of(&file);
+            let known = stamp
+                .as_ref()
+                .and_then(|stamp| sandbox.known_digest(&file, stamp));
+            // An unchanged file whose compiled code is cached is neither
+            // read nor hashed again, unless the integrity policy has bytes
+            // to check.
+            if let (Some(stamp), Some(digest)) = (&stamp, known)
+                && stamp.size() <= max
+                && !integrity.needs_bytes(manifest)
+                && let Some(component) = sandbox.cached(&digest)
+            {
+                return Ok(Compiled {
+                    digest,
+                    cache_entry: sandbox.cache_entry(&digest),
+                    cached_before: true,
+                    result: Ok((component, CacheStatus::Hit)),
+                });
+            }
+            let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
+                PluginError::Read {
+                    path: file.clone(),
+                    error,
+                }
+            })?;
+            // These bytes, and no second read of the file, are what is
+            // checked and then compiled; a refused component is not compiled.
+            integrity
+                .check(&file, &wasm, manifest, budget.max_manifest_bytes)
+                .map_err(|error| PluginError::Integrity {
+                    path: file.clone(),
+                    error: Box::new(error),
+                })?;
+            let digest = Sandbox::digest(&wasm);
+            if let Some(stamp) = &stamp
+                && known != Some(digest)
+            {
+                sandbox.remember_digest(&file, stamp, &digest);
+            }
+            let cache_entry = sandbox.cache_entry(&digest);
+            let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
+            let started = std::time::Instant::now();
+            if !cached_before {
+                let bytes = wasm.len();
+                let event = LoadEvent::Compiling {
+                    plugin: plugin.clone(),
+                    bytes,
+                };
+                emit(observer.as_ref(), event);
+            }
+            let result = sandbox.compile(&wasm, &digest);
+            if !cached_before {
+                let elapsed = started.elapsed();
+                emit(observer.as_ref(), LoadEvent::Compiled { plugin, elapsed });
+            }
+            Ok(Compiled {
+                digest,
+                cache_entry,
+                cached_before,
+                result,
+            })
+        })
+        .await;
+        compiled.map_err(|e| PluginError::Describe {
+            path: path.to_owned(),
+            message: format!("the compiler thread failed: {e}"),
+        })?
+    }
+}
+
+/// Tell `observer` (or the log, without one) about a load's progress.
+fn emit(observer: Option<&LoadObserver>, event: LoadEvent) {
+    match observer {
+        Some(observer) => observer(&event),
+        None => {
+            if let LoadEvent::Compiling { plugin, bytes } = &event {
+                tracing::info!(
+                    plugin,
+                    size_kib = bytes >> 10,
+                    "compiling plugin (done once, then cached)"
+                );
+            }
+        }
+    }
+}
+
+/// Ask the component for its tools and check each one.
+pub(super) async fn describe(
+    guest: &Guest,
+    path: &Path,
+    budget: &PluginBudget,
+) -> Result<Vec<ToolSpec>, PluginError> {
+    let bad = |message: String| PluginError::Describe {
+        path: path.to_owned(),
+        message,
+    };
+    let infos = guest
+        .describe()
+        .await
+        .map_err(|e| bad(format!("describe() failed: {e}")))?;
+    if infos.len() > budget.max_tools {
+        // Say so before converting anything.
+        return Err(bad(format!(
+            "describe() lists {} tools, more than the {} allowed; split the plugin, or raise `plugins.max_tools` in the host config",
+            infos.len(),
+            budget.max_tools
+        )));
+    }
+    let mut specs: Vec<ToolSpec> = Vec::with_capacity(infos.len());
+    for info in infos {
+        let shown = text::untrusted(&info.name, 80);
+        if info.input_schema.len() > budget.max_schema_bytes {
+            return Err(bad(format!(
+                "tool `{shown}`: the input schema is {} bytes, more than the {} allowed; simplify it, or raise `plugins.max_schema_bytes`",
+                info.input_schema.len(),
+                budget.max_schema_bytes
+            )));
+        }
+        let schema: Value = serde_json::from_str(&info.input_schema)
+            .map_err(|e| bad(format!("tool `{shown}`: input schema is not JSON: {e}")))?;
+        specs.push(ToolSpec {
+            name: info.name,
+            description: info.description,
+            input_schema: schema,
+        });
+    }
+    check_tools(&specs, budget).map_err(bad)?;
+    for spec in &specs {
+        // Within budget, so compiling it is bounded work.
+        if let Err(e) = jsonschema::validator_for(&spec.input_schema) {
+            return Err(bad(format!(
+                "tool `{}`: input schema is not a valid JSON Schema: {}",
+                spec.name,
+                text::untrusted(&e.to_string(), 512)
+            )));
+        }
+    }
+    Ok(specs)
+}
