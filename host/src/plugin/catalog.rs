@@ -92,7 +92,7 @@ fn read(
 ) -> Option<Note> {
     let bytes = sandbox.cached_note(digest, NOTE)?;
     let note: Note = serde_json::from_slice(&bytes).ok()?;
-    if note.inputs != key || super::check_tools(&note.tools, budget).is_err() {
+    if note.inputs != key || crate::tools::check_tools(&note.tools, budget).is_err() {
         return None;
     }
     Some(note)
