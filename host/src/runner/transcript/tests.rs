@@ -123,9 +123,12 @@ fn format_1_files_without_a_digest_are_still_read() {
     );
 }
 
+/// A change made to a saved file, and what it changes.
+type Edit = (&'static str, fn(&mut Value));
+
 #[test]
 fn edited_files_are_refused_as_tampered() {
-    let edits: [(&str, fn(&mut Value)); 4] = [
+    let edits: [Edit; 4] = [
         ("a message's text", |v| {
             v["messages"][1]["content"] = json!("What is 6*8?");
         }),
