@@ -13,6 +13,7 @@ use toolhost_tests::providers::{
 };
 
 mod generation;
+mod transcript;
 
 /// `toolhost run` with `args`, off the runtime (the fake serves on it).
 async fn toolhost_run(args: Vec<String>) -> Output {
@@ -309,7 +310,7 @@ async fn resume_continues_a_saved_conversation_with_the_next_question() {
     ];
     assert_ok(&run_against(&fake, "What is 6*7? Use the calculator.", &flags).await);
     let transcript: Value = serde_json::from_slice(&std::fs::read(&saved).unwrap()).unwrap();
-    assert_eq!(transcript["format"], json!(1), "{transcript}");
+    assert_eq!(transcript["format"], json!(2), "{transcript}");
 
     let flags = [
         "--plugins",
@@ -390,8 +391,8 @@ async fn resume_and_messages_refuse_bad_files_with_exit_2() {
         (
             "--resume",
             "future.json",
-            json!({"format": 2, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
-            "transcript format 2",
+            json!({"format": 99, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
+            "transcript format 99",
         ),
         (
             "--resume",
@@ -431,7 +432,7 @@ async fn resume_and_messages_refuse_bad_files_with_exit_2() {
     let missing = work.path().join("missing.json");
     let out = run_against(&fake, "next", &["--resume", missing.to_str().unwrap()]).await;
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open it"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read the transcript file"));
     let path = work.path().join("array.json");
     let path = path.to_str().unwrap();
     let out = run_against(&fake, "next", &["--resume", path, "--messages", path]).await;

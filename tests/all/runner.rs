@@ -427,7 +427,7 @@ async fn a_stream_cut_mid_call_ends_the_run_with_the_conversation_intact() {
             4,
             "{kind}: system, user, first call, its result"
         );
-        assert_eq!(toolhost::runner::check_messages(messages), Ok(()));
+        assert_eq!(toolhost::llm::check_messages(messages), Ok(()));
         assert!(matches!(messages.last(), Some(Message::Tool(r)) if r.content == "2.0"));
     }
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::config::HostConfig;
+use toolhost::environ::Environment;
 use toolhost::plugin::{LoadReport, PluginError, PluginHost};
 use toolhost::sandbox::{CacheStatus, MemoryInit};
 use toolhost::tools::{CallContext, ExecOverrides, SessionId, ToolErrorKind, ToolRegistry};
@@ -215,10 +216,25 @@ async fn a_granted_environment_variable_is_visible_only_when_the_operator_allows
     );
     assert!(message.contains("PATH"), "{message}");
 
-    // Allowed: the guest sees exactly that variable.
+    // Allowed, but the program gave the host no values: the library never
+    // reads the process environment, so the variable is simply absent.
     let mut config = HostConfig::default();
     config.allow.env.push("PATH".into());
     config.allow.dirs.push(dir.path().to_owned());
+    let report = load(&host_with(config.clone()), dir.path()).await;
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let seen = call(
+        &report.registry().expect("the loaded tools register"),
+        "hostile_env",
+        json!({"key": "PATH"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(seen["value"], serde_json::Value::Null, "{seen}");
+
+    // Allowed, with the program's environment handed in: the guest sees
+    // exactly that variable, with its value.
+    let config = config.environment(Environment::from_vars(std::env::vars()));
     let report = load(&host_with(config), dir.path()).await;
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let seen = call(

@@ -3,7 +3,6 @@
 
 mod call;
 mod generation;
-mod history;
 mod inspect;
 mod list;
 mod lock;

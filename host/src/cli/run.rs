@@ -11,12 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::json;
-use toolhost::llm::{Message, ProviderKind, ProviderOptions};
+use toolhost::fsread;
+use toolhost::llm::{Message, ProviderKind, ProviderOptions, check_messages};
 use toolhost::runner::{
     CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
+    Transcript,
 };
 use toolhost::text::{
     escape_controls, escape_controls_indented, escape_controls_keep_lines, escape_json_controls,
@@ -24,7 +26,7 @@ use toolhost::text::{
 use toolhost::tools::CallLog;
 
 use super::generation::GenerationArgs;
-use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError, history};
+use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
 
 /// Which provider to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -224,6 +226,46 @@ impl RunArgs {
     }
 }
 
+impl RunArgs {
+    /// The messages before the prompt: the transcript's for `--resume`,
+    /// else `--system` then those of `--messages`.
+    fn starting_messages(&self) -> anyhow::Result<Vec<Message>> {
+        if let Some(path) = &self.resume {
+            let transcript =
+                Transcript::load(path).with_context(|| format!("--resume {}", path.display()))?;
+            if transcript.messages.is_empty() {
+                bail!(
+                    "--resume {}: the transcript has no messages: there is nothing to resume",
+                    path.display()
+                );
+            }
+            return Ok(transcript.messages);
+        }
+        let mut start: Vec<Message> = self.system.iter().map(Message::system).collect();
+        if let Some(path) = &self.messages {
+            start.extend(
+                read_messages(path).with_context(|| format!("--messages {}", path.display()))?,
+            );
+        }
+        Ok(start)
+    }
+}
+
+/// A `--messages` file: a JSON array of neutral messages that keep the
+/// tool-call invariant.
+fn read_messages(path: &Path) -> anyhow::Result<Vec<Message>> {
+    let text =
+        fsread::read_text(path, fsread::TRANSCRIPT_MAX_BYTES, None).context("cannot open it")?;
+    let value: serde_json::Value = serde_json::from_str(&text).context("not valid JSON")?;
+    let messages: Vec<Message> =
+        serde_json::from_value(value).context("expected a JSON array of messages")?;
+    check_messages(&messages).context(
+        "the messages break the tool-call invariant (every tool call is answered by one tool \
+         result right after it); fix the file",
+    )?;
+    Ok(messages)
+}
+
 /// A set, non-empty environment variable.
 fn env_value(var: &str) -> Option<String> {
     std::env::var(var).ok().filter(|v| !v.is_empty())
@@ -259,12 +301,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
         .context("cannot set up the provider")
         .map_err(UsageError)?;
-    let mut messages = history::starting_messages(
-        args.system.as_deref(),
-        args.messages.as_deref(),
-        args.resume.as_deref(),
-    )
-    .map_err(UsageError)?;
+    let mut messages = args.starting_messages().map_err(UsageError)?;
     messages.push(Message::user(args.prompt.clone()));
     // The toolbox holds the plugins' sandbox and the MCP servers while the
     // loop runs.
@@ -482,20 +519,11 @@ fn call_summary(record: &CallRecord) -> serde_json::Value {
     })
 }
 
-/// `{"format": 1, "messages": [...], "stop_reason", "iterations",
-/// "tool_calls", "usage", "final", "error"?}`: what `--resume` reads.
-fn write_transcript(
-    path: &PathBuf,
-    outcome: &RunOutcome,
-    error: Option<&str>,
-) -> anyhow::Result<()> {
-    let mut transcript = summary(outcome);
-    transcript["format"] = json!(history::TRANSCRIPT_FORMAT);
-    transcript["messages"] = serde_json::to_value(&outcome.messages)?;
-    if let Some(error) = error {
-        transcript["error"] = json!(error);
-    }
-    let text = serde_json::to_string_pretty(&transcript)?;
-    std::fs::write(path, text + "\n")
+/// The run's [`Transcript`], with the run's error: what `--resume` reads.
+fn write_transcript(path: &Path, outcome: &RunOutcome, error: Option<&str>) -> anyhow::Result<()> {
+    let mut transcript = Transcript::from_outcome(outcome);
+    transcript.error = error.map(str::to_owned);
+    transcript
+        .save(path)
         .with_context(|| format!("cannot write the transcript to {}", path.display()))
 }

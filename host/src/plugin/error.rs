@@ -46,7 +46,7 @@ pub enum PluginError {
         message: String,
     },
     /// The file is not a component of the `toolhost:plugin` world.
-    #[error("{}: could not load the component: {error}", path.display())]
+    #[error("{}: could not load the component: {error:#}", path.display())]
     Component {
         /// The `.wasm` file.
         path: PathBuf,

@@ -35,11 +35,9 @@ impl PluginHost {
                     path: manifest_path.to_owned(),
                     message: format!("[limits] {e}; lower it"),
                 })?;
-        if let Some((what, asked, max)) = limits.first_excess(&self.ceiling) {
-            return Err(not_allowed(format!(
-                "`{what}` = {asked}, the most allowed is {max}; lower it, or raise `limits.max.{what}` in the host config"
-            )));
-        }
+        limits
+            .check_ceiling(&self.ceiling)
+            .map_err(|over| not_allowed(over.to_string()))?;
         let allow = &self.config.allow;
         let mut env = Vec::new();
         for key in &manifest.permissions.env {

@@ -17,10 +17,11 @@
 //! result answers an unknown id — is checked before every request; a
 //! violation ends the run with [`RunErrorKind::Invariant`] and the request is
 //! never sent. Duplicate call ids within one response are renamed
-//! deterministically first ([`dedupe_call_ids`]).
+//! deterministically first ([`dedupe_call_ids`](crate::llm::dedupe_call_ids)).
 //!
 //! Every knob and its default is on [`RunnerConfig`]; `docs/runner.md` has
-//! the long version.
+//! the long version. A conversation outlives the process as a
+//! [`Transcript`].
 
 mod config;
 mod conversation;
@@ -28,8 +29,8 @@ mod driver;
 mod execute;
 mod machine;
 mod outcome;
+mod transcript;
 
-pub use crate::llm::{InvariantError, check_messages, dedupe_call_ids};
 pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSelection};
 pub use conversation::Conversation;
 pub use driver::{ToolRunner, UpdateParams};
@@ -40,6 +41,7 @@ pub use machine::StopReason;
 pub use outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
 };
+pub use transcript::{TRANSCRIPT_FORMAT, Transcript, TranscriptError};
 
 #[cfg(test)]
 mod tests;

@@ -63,49 +63,58 @@ impl Limits {
         }
     }
 
-    /// The first limit in `self` that is above `ceiling`, as
-    /// `(name, asked, allowed)`.
-    pub fn first_excess(&self, ceiling: &Limits) -> Option<(&'static str, String, String)> {
-        if self.fuel > ceiling.fuel {
-            return Some(("fuel", self.fuel.to_string(), ceiling.fuel.to_string()));
-        }
-        if self.timeout > ceiling.timeout {
-            return Some((
-                "timeout_ms",
-                self.timeout.as_millis().to_string(),
-                ceiling.timeout.as_millis().to_string(),
-            ));
-        }
-        if self.memory_bytes > ceiling.memory_bytes {
-            return Some((
-                "memory_mb",
-                (self.memory_bytes >> 20).to_string(),
-                (ceiling.memory_bytes >> 20).to_string(),
-            ));
-        }
-        if self.output_bytes > ceiling.output_bytes {
-            return Some((
-                "output_kb",
-                (self.output_bytes >> 10).to_string(),
-                (ceiling.output_bytes >> 10).to_string(),
-            ));
-        }
-        if self.http_requests > ceiling.http_requests {
-            return Some((
-                "http_requests",
-                self.http_requests.to_string(),
-                ceiling.http_requests.to_string(),
-            ));
-        }
-        if self.http_response_bytes > ceiling.http_response_bytes {
-            return Some((
-                "http_response_kb",
-                (self.http_response_bytes >> 10).to_string(),
-                (ceiling.http_response_bytes >> 10).to_string(),
-            ));
-        }
-        None
+    /// Whether every limit in `self` is within `ceiling`.
+    ///
+    /// # Errors
+    ///
+    /// The first limit above it, in the unit of its manifest key.
+    pub fn check_ceiling(&self, ceiling: &Limits) -> Result<(), OverCeiling> {
+        let over = |key: &'static str, asked: u64, max: u64| {
+            if asked > max {
+                Err(OverCeiling { key, asked, max })
+            } else {
+                Ok(())
+            }
+        };
+        let ms = |d: Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        over("fuel", self.fuel, ceiling.fuel)?;
+        over("timeout_ms", ms(self.timeout), ms(ceiling.timeout))?;
+        over(
+            "memory_mb",
+            self.memory_bytes >> 20,
+            ceiling.memory_bytes >> 20,
+        )?;
+        over(
+            "output_kb",
+            self.output_bytes >> 10,
+            ceiling.output_bytes >> 10,
+        )?;
+        over(
+            "http_requests",
+            u64::from(self.http_requests),
+            u64::from(ceiling.http_requests),
+        )?;
+        over(
+            "http_response_kb",
+            self.http_response_bytes >> 10,
+            ceiling.http_response_bytes >> 10,
+        )
     }
+}
+
+/// A plugin's limit above the operator's ceiling (`limits.max` in the host
+/// config), in the unit of its manifest key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "`{key}` = {asked}, the most allowed is {max}; lower it, or raise `limits.max.{key}` in the host config"
+)]
+pub struct OverCeiling {
+    /// The manifest key, e.g. `memory_mb`.
+    pub key: &'static str,
+    /// What the plugin asked for.
+    pub asked: u64,
+    /// The ceiling.
+    pub max: u64,
 }
 
 /// A limit written in a manifest or host config that no host can honour:
@@ -226,14 +235,28 @@ mod tests {
     #[test]
     fn excess_names_the_first_limit_over_the_ceiling() {
         let ceiling = Limits::default();
-        assert_eq!(Limits::default().first_excess(&ceiling), None);
+        assert_eq!(Limits::default().check_ceiling(&ceiling), Ok(()));
+        let asked = Limits {
+            memory_bytes: 256 << 20,
+            fuel: ceiling.fuel + 1,
+            ..Limits::default()
+        };
+        let over = asked.check_ceiling(&ceiling).unwrap_err();
+        assert_eq!(
+            over,
+            OverCeiling {
+                key: "fuel",
+                asked: ceiling.fuel + 1,
+                max: ceiling.fuel
+            }
+        );
         let asked = Limits {
             memory_bytes: 256 << 20,
             ..Limits::default()
         };
         assert_eq!(
-            asked.first_excess(&ceiling),
-            Some(("memory_mb", "256".into(), "128".into()))
+            asked.check_ceiling(&ceiling).unwrap_err().to_string(),
+            "`memory_mb` = 256, the most allowed is 128; lower it, or raise `limits.max.memory_mb` in the host config"
         );
     }
 }

@@ -46,7 +46,7 @@ pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
 pub use http::{HttpGrant, HttpOrigin, HttpOriginError};
-pub use limits::{LimitError, Limits};
+pub use limits::{LimitError, Limits, OverCeiling};
 pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;
 
@@ -106,27 +106,52 @@ impl Default for SandboxConfig {
 
 /// Why the sandbox could not be set up or a component not compiled: the
 /// error of `PluginHost::new`, and the cause in a plugin's load error.
+///
+/// `{}` says what failed; wasmtime's own error is the [`source`]
+/// (walk the chain, or downcast it). `{:#}` adds the chain, the way
+/// `anyhow` and wasmtime print errors, for a one-line report.
+///
+/// [`source`]: std::error::Error::source
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SandboxError {
     /// A setting of the host config is out of range.
-    #[error("invalid host config: {0}")]
     Config(String),
     /// The compile cache directory is not safe to load native code from.
-    #[error("{0}")]
     UnsafeCache(String),
     /// The engine rejected the configuration.
-    #[error("could not configure the WebAssembly engine: {0}")]
-    Engine(String),
+    Engine(#[source] wasmtime::Error),
     /// The watchdog thread could not start.
-    #[error("could not start the deadline watchdog thread")]
     Watchdog(#[source] std::io::Error),
     /// The bytes are not a loadable component.
-    #[error("not a WebAssembly component this host can load: {0}")]
-    Compile(String),
+    Compile(#[source] wasmtime::Error),
     /// The component does not implement the `toolhost:plugin` world.
-    #[error("the component does not fit the toolhost:plugin@0.1.0 world (see wit/plugin.wit): {0}")]
-    World(String),
+    World(#[source] wasmtime::Error),
+}
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Config(message) => return write!(f, "invalid host config: {message}"),
+            Self::UnsafeCache(message) => return f.write_str(message),
+            Self::Engine(_) => f.write_str("could not configure the WebAssembly engine")?,
+            Self::Watchdog(_) => f.write_str("could not start the deadline watchdog thread")?,
+            Self::Compile(_) => {
+                f.write_str("not a WebAssembly component this host can load")?;
+            }
+            Self::World(_) => f.write_str(
+                "the component does not fit the toolhost:plugin@0.1.0 world (see wit/plugin.wit)",
+            )?,
+        }
+        if f.alternate() {
+            let mut source = std::error::Error::source(self);
+            while let Some(cause) = source {
+                write!(f, ": {cause}")?;
+                source = cause.source();
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What one instance slot of the pool holds. A component that defines more
@@ -230,19 +255,18 @@ impl Sandbox {
             .memory_init_cow(config.memory_init == MemoryInit::Cow)
             .wasm_component_model(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-        let engine = Engine::new(&wasm).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        let engine = Engine::new(&wasm).map_err(SandboxError::Engine)?;
 
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(SandboxError::Engine)?;
         // wasi:http for every plugin; only a plugin's grant lets a request
         // out (see `http`).
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)
-            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+            .map_err(SandboxError::Engine)?;
         // Guests open regular files and directories only, a bounded number.
-        files::link(&mut linker).map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+        files::link(&mut linker).map_err(SandboxError::Engine)?;
         bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
-            .map_err(|e| SandboxError::Engine(format!("{e:#}")))?;
+            .map_err(SandboxError::Engine)?;
 
         let cache = cache::CompileCache::open(&engine, config.cache_dir.clone())
             .map_err(SandboxError::UnsafeCache)?;
@@ -284,7 +308,7 @@ impl Sandbox {
         self.inner
             .cache
             .load(&self.inner.engine, wasm, digest)
-            .map_err(|e| SandboxError::Compile(format!("{e:#}")))
+            .map_err(SandboxError::Compile)
     }
 
     /// The component with `digest` if the compile cache holds a usable
@@ -348,9 +372,8 @@ impl Sandbox {
             .inner
             .linker
             .instantiate_pre(component)
-            .map_err(|e| SandboxError::World(format!("{e:#}")))?;
-        let pre =
-            bindings::PluginPre::new(pre).map_err(|e| SandboxError::World(format!("{e:#}")))?;
+            .map_err(SandboxError::World)?;
+        let pre = bindings::PluginPre::new(pre).map_err(SandboxError::World)?;
         let slots = slots_per_instance(component);
         if slots > self.inner.max_instances {
             return Err(SandboxError::Config(format!(
@@ -374,6 +397,37 @@ impl Sandbox {
 /// caller sees.
 impl From<SandboxError> for ToolError {
     fn from(e: SandboxError) -> Self {
-        ToolError::new(crate::tools::ToolErrorKind::PluginLoad, e.to_string())
+        // A tool error is one line of text: the chain goes in it.
+        ToolError::new(crate::tools::ToolErrorKind::PluginLoad, format!("{e:#}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compile_error_keeps_wasmtime_s_error_as_its_source() {
+        let sandbox = Sandbox::new(&SandboxConfig {
+            max_instances: 4,
+            ..SandboxConfig::default()
+        })
+        .unwrap();
+        let junk = b"not wasm at all";
+        let Err(e) = sandbox.compile(junk, &Sandbox::digest(junk)) else {
+            panic!("junk compiled")
+        };
+        assert!(matches!(e, SandboxError::Compile(_)), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "not a WebAssembly component this host can load"
+        );
+        let cause = std::error::Error::source(&e).expect("wasmtime's error is kept");
+        let full = format!("{e:#}");
+        assert!(full.starts_with("not a WebAssembly component this host can load: "));
+        assert!(full.contains(&cause.to_string()), "{full}");
+        assert!(full.len() > e.to_string().len() + 2, "{full}");
+        let tool: ToolError = e.into();
+        assert_eq!(tool.message, full, "the tool error carries the chain");
     }
 }

@@ -33,7 +33,9 @@ pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
-pub use schema::{InputBudget, SchemaBudget, check_input, check_schema};
+pub use schema::{
+    InputBudget, InputOverBudget, SchemaBudget, SchemaError, check_input, check_schema,
+};
 
 /// What the model is told about a tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -382,10 +382,10 @@ impl ToolRegistry {
         }
         // Budgets first: the schema compiler recurses, and what it builds
         // decides how much work each call's validation does.
-        check_schema(&spec.input_schema, &self.schema_budget).map_err(|message| {
+        check_schema(&spec.input_schema, &self.schema_budget).map_err(|e| {
             RegistryError::InvalidSchema {
                 name: spec.name.clone(),
-                message,
+                message: e.to_string(),
             }
         })?;
         let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {

@@ -69,12 +69,119 @@ impl Default for InputBudget {
     }
 }
 
+/// Why an input is over its [`InputBudget`]; the text says what to send
+/// instead.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum InputOverBudget {
+    /// Nested deeper than [`InputBudget::max_depth`].
+    #[error("the input is nested more than {max_depth} levels deep; flatten it")]
+    TooDeep {
+        /// The budget.
+        max_depth: usize,
+    },
+    /// More values than [`InputBudget::max_nodes`].
+    #[error("the input has more than {max_nodes} JSON values; send less at once")]
+    TooManyValues {
+        /// The budget.
+        max_nodes: usize,
+    },
+}
+
+/// Why a tool's input schema is refused (over its [`SchemaBudget`], or
+/// using what the rule in the module docs forbids), in words a plugin
+/// author can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// Nested deeper than [`SchemaBudget::max_depth`].
+    #[error("the schema is nested more than {max_depth} levels deep")]
+    TooDeep {
+        /// The budget.
+        max_depth: usize,
+    },
+    /// More values than [`SchemaBudget::max_nodes`].
+    #[error("the schema has more than {max_nodes} JSON values")]
+    TooManyValues {
+        /// The budget.
+        max_nodes: usize,
+    },
+    /// A dynamic or recursive reference keyword.
+    #[error("`{keyword}` is not supported; use a local `$ref` to a non-recursive schema")]
+    UnsupportedKeyword {
+        /// `$dynamicRef` or `$recursiveRef`.
+        keyword: &'static str,
+    },
+    /// An `$id` below the root.
+    #[error("`$id` inside the schema changes what `$ref`s mean; keep `$id` (if any) at the root")]
+    NestedId,
+    /// More `$ref`s than [`SchemaBudget::max_refs`].
+    #[error("the schema has more than {max_refs} `$ref`s")]
+    TooManyRefs {
+        /// The budget.
+        max_refs: usize,
+    },
+    /// A `$ref` to another document.
+    #[error(
+        "`$ref` {reference:?} is not local; only `#/...` JSON pointers into the same schema are allowed (no URLs, no files)"
+    )]
+    NonLocalRef {
+        /// The `$ref`.
+        reference: String,
+    },
+    /// A `$ref` to an anchor.
+    #[error("`$ref` {reference:?} names an anchor; use a JSON pointer such as `#/$defs/Name`")]
+    AnchorRef {
+        /// The `$ref`.
+        reference: String,
+    },
+    /// A `$ref` whose fragment does not decode.
+    #[error("`$ref` {reference:?} is not a valid URI fragment")]
+    InvalidFragment {
+        /// The `$ref`.
+        reference: String,
+    },
+    /// A `$ref` to nothing.
+    #[error("`$ref` {reference:?} points to nothing in the schema")]
+    DanglingRef {
+        /// The `$ref`.
+        reference: String,
+    },
+    /// A chain of `$ref`s longer than [`SchemaBudget::max_ref_chain`].
+    #[error("the schema follows more than {max_ref_chain} `$ref`s in a row (from {from:?})")]
+    RefChain {
+        /// The budget.
+        max_ref_chain: usize,
+        /// Where the chain starts.
+        from: String,
+    },
+    /// Over [`SchemaBudget::max_expanded_nodes`] once `$ref`s are expanded.
+    #[error(
+        "the schema expands to more than {max_expanded_nodes} nodes once its `$ref`s are followed{}; share less, or flatten it",
+        from.as_ref().map(|r| format!(" (from {r:?})")).unwrap_or_default()
+    )]
+    Expands {
+        /// The budget.
+        max_expanded_nodes: usize,
+        /// The `$ref` whose target is over it; `None` for the whole schema.
+        from: Option<String>,
+    },
+    /// `$ref`s that refer back to themselves.
+    #[error(
+        "the schema's `$ref`s form a cycle through {through:?}; recursive schemas are not allowed, bound the depth instead"
+    )]
+    Cycle {
+        /// A `$ref` on the cycle.
+        through: String,
+    },
+}
+
 /// Walk `value` without recursion, calling `visit(node, depth)` on every
 /// value; stops with the first error `visit` returns.
-fn walk<'a>(
+fn walk<'a, E>(
     value: &'a Value,
-    mut visit: impl FnMut(&'a Value, usize) -> Result<(), String>,
-) -> Result<(), String> {
+    mut visit: impl FnMut(&'a Value, usize) -> Result<(), E>,
+) -> Result<(), E> {
     let mut stack = vec![(value, 0usize)];
     while let Some((node, depth)) = stack.pop() {
         visit(node, depth)?;
@@ -93,21 +200,19 @@ fn walk<'a>(
 /// # Errors
 ///
 /// What is over the budget, for an `invalid_input` error.
-pub fn check_input(input: &Value, budget: &InputBudget) -> Result<(), String> {
+pub fn check_input(input: &Value, budget: &InputBudget) -> Result<(), InputOverBudget> {
     let mut nodes = 0usize;
     walk(input, |_, depth| {
         nodes += 1;
         if depth > budget.max_depth {
-            return Err(format!(
-                "the input is nested more than {} levels deep; flatten it",
-                budget.max_depth
-            ));
+            return Err(InputOverBudget::TooDeep {
+                max_depth: budget.max_depth,
+            });
         }
         if nodes > budget.max_nodes {
-            return Err(format!(
-                "the input has more than {} JSON values; send less at once",
-                budget.max_nodes
-            ));
+            return Err(InputOverBudget::TooManyValues {
+                max_nodes: budget.max_nodes,
+            });
         }
         Ok(())
     })
@@ -118,7 +223,7 @@ pub fn check_input(input: &Value, budget: &InputBudget) -> Result<(), String> {
 fn refs_in(node: &Value) -> (usize, Vec<&str>) {
     let mut nodes = 0;
     let mut refs = Vec::new();
-    let _ = walk(node, |n, _| {
+    let _ = walk(node, |n, _| -> Result<(), std::convert::Infallible> {
         nodes += 1;
         if let Some(r) = n.get("$ref").and_then(Value::as_str) {
             refs.push(r);
@@ -129,21 +234,25 @@ fn refs_in(node: &Value) -> (usize, Vec<&str>) {
 }
 
 /// The value a local `$ref` names in `root`.
-fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value, String> {
+fn resolve<'a>(root: &'a Value, reference: &str) -> Result<&'a Value, SchemaError> {
+    let reference_owned = || reference.to_owned();
     let Some(pointer) = reference.strip_prefix('#') else {
-        return Err(format!(
-            "`$ref` {reference:?} is not local; only `#/...` JSON pointers into the same schema are allowed (no URLs, no files)"
-        ));
+        return Err(SchemaError::NonLocalRef {
+            reference: reference_owned(),
+        });
     };
     if !pointer.is_empty() && !pointer.starts_with('/') {
-        return Err(format!(
-            "`$ref` {reference:?} names an anchor; use a JSON pointer such as `#/$defs/Name`"
-        ));
+        return Err(SchemaError::AnchorRef {
+            reference: reference_owned(),
+        });
     }
-    let decoded = percent_decode(pointer)
-        .ok_or_else(|| format!("`$ref` {reference:?} is not a valid URI fragment"))?;
+    let decoded = percent_decode(pointer).ok_or_else(|| SchemaError::InvalidFragment {
+        reference: reference_owned(),
+    })?;
     root.pointer(&decoded)
-        .ok_or_else(|| format!("`$ref` {reference:?} points to nothing in the schema"))
+        .ok_or_else(|| SchemaError::DanglingRef {
+            reference: reference_owned(),
+        })
 }
 
 fn percent_decode(text: &str) -> Option<String> {
@@ -169,46 +278,38 @@ fn percent_decode(text: &str) -> Option<String> {
 ///
 /// What is over the budget or not allowed, in words a plugin author can act
 /// on.
-pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), String> {
+pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), SchemaError> {
     let mut nodes = 0usize;
     let mut refs = 0usize;
     walk(schema, |node, depth| {
         nodes += 1;
         if depth > budget.max_depth {
-            return Err(format!(
-                "the schema is nested more than {} levels deep",
-                budget.max_depth
-            ));
+            return Err(SchemaError::TooDeep {
+                max_depth: budget.max_depth,
+            });
         }
         if nodes > budget.max_nodes {
-            return Err(format!(
-                "the schema has more than {} JSON values",
-                budget.max_nodes
-            ));
+            return Err(SchemaError::TooManyValues {
+                max_nodes: budget.max_nodes,
+            });
         }
         let Value::Object(map) = node else {
             return Ok(());
         };
         for keyword in ["$dynamicRef", "$recursiveRef"] {
             if map.get(keyword).is_some_and(Value::is_string) {
-                return Err(format!(
-                    "`{keyword}` is not supported; use a local `$ref` to a non-recursive schema"
-                ));
+                return Err(SchemaError::UnsupportedKeyword { keyword });
             }
         }
         if depth > 0 && map.get("$id").is_some_and(Value::is_string) {
-            return Err(
-                "`$id` inside the schema changes what `$ref`s mean; keep `$id` (if any) at the root"
-                    .to_owned(),
-            );
+            return Err(SchemaError::NestedId);
         }
         if map.get("$ref").is_some_and(Value::is_string) {
             refs += 1;
             if refs > budget.max_refs {
-                return Err(format!(
-                    "the schema has more than {} `$ref`s",
-                    budget.max_refs
-                ));
+                return Err(SchemaError::TooManyRefs {
+                    max_refs: budget.max_refs,
+                });
             }
         }
         Ok(())
@@ -262,16 +363,16 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), String>
                     chain = chain.max(c + 1);
                 }
                 if chain > budget.max_ref_chain {
-                    return Err(format!(
-                        "the schema follows more than {} `$ref`s in a row (from {reference:?})",
-                        budget.max_ref_chain
-                    ));
+                    return Err(SchemaError::RefChain {
+                        max_ref_chain: budget.max_ref_chain,
+                        from: reference.to_owned(),
+                    });
                 }
                 if expanded > budget.max_expanded_nodes {
-                    return Err(format!(
-                        "the schema expands to more than {} nodes once its `$ref`s are followed (from {reference:?}); share less, or flatten it",
-                        budget.max_expanded_nodes
-                    ));
+                    return Err(SchemaError::Expands {
+                        max_expanded_nodes: budget.max_expanded_nodes,
+                        from: Some(reference.to_owned()),
+                    });
                 }
                 marks.insert(reference, Mark::Done { expanded, chain });
                 continue;
@@ -279,9 +380,9 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), String>
             match marks.get(reference) {
                 Some(Mark::Done { .. }) => continue,
                 Some(Mark::Open) => {
-                    return Err(format!(
-                        "the schema's `$ref`s form a cycle through {reference:?}; recursive schemas are not allowed, bound the depth instead"
-                    ));
+                    return Err(SchemaError::Cycle {
+                        through: reference.to_owned(),
+                    });
                 }
                 None => {}
             }
@@ -294,9 +395,9 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), String>
                 }
                 match marks.get(inner) {
                     Some(Mark::Open) => {
-                        return Err(format!(
-                            "the schema's `$ref`s form a cycle through {inner:?}; recursive schemas are not allowed, bound the depth instead"
-                        ));
+                        return Err(SchemaError::Cycle {
+                            through: (*inner).to_owned(),
+                        });
                     }
                     Some(Mark::Done { .. }) => {}
                     None => stack.push((inner, false)),
@@ -311,10 +412,10 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), String>
         }
     }
     if expanded > budget.max_expanded_nodes {
-        return Err(format!(
-            "the schema expands to more than {} nodes once its `$ref`s are followed; share less, or flatten it",
-            budget.max_expanded_nodes
-        ));
+        return Err(SchemaError::Expands {
+            max_expanded_nodes: budget.max_expanded_nodes,
+            from: None,
+        });
     }
     Ok(())
 }
@@ -326,7 +427,7 @@ mod tests {
     use super::*;
 
     fn check(schema: Value) -> Result<(), String> {
-        check_schema(&schema, &SchemaBudget::default())
+        check_schema(&schema, &SchemaBudget::default()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -387,13 +488,51 @@ mod tests {
         for _ in 0..100 {
             deep = json!([deep]);
         }
-        assert!(check_input(&deep, &budget).unwrap_err().contains("nested"));
+        assert!(
+            check_input(&deep, &budget)
+                .unwrap_err()
+                .to_string()
+                .contains("nested")
+        );
         let wide = Value::Array(vec![json!(0); 200_000]);
         assert!(
             check_input(&wide, &budget)
                 .unwrap_err()
+                .to_string()
                 .contains("JSON values")
         );
         check_input(&json!({"a": [1, 2, {"b": "c"}]}), &budget).unwrap();
+    }
+
+    #[test]
+    fn refusals_are_typed_and_keep_their_text() {
+        let budget = InputBudget {
+            max_depth: 1,
+            ..InputBudget::default()
+        };
+        assert_eq!(
+            check_input(&json!([[[]]]), &budget),
+            Err(InputOverBudget::TooDeep { max_depth: 1 })
+        );
+        let e = check_schema(&json!({"$ref": "#/$defs/x"}), &SchemaBudget::default());
+        assert_eq!(
+            e,
+            Err(SchemaError::DanglingRef {
+                reference: "#/$defs/x".into()
+            })
+        );
+        let e = check_schema(&json!({"$ref": "#"}), &SchemaBudget::default()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the schema's `$ref`s form a cycle through \"#\"; recursive schemas are not allowed, bound the depth instead"
+        );
+        let e = SchemaError::Expands {
+            max_expanded_nodes: 5,
+            from: None,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the schema expands to more than 5 nodes once its `$ref`s are followed; share less, or flatten it"
+        );
     }
 }

@@ -191,7 +191,7 @@ fn over_limit_fail_returns_an_error_with_a_valid_conversation() {
         4,
         "system, user, first call and its result"
     );
-    assert_eq!(crate::runner::check_messages(err.messages()), Ok(()));
+    assert_eq!(crate::llm::check_messages(err.messages()), Ok(()));
 }
 
 #[test]

@@ -211,7 +211,7 @@ impl ToolSet {
         let options = entry.options.with(&cx.overrides);
         let checked = input.and_then(|input| {
             check_input(&input, &self.input_budget)
-                .map_err(ToolError::invalid_input)
+                .map_err(|e| ToolError::invalid_input(e.to_string()))
                 .and_then(|()| validate(&entry.validator, &input))
                 .map(|()| input)
         });
