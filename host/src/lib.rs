@@ -16,7 +16,7 @@
 
 pub mod fsread;
 pub mod llm;
-mod mcp;
+pub mod mcp;
 pub mod plugin;
 pub mod runner;
 pub mod sandbox;

@@ -15,6 +15,8 @@
 //! sent it.
 
 mod frames;
+#[cfg(feature = "server")]
+pub mod server;
 
 use std::sync::Arc;
 use std::time::Duration;
