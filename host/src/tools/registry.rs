@@ -18,7 +18,7 @@ use set::Entry;
 pub use set::ToolSet;
 
 /// How one call went, with the options it ran under: what
-/// [`ToolRegistry::call_detailed`] returns.
+/// [`ToolSet::call_detailed`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
     /// The tool's output, or why there is none.
@@ -497,33 +497,37 @@ impl ToolRegistry {
         .unwrap_or(false)
     }
 
-    /// The tool `name` (or `name@version`) resolves to now.
+    // The lookups and calls below are [`ToolSet`]'s, on the current
+    // snapshot: one implementation, documented there. A caller that makes
+    // several of them and needs one view takes a snapshot itself.
+
+    /// [`ToolSet::get`] on the current [`snapshot`](Self::snapshot).
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.snapshot().get(name).cloned()
     }
 
-    /// Whether `name` (or `name@version`) resolves to a tool now.
+    /// [`ToolSet::contains`] on the current [`snapshot`](Self::snapshot).
     pub fn contains(&self, name: &str) -> bool {
         self.snapshot().contains(name)
     }
 
-    /// How many names there are now.
+    /// [`ToolSet::len`] on the current [`snapshot`](Self::snapshot).
     pub fn len(&self) -> usize {
         self.snapshot().len()
     }
 
-    /// Whether there are none.
+    /// [`ToolSet::is_empty`] on the current [`snapshot`](Self::snapshot).
     pub fn is_empty(&self) -> bool {
         self.snapshot().is_empty()
     }
 
-    /// Call tool `name` (or `name@version`) with `input`, JSON text as a
-    /// model or a user wrote it, on the current [`snapshot`](Self::snapshot).
+    /// [`ToolSet::call`] on the current [`snapshot`](Self::snapshot): call
+    /// tool `name` (or `name@version`) with `input`, JSON text as a model
+    /// or a user wrote it.
     ///
     /// # Errors
     ///
-    /// `unknown_tool`, `invalid_input` (not JSON, or not matching the
-    /// schema), or whatever the tool itself fails with.
+    /// As [`ToolSet::call`].
     pub async fn call(
         &self,
         name: &str,
@@ -533,11 +537,11 @@ impl ToolRegistry {
         self.snapshot().call(name, input, cx).await
     }
 
-    /// Like [`call`](Self::call), with the input already parsed.
+    /// [`ToolSet::call_value`] on the current [`snapshot`](Self::snapshot).
     ///
     /// # Errors
     ///
-    /// As [`call`](Self::call).
+    /// As [`ToolSet::call`].
     pub async fn call_value(
         &self,
         name: &str,
@@ -547,14 +551,8 @@ impl ToolRegistry {
         self.snapshot().call_value(name, input, cx).await
     }
 
-    /// Like [`call`](Self::call), and report the effective [`ExecOptions`]
-    /// and the number of attempts along with the output.
-    ///
-    /// The options are the tool's, with `cx.overrides` applied
-    /// ([`ExecOptions::with`]). Each attempt runs under `options.timeout`
-    /// (if any) on top of the tool's own limits: the smaller deadline ends
-    /// it. A failure whose kind is in `options.retry_on` is retried after
-    /// [`ExecOptions::retry_pause`].
+    /// [`ToolSet::call_detailed`] on the current
+    /// [`snapshot`](Self::snapshot).
     pub async fn call_detailed(&self, name: &str, input: &str, cx: &CallContext) -> CallReport {
         self.snapshot().call_detailed(name, input, cx).await
     }
