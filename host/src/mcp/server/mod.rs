@@ -441,3 +441,6 @@ impl Drop for HttpServer {
         self.stop.cancel();
     }
 }
+
+#[cfg(test)]
+mod tests;
