@@ -11,6 +11,8 @@
 //!   [`ToolRegistry`](tools::ToolRegistry) every caller goes through.
 //! - [`llm`]: provider-neutral messages and one module per wire format.
 //! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
+//! - [`mcp`]: the MCP client the `[[mcp]]` tool source uses, and (feature
+//!   `server`) the MCP server over any registry.
 //! - [`text`]: clipping and escaping text that comes from plugins.
 //! - [`fsread`]: the one way the host reads a file it is pointed at.
 

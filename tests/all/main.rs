@@ -15,6 +15,7 @@ mod load;
 mod mcp;
 mod mcp_client;
 mod mcp_handles;
+mod mcp_list_changed;
 mod mcp_peers;
 mod mcp_untrusted;
 mod new;

@@ -25,7 +25,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// # Examples
 ///
 /// ```
-/// use toolhost::sandbox::HttpOrigin;
+/// use toolhost::egress::HttpOrigin;
 ///
 /// let allowed: HttpOrigin = "https://*.example.org".parse().unwrap();
 /// let asked: HttpOrigin = "https://api.example.org:443".parse().unwrap();

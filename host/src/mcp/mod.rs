@@ -1,5 +1,7 @@
-//! MCP: servers as tool sources (`[[mcp]]` in the host config), over the
-//! official SDK (rmcp).
+//! MCP over the official SDK (rmcp), both ways: MCP servers as tool
+//! sources (`[[mcp]]` in the host config, below), and the MCP server
+//! ([`server`], cargo feature `server`) that offers any registry's tools
+//! over stdio or streamable HTTP.
 //!
 //! An [`McpServer`] is one declared server ([`McpDecl`]): a child process
 //! speaking MCP on stdio, or a streamable HTTP endpoint. Once
@@ -62,6 +64,8 @@
 
 mod client;
 mod frames;
+#[cfg(feature = "server")]
+pub mod server;
 mod source;
 
 pub use source::{

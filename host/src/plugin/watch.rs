@@ -196,7 +196,8 @@ impl PluginHost {
     /// ```no_run
     /// use std::path::Path;
     /// use std::sync::Arc;
-    /// use toolhost::plugin::{DEFAULT_DEBOUNCE, HostConfig, PluginHost};
+    /// use toolhost::config::HostConfig;
+    /// use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginHost};
     ///
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
     /// let host = PluginHost::new(HostConfig::default())?;

@@ -45,7 +45,7 @@ use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConf
 pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
-pub use http::{HttpGrant, HttpOrigin, HttpOriginError};
+pub use http::HttpGrant;
 pub use limits::{LimitError, Limits, OverCeiling};
 pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;

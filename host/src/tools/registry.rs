@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
+use tokio::sync::watch;
 
 use super::log::CallLog;
 use super::options::ExecOptions;
@@ -17,7 +18,7 @@ use set::Entry;
 pub use set::ToolSet;
 
 /// How one call went, with the options it ran under: what
-/// [`ToolRegistry::call_detailed`] returns.
+/// [`ToolSet::call_detailed`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
     /// The tool's output, or why there is none.
@@ -160,6 +161,10 @@ pub fn is_valid_version(version: &str) -> bool {
 /// with [`snapshot`](Self::snapshot) and keeps a consistent view for as long
 /// as it holds it (the runner takes one per model request).
 ///
+/// Every change to the tool set is announced on a change feed,
+/// [`changes`](Self::changes), whatever made it: a program's
+/// `register`, a plugin reload, an MCP server whose tool list changed.
+///
 /// # Examples
 ///
 /// ```
@@ -202,6 +207,8 @@ pub struct ToolRegistry {
     // swap's checks, and the crate needs no new dependency for it.
     current: RwLock<Arc<ToolSet>>,
     schema_budget: SchemaBudget,
+    /// The generation of the tool set: bumped on every change to it.
+    generation: watch::Sender<u64>,
 }
 
 impl Default for ToolRegistry {
@@ -231,7 +238,44 @@ impl ToolRegistry {
         Self {
             current: RwLock::new(Arc::new(ToolSet::empty(input))),
             schema_budget: schema,
+            generation: watch::Sender::new(0),
         }
+    }
+
+    /// The change feed: a receiver of the tool set's generation, a number
+    /// that goes up on every change to the tools (a tool registered,
+    /// replaced or removed, by anyone), never for options or the call log.
+    ///
+    /// A watch channel rather than a stream of events: a burst of changes
+    /// (a reload of many plugins, an MCP server re-listing its tools) may
+    /// be seen as one, but a change is never missed, and a slow reader
+    /// costs nothing. Read the tools themselves with
+    /// [`snapshot`](Self::snapshot) after a change.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolhost::tools::{NativeTool, ToolRegistry};
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let registry = ToolRegistry::new();
+    /// let mut changes = registry.changes();
+    /// registry.register(NativeTool::new("echo", "Echoes.", json!({"type": "object"}), |input| async move {
+    ///     Ok(input)
+    /// }))?;
+    /// changes.changed().await.expect("the registry is alive");
+    /// assert!(registry.snapshot().contains("echo"));
+    /// # Ok::<_, toolhost::tools::RegistryError>(())
+    /// # }).unwrap();
+    /// ```
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// The tool set's generation now (see [`changes`](Self::changes)).
+    pub fn generation(&self) -> u64 {
+        *self.generation.borrow()
     }
 
     /// The tools as they are now. Later changes to the registry do not
@@ -251,11 +295,17 @@ impl ToolRegistry {
     ) -> Result<T, RegistryError> {
         let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
         let (tools, value) = change(&current)?;
+        let changed = !same_tools(&current.tools, &tools);
         *current = Arc::new(ToolSet {
             tools,
             input_budget: current.input_budget,
             log: current.log.clone(),
         });
+        // Bumped with the lock still held: a reader woken by the feed
+        // takes a snapshot that has the change.
+        if changed {
+            self.generation.send_modify(|generation| *generation += 1);
+        }
         Ok(value)
     }
 
@@ -447,33 +497,37 @@ impl ToolRegistry {
         .unwrap_or(false)
     }
 
-    /// The tool `name` (or `name@version`) resolves to now.
+    // The lookups and calls below are [`ToolSet`]'s, on the current
+    // snapshot: one implementation, documented there. A caller that makes
+    // several of them and needs one view takes a snapshot itself.
+
+    /// [`ToolSet::get`] on the current [`snapshot`](Self::snapshot).
     pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.snapshot().get(name).cloned()
     }
 
-    /// Whether `name` (or `name@version`) resolves to a tool now.
+    /// [`ToolSet::contains`] on the current [`snapshot`](Self::snapshot).
     pub fn contains(&self, name: &str) -> bool {
         self.snapshot().contains(name)
     }
 
-    /// How many names there are now.
+    /// [`ToolSet::len`] on the current [`snapshot`](Self::snapshot).
     pub fn len(&self) -> usize {
         self.snapshot().len()
     }
 
-    /// Whether there are none.
+    /// [`ToolSet::is_empty`] on the current [`snapshot`](Self::snapshot).
     pub fn is_empty(&self) -> bool {
         self.snapshot().is_empty()
     }
 
-    /// Call tool `name` (or `name@version`) with `input`, JSON text as a
-    /// model or a user wrote it, on the current [`snapshot`](Self::snapshot).
+    /// [`ToolSet::call`] on the current [`snapshot`](Self::snapshot): call
+    /// tool `name` (or `name@version`) with `input`, JSON text as a model
+    /// or a user wrote it.
     ///
     /// # Errors
     ///
-    /// `unknown_tool`, `invalid_input` (not JSON, or not matching the
-    /// schema), or whatever the tool itself fails with.
+    /// As [`ToolSet::call`].
     pub async fn call(
         &self,
         name: &str,
@@ -483,11 +537,11 @@ impl ToolRegistry {
         self.snapshot().call(name, input, cx).await
     }
 
-    /// Like [`call`](Self::call), with the input already parsed.
+    /// [`ToolSet::call_value`] on the current [`snapshot`](Self::snapshot).
     ///
     /// # Errors
     ///
-    /// As [`call`](Self::call).
+    /// As [`ToolSet::call`].
     pub async fn call_value(
         &self,
         name: &str,
@@ -497,14 +551,8 @@ impl ToolRegistry {
         self.snapshot().call_value(name, input, cx).await
     }
 
-    /// Like [`call`](Self::call), and report the effective [`ExecOptions`]
-    /// and the number of attempts along with the output.
-    ///
-    /// The options are the tool's, with `cx.overrides` applied
-    /// ([`ExecOptions::with`]). Each attempt runs under `options.timeout`
-    /// (if any) on top of the tool's own limits: the smaller deadline ends
-    /// it. A failure whose kind is in `options.retry_on` is retried after
-    /// [`ExecOptions::retry_pause`].
+    /// [`ToolSet::call_detailed`] on the current
+    /// [`snapshot`](Self::snapshot).
     pub async fn call_detailed(&self, name: &str, input: &str, cx: &CallContext) -> CallReport {
         self.snapshot().call_detailed(name, input, cx).await
     }
@@ -514,6 +562,20 @@ impl ToolRegistry {
     pub fn end_session(&self, session: &SessionId) {
         self.snapshot().end_session(session);
     }
+}
+
+/// Whether two sets hold the very same tools under the same names, in the
+/// same order (an options change keeps the tools).
+fn same_tools(
+    a: &BTreeMap<String, Vec<Arc<Entry>>>,
+    b: &BTreeMap<String, Vec<Arc<Entry>>>,
+) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|((name_a, a), (name_b, b))| {
+            name_a == name_b
+                && a.len() == b.len()
+                && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(&a.tool, &b.tool))
+        })
 }
 
 /// Add `entry` to `tools`, unless its name is taken by a tool (without a

@@ -1,27 +1,19 @@
 //! `toolhost serve`: the tools as an MCP server, over stdio (the default)
 //! or streamable HTTP (`--http ADDR`). See docs/mcp.md.
 
-mod connections;
-mod handler;
-mod http;
-mod sessions;
-mod sse;
-mod stdio;
-
 use std::net::SocketAddr;
 use std::num::NonZeroUsize;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
-use rmcp::ServiceExt;
-use tokio_util::sync::CancellationToken;
+use toolhost::mcp::server::{
+    ConnectionBudgets, ServeError, ServerOptions, SessionBudgets, ToolServer,
+};
 use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
 
 use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
-use handler::{McpTools, Tools, ToolsChanged};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -95,31 +87,7 @@ pub struct ServeArgs {
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Check the flags before loading anything: a refused bind is a usage
     // error, found at once.
-    let http = match args.http {
-        Some(addr) => Some(
-            http::Options::new(
-                addr,
-                args.allow_remote,
-                args.token_env.as_deref(),
-                args.allow_hosts.clone(),
-                args.allow_origins.clone(),
-                args.stateless,
-            )
-            .map_err(UsageError)?,
-        ),
-        None => None,
-    };
-    let budgets = connections::Budgets {
-        max_connections: args.max_connections.get(),
-        header_timeout: args.header_timeout,
-        body_timeout: args.body_timeout,
-        idle_timeout: args.idle_timeout,
-        shutdown_grace: args.shutdown_grace,
-    };
-    let session_budgets = sessions::SessionBudgets {
-        max_sessions: args.max_sessions.get(),
-        idle_timeout: args.session_idle_timeout,
-    };
+    let options = options(&args)?;
     let toolbox = args.plugins.load_all().await?;
     let registry = Arc::clone(toolbox.registry());
     if registry.is_empty() {
@@ -138,32 +106,94 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         })?;
         Some(watcher)
     };
-    let tools = Tools {
-        registry,
-        overrides: args.exec.overrides(),
-        changes: watcher.as_ref().map(|_| ToolsChanged::new()),
-    };
-    let reload = reload(watcher, tools.changes.clone());
+    let server = ToolServer::new(registry, options);
     let served = async move {
-        match http {
-            Some(options) => http::serve(options, budgets, session_budgets, tools).await,
-            None => serve_stdio(tools).await,
+        match args.http {
+            Some(addr) => serve_http(&server, addr, args.shutdown_grace).await,
+            None => server
+                .serve_stdio(shutdown_signal())
+                .await
+                .map_err(anyhow::Error::from),
         }
     };
     // The reload loop never ends by itself: serving decides when to stop.
     tokio::select! {
         served = served => served?,
-        () = reload => {}
+        () = reload(watcher) => {}
     }
     // The plugins stay loaded until every connection is done.
     drop(toolbox);
     Ok(ExitCode::SUCCESS)
 }
 
-/// Apply every change in the plugin directory, log it, and tell the
-/// clients when their tool list is stale. Never returns while watching.
-async fn reload(watcher: Option<PluginWatcher>, changes: Option<ToolsChanged>) {
-    let (Some(mut watcher), Some(changes)) = (watcher, changes) else {
+/// The server's options from the flags; the token read from the
+/// environment.
+fn options(args: &ServeArgs) -> anyhow::Result<ServerOptions> {
+    let mut connections = ConnectionBudgets::default();
+    connections.max_connections = args.max_connections.get();
+    connections.header_timeout = args.header_timeout;
+    connections.body_timeout = args.body_timeout;
+    connections.idle_timeout = args.idle_timeout;
+    connections.shutdown_grace = args.shutdown_grace;
+    let mut sessions = SessionBudgets::default();
+    sessions.max_sessions = args.max_sessions.get();
+    sessions.idle_timeout = args.session_idle_timeout;
+    let mut options = ServerOptions::new()
+        .exec_overrides(args.exec.overrides())
+        .stateless(args.stateless)
+        .connection_budgets(connections)
+        .session_budgets(sessions)
+        .allow_remote(args.allow_remote);
+    for host in &args.allow_hosts {
+        options = options.allow_host(host.clone());
+    }
+    for origin in &args.allow_origins {
+        options = options.allow_origin(origin.clone());
+    }
+    if let Some(var) = &args.token_env {
+        let token = std::env::var(var).map_err(|_| {
+            UsageError(anyhow::anyhow!(
+                "--token-env {var}: environment variable {var} is not set (or not UTF-8); set it to the bearer token clients must send"
+            ))
+        })?;
+        if token.trim().is_empty() {
+            return Err(UsageError(anyhow::anyhow!(
+                "--token-env {var}: environment variable {var} is empty; set it to a long random token"
+            ))
+            .into());
+        }
+        options = options.bearer_token(token);
+    }
+    if let Some(addr) = args.http {
+        options.check_http(addr).map_err(|e| UsageError(e.into()))?;
+    }
+    Ok(options)
+}
+
+/// Serve HTTP until SIGTERM or Ctrl-C, then let answers in flight finish
+/// (up to `grace`).
+async fn serve_http(server: &ToolServer, addr: SocketAddr, grace: Duration) -> anyhow::Result<()> {
+    let http = server.serve_http(addr).await.map_err(|e| match e {
+        ServeError::Bind { .. } | ServeError::NotLoopback { .. } | ServeError::BlankToken => {
+            anyhow::Error::from(UsageError(e.into()))
+        }
+        e => anyhow::Error::from(e).context("cannot serve MCP over HTTP"),
+    })?;
+    // On stderr, always (also with -q): scripts and tests read the port.
+    eprintln!("toolhost serve: listening on {}", http.url());
+    shutdown_signal().await;
+    tracing::info!(
+        "signal received: finishing answers in flight (up to {}s)",
+        grace.as_secs_f64()
+    );
+    http.shutdown().await;
+    Ok(())
+}
+
+/// Apply every change in the plugin directory and log it (the registry's
+/// change feed tells the clients). Never returns while watching.
+async fn reload(watcher: Option<PluginWatcher>) {
+    let Some(mut watcher) = watcher else {
         return std::future::pending().await;
     };
     while let Some(event) = watcher.next().await {
@@ -202,9 +232,6 @@ async fn reload(watcher: Option<PluginWatcher>, changes: Option<ToolsChanged>) {
             }
             _ => {}
         }
-        if event.changed_tools() {
-            changes.notify();
-        }
     }
     tracing::warn!("the plugin directory watcher stopped; restart to pick up changes");
     std::future::pending().await
@@ -216,50 +243,8 @@ fn shown(path: &std::path::Path) -> String {
     toolhost::text::untrusted(&path.display().to_string(), 1024)
 }
 
-/// One MCP connection on stdin/stdout (stdout is the protocol: logs go to
-/// stderr), one plugin session, until the client closes stdin or a signal
-/// arrives.
-async fn serve_stdio(tools: Tools) -> anyhow::Result<()> {
-    tracing::info!("serving {} tools over MCP on stdio", tools.registry.len());
-    let stdin_closed = CancellationToken::new();
-    let transport = stdio::transport(stdin_closed.clone())
-        .context("cannot use stdin/stdout as the MCP transport")?;
-    let service = McpTools::new(tools)
-        .serve(transport)
-        .await
-        .context("the MCP handshake on stdio failed (is an MCP client on the other end?)")?;
-    let cancel = service.cancellation_token();
-    let mut waiting = std::pin::pin!(service.waiting());
-    tokio::select! {
-        quit = &mut waiting => {
-            let quit = quit.context("the MCP connection task failed")?;
-            tracing::debug!("MCP connection ended: {quit:?}");
-        }
-        () = stdin_closed.cancelled() => {
-            // Cancelling the connection cancels every call in flight (each
-            // call's token is a child of it): their guests stop at the next
-            // epoch tick, and nobody waits for answers the client cannot
-            // read any more.
-            tracing::debug!("stdin closed: cancelling the calls in flight");
-            cancel.cancel();
-            if tokio::time::timeout(STDIO_WIND_DOWN, waiting).await.is_err() {
-                tracing::debug!("the MCP connection did not wind down in time; exiting anyway");
-            }
-        }
-        () = shutdown_signal() => {
-            tracing::info!("signal received: closing the MCP connection");
-            cancel.cancel();
-        }
-    }
-    Ok(())
-}
-
-/// How long the stdio connection may take to end once its calls are
-/// cancelled (they stop within an epoch tick).
-const STDIO_WIND_DOWN: Duration = Duration::from_millis(500);
-
 /// Ctrl-C or SIGTERM.
-pub(super) async fn shutdown_signal() {
+async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -16,7 +16,7 @@ use crate::tools::{ExecOptions, ExecOverrides};
 /// (stdio) and `url` (streamable HTTP).
 ///
 /// ```
-/// use toolhost::tools::mcp::McpDecl;
+/// use toolhost::mcp::McpDecl;
 ///
 /// let decl: McpDecl = toml::from_str(r#"
 ///     name = "time"

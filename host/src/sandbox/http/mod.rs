@@ -66,7 +66,7 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
-pub use crate::egress::{HttpOrigin, HttpOriginError};
+use crate::egress::HttpOrigin;
 // For REST tools (`tools::rest`), which check their requests by the same rules.
 
 use super::state::StoreState;

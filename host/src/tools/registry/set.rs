@@ -116,12 +116,14 @@ impl ToolSet {
         self.tools.is_empty()
     }
 
-    /// Call tool `name` with `input`, JSON text as a model or a user wrote
-    /// it. See [`ToolRegistry::call`](super::ToolRegistry::call).
+    /// Call tool `name` (or `name@version`) with `input`, JSON text as a
+    /// model or a user wrote it (empty text is `{}`).
     ///
     /// # Errors
     ///
-    /// As [`ToolRegistry::call`](super::ToolRegistry::call).
+    /// `unknown_tool`, `invalid_input` (not JSON, over the input budget,
+    /// or not matching the schema), or whatever the tool itself fails
+    /// with.
     pub async fn call(
         &self,
         name: &str,
@@ -135,7 +137,7 @@ impl ToolSet {
     ///
     /// # Errors
     ///
-    /// As [`ToolRegistry::call`](super::ToolRegistry::call).
+    /// As [`call`](Self::call).
     pub async fn call_value(
         &self,
         name: &str,
@@ -145,7 +147,14 @@ impl ToolSet {
         self.execute(name, Ok(input), cx).await.output
     }
 
-    /// See [`ToolRegistry::call_detailed`](super::ToolRegistry::call_detailed).
+    /// Like [`call`](Self::call), and report the effective [`ExecOptions`]
+    /// and the number of attempts along with the output.
+    ///
+    /// The options are the tool's, with `cx.overrides` applied
+    /// ([`ExecOptions::with`]). Each attempt runs under `options.timeout`
+    /// (if any) on top of the tool's own limits: the smaller deadline ends
+    /// it. A failure whose kind is in `options.retry_on` is retried after
+    /// [`ExecOptions::retry_pause`].
     pub async fn call_detailed(&self, name: &str, input: &str, cx: &CallContext) -> CallReport {
         let input = if input.len() > self.input_budget.max_bytes {
             Err(ToolError::invalid_input(format!(

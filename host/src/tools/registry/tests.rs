@@ -482,3 +482,48 @@ fn two_tools_of_one_rank_are_a_duplicate_whatever_the_order() {
     let versions = registry.snapshot().keys().count();
     assert_eq!(versions, 1);
 }
+
+#[test]
+fn the_change_feed_moves_on_every_change_to_the_tools_and_only_then() {
+    let registry = ToolRegistry::new();
+    let changes = registry.changes();
+    let moved = |before: u64| registry.generation() > before;
+    let g = registry.generation();
+    registry.register(answering("a", "1")).unwrap();
+    assert!(moved(g), "register");
+    assert!(changes.has_changed().unwrap(), "a receiver hears of it");
+    let g = registry.generation();
+    registry.register(answering("a", "2")).unwrap_err();
+    assert!(!moved(g), "a refused register changes nothing");
+    assert!(registry.set_options("a", ExecOptions::default()));
+    registry.set_log(None);
+    assert!(registry.unregister("no_such_tool").is_none());
+    assert!(
+        !moved(g),
+        "options, the log and a missing name are no change"
+    );
+    let old = registry.get("a").unwrap();
+    registry
+        .replace(
+            &[old],
+            vec![(Arc::new(answering("b", "3")), ExecOptions::default())],
+        )
+        .unwrap();
+    assert!(moved(g), "replace");
+    let g = registry.generation();
+    registry.unregister("b").unwrap();
+    assert!(moved(g), "unregister");
+}
+
+#[tokio::test]
+async fn a_burst_of_changes_wakes_a_reader_that_then_sees_them_all() {
+    let registry = Arc::new(ToolRegistry::new());
+    let mut changes = registry.changes();
+    for name in ["a", "b", "c"] {
+        registry.register(answering(name, "1")).unwrap();
+    }
+    changes.changed().await.unwrap();
+    assert_eq!(*changes.borrow_and_update(), 3);
+    assert_eq!(registry.len(), 3);
+    assert!(!changes.has_changed().unwrap(), "nothing left to hear");
+}

@@ -1,20 +1,20 @@
-//! The HTTP connections of `toolhost serve --http`, each on a budget.
+//! The HTTP connections of the server, each on a budget.
 //!
 //! Everything here happens before a request reaches the router, so before
 //! its bearer token is checked: anyone who can connect gets this far. So
 //! nothing a client does (or fails to do) holds the process for long:
 //!
-//! - at most [`Budgets::max_connections`] connections are open; one more is
+//! - at most [`ConnectionBudgets::max_connections`] connections are open; one more is
 //!   answered `503` with a message and closed (never read, never queued);
-//! - a connection has [`Budgets::header_timeout`] from the moment it opens
+//! - a connection has [`ConnectionBudgets::header_timeout`] from the moment it opens
 //!   or sends the first byte of a request to finish that request's head;
-//! - a request has [`Budgets::body_timeout`] from its head to the end of
+//! - a request has [`ConnectionBudgets::body_timeout`] from its head to the end of
 //!   its body;
 //! - a kept-alive connection with no request in flight is closed after
-//!   [`Budgets::idle_timeout`];
-//! - on SIGTERM or Ctrl-C the server stops accepting, lets answers in
-//!   flight finish for up to [`Budgets::shutdown_grace`], then returns
-//!   whatever is still open.
+//!   [`ConnectionBudgets::idle_timeout`];
+//! - on shutdown the server stops accepting, lets answers in flight
+//!   finish for up to [`ConnectionBudgets::shutdown_grace`], then closes whatever is
+//!   still open.
 //!
 //! A connection over a time budget is closed (a client mid-request sees the
 //! connection end). One sweeper task checks every connection a few times a
@@ -41,23 +41,43 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-/// The budgets every HTTP connection is held to.
-#[derive(Debug, Clone, Copy)]
-pub struct Budgets {
+/// The budgets every HTTP connection is held to. They apply before a
+/// request reaches the bearer-token check: anyone who can connect is held
+/// to them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConnectionBudgets {
     /// Connections open at once; the next one gets `503` and is closed.
+    /// Default 512 (`toolhost serve --max-connections`).
     pub max_connections: usize,
     /// From a connection's opening, or a request's first byte, to the end
-    /// of that request's head.
+    /// of that request's head. Default 10 s (`--header-timeout`).
     pub header_timeout: Duration,
-    /// From a request's head to the end of its body.
+    /// From a request's head to the end of its body. Default 30 s
+    /// (`--body-timeout`).
     pub body_timeout: Duration,
-    /// A kept-alive connection with no request in flight.
+    /// A kept-alive connection with no request in flight. Default 60 s
+    /// (`--idle-timeout`).
     pub idle_timeout: Duration,
-    /// How long answers in flight may run on after SIGTERM or Ctrl-C.
+    /// How long answers in flight may run on after
+    /// [`HttpServer::shutdown`](super::HttpServer::shutdown). Default
+    /// 10 s (`--shutdown-grace`).
     pub shutdown_grace: Duration,
 }
 
-impl Budgets {
+impl Default for ConnectionBudgets {
+    fn default() -> Self {
+        Self {
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(60),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+impl ConnectionBudgets {
     /// How often the sweeper looks: a fifth of the shortest time budget,
     /// so a budget is overrun by at most a fifth.
     fn sweep_every(&self) -> Duration {
@@ -78,12 +98,12 @@ const REFUSALS_IN_FLIGHT: usize = 64;
 const REFUSAL_TIME: Duration = Duration::from_secs(1);
 
 /// Serve `app` on `listener` until `shutdown` resolves, then give answers
-/// in flight up to [`Budgets::shutdown_grace`]. `on_grace_over` runs when
+/// in flight up to [`ConnectionBudgets::shutdown_grace`]. `on_grace_over` runs when
 /// the grace period ends with connections still open.
-pub async fn serve(
+pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
-    budgets: Budgets,
+    budgets: ConnectionBudgets,
     shutdown: impl Future<Output = ()>,
     on_grace_over: impl FnOnce(),
 ) {
@@ -182,10 +202,11 @@ fn refuse(mut tcp: TcpStream, refusals: &Arc<Semaphore>, max: usize) {
     let Ok(slot) = Arc::clone(refusals).try_acquire_owned() else {
         return;
     };
-    tracing::debug!("refusing an HTTP connection: {max} are open (--max-connections)");
+    tracing::debug!("refusing an HTTP connection: {max} are open (max_connections)");
     tokio::spawn(async move {
         let body = format!(
-            "toolhost serve: too many open connections (at most {max}, --max-connections); \
+            "toolhost serve: too many open connections (at most {max}, \
+             `ConnectionBudgets::max_connections`, --max-connections); \
              retry later\n"
         );
         let response = format!(
@@ -222,7 +243,7 @@ impl Watched {
 
 /// Close every connection over a time budget, a few times a budget; the
 /// entries of closed connections go at the same time.
-async fn sweep(watched: Weak<Watched>, budgets: Budgets) {
+async fn sweep(watched: Weak<Watched>, budgets: ConnectionBudgets) {
     let mut tick = tokio::time::interval(budgets.sweep_every());
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -318,17 +339,17 @@ impl Activity {
         }
     }
 
-    fn check(&self, now: Instant, budgets: &Budgets) {
+    fn check(&self, now: Instant, budgets: &ConnectionBudgets) {
         let mut phase = lock(&self.phase);
         let over = |since: Option<Instant>, budget: Duration| {
             since.is_some_and(|since| now.saturating_duration_since(since) > budget)
         };
         let reason = if over(phase.head_since, budgets.header_timeout) {
-            "its request head took longer than the header timeout (--header-timeout)"
+            "its request head took longer than the header timeout (header_timeout)"
         } else if over(phase.body_since, budgets.body_timeout) {
-            "its request body took longer than the body timeout (--body-timeout)"
+            "its request body took longer than the body timeout (body_timeout)"
         } else if over(phase.idle_since, budgets.idle_timeout) {
-            "it was idle longer than the idle timeout (--idle-timeout)"
+            "it was idle longer than the idle timeout (idle_timeout)"
         } else {
             return;
         };

@@ -8,9 +8,10 @@
 //! both can be polled: those are registered with the runtime instead.
 //! Anything else (a terminal, a file) keeps tokio's blocking-pool stdio.
 //!
-//! The reading half also says when stdin ends: rmcp, seeing the end, lets
-//! the calls in flight run on (for up to 5 s) to send answers nobody will
-//! read; `toolhost serve` cancels them at once instead.
+//! The reading half (of stdin or of any reader) also says when its input
+//! ends: rmcp, seeing the end, lets the calls in flight run on (for up to
+//! 5 s) to send answers nobody will read; the server cancels them at once
+//! instead.
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -20,8 +21,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
-type Reader = Box<dyn AsyncRead + Send + Unpin>;
-type Writer = Box<dyn AsyncWrite + Send + Unpin>;
+pub(super) type Reader = Box<dyn AsyncRead + Send + Unpin>;
+pub(super) type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// What stdin or stdout is.
 enum Kind {
@@ -74,25 +75,20 @@ fn writer() -> io::Result<Writer> {
     })
 }
 
-/// stdin and stdout, polled where they can be; `closed` is cancelled when
-/// stdin ends (or fails). Call it inside the runtime.
+/// stdin and stdout, polled where they can be. Call it inside the runtime.
 ///
 /// # Errors
 ///
 /// When stdin or stdout cannot be duplicated or registered with the
 /// runtime (a closed descriptor).
-pub fn transport(closed: CancellationToken) -> io::Result<(EndSignalling, Writer)> {
-    let reader = EndSignalling {
-        reader: reader()?,
-        closed,
-    };
-    Ok((reader, writer()?))
+pub(super) fn stdin_stdout() -> io::Result<(Reader, Writer)> {
+    Ok((reader()?, writer()?))
 }
 
-/// stdin, cancelling a token at its end.
-pub struct EndSignalling {
-    reader: Reader,
-    closed: CancellationToken,
+/// A reader that cancels a token at its end (or its first error).
+pub(super) struct EndSignalling {
+    pub(super) reader: Reader,
+    pub(super) closed: CancellationToken,
 }
 
 impl AsyncRead for EndSignalling {

@@ -1,4 +1,4 @@
-//! A cap on the MCP sessions `toolhost serve --http` holds at once.
+//! A cap on the MCP sessions the HTTP server holds at once.
 //!
 //! Each session costs a handler, a plugin session and rmcp's worker with
 //! its channels and caches (tens of KiB before any call), and lives until
@@ -7,7 +7,7 @@
 //! With one, memory stays under the cap times a session's size, and the
 //! client over it gets a `503` whose body is a JSON-RPC error naming the
 //! cap (from [`refuse_over_cap`]), so an MCP client shows the reason.
-//! `--stateless` holds no sessions and is not capped.
+//! A stateless server holds no sessions and is not capped.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,20 +33,39 @@ const SESSION_HEADER: &str = "mcp-session-id";
 /// above a real one (a few hundred bytes).
 const LARGEST_INITIALIZE: usize = 1 << 20;
 
-/// The session budgets.
-#[derive(Debug, Clone, Copy)]
+/// The MCP sessions an HTTP server holds (not used when it is
+/// stateless: it has none).
+///
+/// Each session costs a handler, a plugin session and rmcp's worker (tens
+/// of KiB before any call): without a cap, one client opening sessions in
+/// a loop grows the process without bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SessionBudgets {
-    /// Sessions alive at once.
+    /// Sessions alive at once; an `initialize` over the cap is answered
+    /// `503` with a JSON-RPC error naming it. Default 1000
+    /// (`toolhost serve --max-sessions`).
     pub max_sessions: usize,
-    /// A session with no request for this long is closed.
+    /// A session (and its plugin session) with no request for this long
+    /// is closed. Default 5 minutes (`--session-idle-timeout`).
     pub idle_timeout: Duration,
+}
+
+impl Default for SessionBudgets {
+    fn default() -> Self {
+        Self {
+            max_sessions: 1000,
+            idle_timeout: Duration::from_secs(5 * 60),
+        }
+    }
 }
 
 /// Why a session was not created.
 #[derive(Debug, thiserror::Error)]
-pub enum CappedSessionsError {
+pub(super) enum CappedSessionsError {
     #[error(
-        "too many MCP sessions: this server holds at most {max} at once (--max-sessions); \
+        "too many MCP sessions: this server holds at most {max} at once \
+         (`SessionBudgets::max_sessions`, --max-sessions); \
          end one (DELETE /mcp with its Mcp-Session-Id), or retry once an idle one expires"
     )]
     Full { max: usize },
@@ -56,7 +75,7 @@ pub enum CappedSessionsError {
 
 /// rmcp's in-memory sessions, at most `max` of them.
 #[derive(Debug)]
-pub struct CappedSessions {
+pub(super) struct CappedSessions {
     local: LocalSessionManager,
     max: usize,
     /// Makes counting and creating one step.
@@ -64,7 +83,7 @@ pub struct CappedSessions {
 }
 
 impl CappedSessions {
-    pub fn new(budgets: SessionBudgets) -> Self {
+    pub(super) fn new(budgets: SessionBudgets) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(budgets.idle_timeout);
         Self {
@@ -161,7 +180,7 @@ impl SessionManager for CappedSessions {
 /// past the check, refused by [`CappedSessions::create_session`]).
 /// Requests in a session, and the stateless revision's requests (no
 /// `initialize`), pass untouched.
-pub async fn refuse_over_cap(
+pub(super) async fn refuse_over_cap(
     State(sessions): State<Arc<CappedSessions>>,
     request: Request,
     next: Next,

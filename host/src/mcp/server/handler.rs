@@ -1,4 +1,4 @@
-//! The MCP side of `toolhost serve`: every registry tool as an MCP tool.
+//! The MCP side of the server: every registry tool as an MCP tool.
 //!
 //! One [`McpTools`] serves one MCP connection (a stdio process, an HTTP
 //! `Mcp-Session-Id` session, or one request of the stateless 2026-07-28
@@ -9,8 +9,8 @@
 //! A request may instead name a session of its own in `_meta`
 //! ([`SESSION_META_KEY`]).
 //!
-//! Clients of the sessionless 2026-07-28 revision (and any request of
-//! `--stateless`) have no connection to keep state in, and generic clients
+//! Clients of the sessionless 2026-07-28 revision (and any request of a
+//! stateless server) have no connection to keep state in, and generic clients
 //! send no toolhost `_meta`. So a stateful plugin's tools also take the
 //! handle as an argument, as MCP recommends for state: each such tool's
 //! schema gets an optional [`SESSION_ARG`] property; a sessionless call
@@ -29,9 +29,10 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
-use toolhost::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolSpec};
+
+use crate::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolSpec};
 
 /// The request `_meta` key that names a plugin session: calls carrying the
 /// same value share a stateful plugin's instance, whatever connection (or
@@ -49,35 +50,40 @@ const SESSION_ARG_FALLBACK: &str = "toolhost_session";
 /// another's session), short enough to bound what a client makes us store.
 const SESSION_KEY_LEN: std::ops::RangeInclusive<usize> = 16..=128;
 
-/// Tells every connected client that the tool list changed. Cheap to clone.
-#[derive(Debug, Clone)]
-pub struct ToolsChanged(broadcast::Sender<()>);
-
-impl ToolsChanged {
-    pub fn new() -> Self {
-        // A client that lags only needs to hear "changed" once.
-        Self(broadcast::channel(4).0)
-    }
-
-    /// Send `notifications/tools/list_changed` to every client.
-    pub fn notify(&self) {
-        // No receiver means no client to tell.
-        let _ = self.0.send(());
-    }
-}
+/// How long a change to the tool set waits for more before clients are
+/// told: a burst (an MCP server re-listing its tools one by one, a reload
+/// of many plugins) becomes one `notifications/tools/list_changed`.
+const COALESCE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// What every connection's handler shares.
 #[derive(Debug, Clone)]
-pub struct Tools {
-    pub registry: Arc<ToolRegistry>,
-    pub overrides: ExecOverrides,
-    /// `Some` when the tool list can change (hot reload is on).
-    pub changes: Option<ToolsChanged>,
+pub(super) struct Tools {
+    pub(super) registry: Arc<ToolRegistry>,
+    pub(super) overrides: ExecOverrides,
+}
+
+/// Wait for the next change to the tool set (and the changes that follow
+/// it within [`COALESCE`]); false when the registry is gone or `stop` is
+/// cancelled.
+async fn next_change(changes: &mut watch::Receiver<u64>, stop: &CancellationToken) -> bool {
+    tokio::select! {
+        () = stop.cancelled() => return false,
+        changed = changes.changed() => if changed.is_err() {
+            return false;
+        },
+    }
+    tokio::select! {
+        () = stop.cancelled() => return false,
+        () = tokio::time::sleep(COALESCE) => {}
+    }
+    // Everything up to now is in the one notification about to go out.
+    changes.borrow_and_update();
+    true
 }
 
 /// The tools of one registry, for one MCP connection.
 #[derive(Debug)]
-pub struct McpTools {
+pub(super) struct McpTools {
     tools: Tools,
     cx: CallContext,
     /// Stops this connection's list_changed forwarder when it goes.
@@ -87,13 +93,13 @@ pub struct McpTools {
     /// Whether this handler answered `initialize`: it then serves a
     /// connection (stdio, an HTTP session) whose session outlives the
     /// request. Without it, it serves one request of the sessionless
-    /// revision or of `--stateless`.
+    /// revision or of a stateless server.
     handshake: AtomicBool,
 }
 
 impl McpTools {
     /// A handler with a fresh plugin session.
-    pub fn new(tools: Tools) -> Self {
+    pub(super) fn new(tools: Tools) -> Self {
         let session = SessionId::random();
         let stop = CancellationToken::new();
         Self {
@@ -159,7 +165,7 @@ impl McpTools {
             return Ok((in_key(key), None));
         }
         // No handshake on this handler: a request of the sessionless
-        // revision (or of --stateless), whose handler and connection session
+        // revision (or of a stateless server), whose handler and connection session
         // end with the answer. State needs a handle the client passes back.
         if stateful.is_some() && !self.handshake.load(Ordering::Relaxed) {
             let handle = new_handle();
@@ -185,7 +191,7 @@ fn new_handle() -> String {
 
 /// The argument that names the session, for a stateful tool; `None` for a
 /// stateless one.
-fn session_arg(tool: &dyn toolhost::tools::Tool) -> Option<&'static str> {
+fn session_arg(tool: &dyn crate::tools::Tool) -> Option<&'static str> {
     if !tool.is_stateful() {
         return None;
     }
@@ -218,7 +224,7 @@ impl Drop for SessionGuard {
 
 /// A registry tool as MCP describes it: a stateful tool's schema gets its
 /// optional session argument.
-fn mcp_tool(tool: &dyn toolhost::tools::Tool) -> Tool {
+fn mcp_tool(tool: &dyn crate::tools::Tool) -> Tool {
     let spec: &ToolSpec = tool.spec();
     let mut schema = match &spec.input_schema {
         Value::Object(map) => map.clone(),
@@ -258,12 +264,12 @@ fn mcp_tool(tool: &dyn toolhost::tools::Tool) -> Tool {
 
 impl ServerHandler for McpTools {
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools();
-        let capabilities = if self.tools.changes.is_some() {
-            capabilities.enable_tool_list_changed().build()
-        } else {
-            capabilities.build()
-        };
+        // The registry's change feed tells of every change, whatever
+        // made it: the list can always change.
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -286,24 +292,13 @@ impl ServerHandler for McpTools {
     /// A connection with a handshake (stdio, an HTTP session) hears of
     /// every change to the tool list until it closes.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let Some(changes) = &self.tools.changes else {
-            return;
-        };
-        let mut changed = changes.0.subscribe();
+        let mut changes = self.tools.registry.changes();
         let (peer, stop) = (context.peer, self.stop.clone());
         tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => break,
-                    heard = changed.recv() => match heard {
-                        Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                            if let Err(e) = peer.notify_tool_list_changed().await {
-                                tracing::debug!("cannot tell an MCP client that the tools changed: {e}");
-                                break;
-                            }
-                        }
-                        Err(broadcast::error::RecvError::Closed) => break,
-                    },
+            while next_change(&mut changes, &stop).await {
+                if let Err(e) = peer.notify_tool_list_changed().await {
+                    tracing::debug!("cannot tell an MCP client that the tools changed: {e}");
+                    break;
                 }
             }
         });
@@ -315,30 +310,25 @@ impl ServerHandler for McpTools {
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        self.tools
-            .changes
-            .as_ref()
-            .map(|_| SubscriptionFilter::builder().tools_list_changed().build())
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let Some(changes) = &self.tools.changes else {
-            context.cancelled().await;
-            return Ok(());
-        };
-        let mut changed = changes.0.subscribe();
+        let mut changes = self.tools.registry.changes();
+        // The listener ends with `context`: nothing else stops it.
+        let never = CancellationToken::new();
         loop {
             tokio::select! {
                 () = context.cancelled() => return Ok(()),
-                heard = changed.recv() => match heard {
-                    Ok(()) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                        if let Err(e) = context.sink().notify_tool_list_changed().await {
-                            tracing::debug!("cannot tell an MCP listener that the tools changed: {e}");
-                            return Ok(());
-                        }
+                changed = next_change(&mut changes, &never) => {
+                    if !changed {
+                        return Ok(());
                     }
-                    Err(broadcast::error::RecvError::Closed) => return Ok(()),
-                },
+                    if let Err(e) = context.sink().notify_tool_list_changed().await {
+                        tracing::debug!("cannot tell an MCP listener that the tools changed: {e}");
+                        return Ok(());
+                    }
+                }
             }
         }
     }

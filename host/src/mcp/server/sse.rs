@@ -24,10 +24,10 @@ use http_body_util::BodyExt;
 
 /// The longest an event-stream answer is held back to gather its first
 /// events into one write.
-pub const HOLD: Duration = Duration::from_millis(2);
+pub(super) const HOLD: Duration = Duration::from_millis(2);
 
 /// Middleware: gather the start of every event-stream answer to a POST.
-pub async fn gather_event_stream_start(request: Request, next: Next) -> Response {
+pub(super) async fn gather_event_stream_start(request: Request, next: Next) -> Response {
     let post = request.method() == Method::POST;
     let response = next.run(request).await;
     let event_stream = response

@@ -1,0 +1,173 @@
+//! MCP's streamable HTTP transport (rmcp's tower service on axum), with
+//! the checks a local server needs: loopback unless told otherwise, a
+//! bearer token for anything else, Host and Origin checked against DNS
+//! rebinding.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::{McpTools, Tools};
+use super::sessions::CappedSessions;
+use super::{ServeError, ServerOptions};
+
+/// Loopback names a `Host` header may carry (any port).
+const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
+/// Browser origins on this machine (any port).
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://localhost:*",
+    "http://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://localhost:*",
+    "https://127.0.0.1:*",
+    "https://[::1]:*",
+];
+
+/// Check that `options` allow serving on `addr`: a non-loopback address
+/// needs `allow_remote` and a bearer token; a token must not be blank.
+pub(super) fn check(options: &ServerOptions, addr: SocketAddr) -> Result<(), ServeError> {
+    if options
+        .token
+        .as_deref()
+        .is_some_and(|t| t.trim().is_empty())
+    {
+        return Err(ServeError::BlankToken);
+    }
+    let remote_allowed = options.allow_remote && options.token.is_some();
+    if !(addr.ip().is_loopback() || remote_allowed) {
+        return Err(ServeError::NotLoopback { addr });
+    }
+    Ok(())
+}
+
+/// Serve on `listener` until `stop` is cancelled, then let answers in
+/// flight finish (up to the grace period of the connection budgets).
+pub(super) async fn serve(
+    listener: TcpListener,
+    addr: SocketAddr,
+    options: ServerOptions,
+    tools: Tools,
+    stop: CancellationToken,
+) {
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+    if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
+        hosts.push(addr.ip().to_string());
+    }
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+    origins.extend(options.allowed_origins.iter().cloned());
+    let sessions = CancellationToken::new();
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
+        .enforce_origin_validation()
+        .with_cancellation_token(sessions.child_token())
+        // Stateless: no MCP sessions, so any process behind a load
+        // balancer can answer any request; each is answered on its own
+        // (a plugin session of its own unless `_meta` names one), as JSON.
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
+    let count = tools.registry.len();
+    // One handler (and so one plugin session) per MCP session; rmcp drops
+    // it, ending the plugin session, when the session is deleted or
+    // expires (after the session idle timeout). A request of the
+    // stateless revision gets a handler of its own, dropped once answered.
+    let session_manager = Arc::new(CappedSessions::new(options.sessions));
+    let service = StreamableHttpService::new(
+        move || Ok(McpTools::new(tools.clone())),
+        Arc::clone(&session_manager),
+        config,
+    );
+    let mut mcp = Router::new()
+        .nest_service("/mcp", service)
+        .layer(middleware::from_fn(super::sse::gather_event_stream_start));
+    if !options.stateless {
+        mcp = mcp.layer(middleware::from_fn_with_state(
+            session_manager,
+            super::sessions::refuse_over_cap,
+        ));
+    }
+    if let Some(token) = options.token.clone() {
+        mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
+    }
+    let app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
+    tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
+    let budgets = options.connections;
+    let shutdown = async move {
+        stop.cancelled().await;
+        tracing::info!(
+            "shutting down: finishing answers in flight (up to {}s)",
+            budgets.shutdown_grace.as_secs_f64()
+        );
+    };
+    // Open event streams never end by themselves: the sessions close once
+    // the grace period is over.
+    let closing = sessions.clone();
+    super::connections::serve(listener, app, budgets, shutdown, move || closing.cancel()).await;
+    sessions.cancel();
+}
+
+/// Refuse (401) a request without `Authorization: Bearer <token>`.
+async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    match given {
+        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
+            next.run(request).await
+        }
+        _ => (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "Unauthorized: send Authorization: Bearer <token>\n",
+        )
+            .into_response(),
+    }
+}
+
+/// Compare without an early exit, so the time taken does not say how much
+/// of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_public_bind_needs_allow_remote_and_a_token() {
+        let public: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let local: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let plain = ServerOptions::new();
+        assert!(matches!(
+            check(&plain, public),
+            Err(ServeError::NotLoopback { .. })
+        ));
+        let remote = ServerOptions::new().allow_remote(true);
+        assert!(check(&remote, public).is_err());
+        let remote_with_token = remote.bearer_token("a-long-random-token");
+        assert!(check(&remote_with_token, public).is_ok());
+        assert!(check(&plain, local).is_ok());
+        let blank = ServerOptions::new().bearer_token("  ");
+        assert!(matches!(check(&blank, local), Err(ServeError::BlankToken)));
+    }
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secre"));
+    }
+}
