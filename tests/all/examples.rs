@@ -124,3 +124,72 @@ async fn toolbox_example_calls_a_plugin_a_rest_endpoint_an_mcp_server_and_a_rust
     );
     assert!(stdout.contains("word_count -> 4"), "{stdout}");
 }
+
+#[test]
+fn serve_mcp_example_is_listed_and_called_by_the_official_python_sdk_client() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let mut child = Command::new(example_bin("serve_mcp"))
+        .arg(plugin_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the example starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("its stdout"))
+        .read_line(&mut line)
+        .expect("it says where it serves");
+    let url = line
+        .split_whitespace()
+        .last()
+        .filter(|u| u.starts_with("http://127.0.0.1:") && u.ends_with("/mcp"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_owned();
+    let steps = serde_json::json!([
+        {"op": "list"},
+        {"op": "call", "tool": "greet", "args": {"name": "Ada"}},
+        {"op": "call", "tool": "calc_eval", "args": {"expression": "6*7"}},
+    ]);
+    let out = Command::new(toolhost_tests::mcp::venv_python())
+        .arg(
+            toolhost_tests::plugins::workspace_root()
+                .join("tests")
+                .join("mcp")
+                .join("client.py"),
+        )
+        .args(["http", &url, &steps.to_string()])
+        .output()
+        .expect("python starts");
+    // Enter stops the example; it ends on its own.
+    let _ = child.stdin.take().expect("its stdin").write_all(b"\n");
+    let status = child.wait().expect("the example ends");
+    assert!(out.status.success(), "the MCP client failed: {out:?}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("the client's report is JSON");
+    let results = &report["results"];
+    let names: Vec<&str> = results[0]["tools"]
+        .as_array()
+        .expect("tools/list")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"greet") && names.contains(&"calc_eval"),
+        "{names:?}"
+    );
+    assert_eq!(results[1]["is_error"], false, "{report}");
+    assert!(
+        results[1]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Hello, Ada!")),
+        "{report}"
+    );
+    assert!(
+        results[2]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("42")),
+        "{report}"
+    );
+    assert!(status.success(), "the example stopped cleanly: {status:?}");
+}

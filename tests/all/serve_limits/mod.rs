@@ -13,6 +13,7 @@ mod stdio;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -93,15 +94,25 @@ fn post(addr: &str, session: Option<&str>, body: &Value) -> (u16, String, String
     let session = session
         .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
         .unwrap_or_default();
-    exchange(
-        addr,
-        &format!(
-            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\n{session}\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ),
-    )
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{session}\
+         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    // A well-behaved client does what the connection cap's 503 says and
+    // retries a moment later: the server frees a closed connection's place
+    // just after the client sees it close, and on a loaded machine the
+    // next request can be faster. A place never freed still fails here.
+    let mut answer = exchange(addr, &request);
+    for _ in 0..50 {
+        if answer.0 != 503 || !answer.2.contains("too many open connections") {
+            break;
+        }
+        thread::sleep(Duration::from_millis(20));
+        answer = exchange(addr, &request);
+    }
+    answer
 }
 
 /// The JSON-RPC message in an answer: a JSON body or an event stream's
