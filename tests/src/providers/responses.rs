@@ -283,7 +283,7 @@ impl Dialect for ResponsesDialect {
             }
         }
         if let Some(value) = body.get("max_output_tokens")
-            && !value.as_u64().is_some_and(|n| n >= 16)
+            && value.as_u64().is_none_or(|n| n < 16)
         {
             return Err(invalid(format!(
                 "Invalid 'max_output_tokens': integer below minimum value. Expected a value >= 16, but got {value} instead."
