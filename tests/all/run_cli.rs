@@ -13,6 +13,7 @@ use toolhost_tests::providers::{
 };
 
 mod generation;
+mod responses;
 
 /// `toolhost run` with `args`, off the runtime (the fake serves on it).
 async fn toolhost_run(args: Vec<String>) -> Output {
