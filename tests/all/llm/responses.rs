@@ -12,7 +12,7 @@ use toolhost_tests::providers::{FakeCall, FakeResponses, Reply, Turn};
 use super::{answered, args, ask, http, run_tool, start, status_of, tools};
 
 fn provider(server: &FakeResponses) -> ResponsesProvider {
-    ResponsesProvider::new(ResponsesConfig::new(http(server.url()), "gpt-test"))
+    ResponsesProvider::new(ResponsesConfig::new(http(server.url()), "o4-mini"))
         .expect("valid config")
 }
 
@@ -169,14 +169,12 @@ fn result(id: &str) -> Message {
 }
 
 async fn rejected(server: &FakeResponses, history: &[Message], stream: bool) -> String {
-    let (answer, _) = ask(
-        &provider(server),
-        history,
-        &tools(),
-        ToolChoice::Auto,
-        stream,
-    )
-    .await;
+    rejected_by(&provider(server), history, stream).await
+}
+
+/// The provider's own message of the 400 `provider` gets for `history`.
+async fn rejected_by(provider: &ResponsesProvider, history: &[Message], stream: bool) -> String {
+    let (answer, _) = ask(provider, history, &tools(), ToolChoice::Auto, stream).await;
     let (name, status, message) = status_of(&answer.expect_err("400")).expect("a status error");
     assert_eq!((name.as_str(), status), ("openai-responses", 400));
     // The provider's own message, after its error type.
@@ -447,5 +445,29 @@ async fn a_cut_stream_is_interrupted_not_a_short_answer() {
     assert!(
         matches!(&answer, Err(LlmError::StreamInterrupted { provider, .. }) if provider == "openai-responses"),
         "{answer:?}"
+    );
+}
+
+#[tokio::test]
+async fn only_reasoning_models_ask_for_encrypted_reasoning() {
+    let server = FakeResponses::start().await;
+    server.push(Turn::text("no reasoning here"));
+    let plain = ResponsesProvider::new(ResponsesConfig::new(http(server.url()), "gpt-4.1-mini"))
+        .expect("valid config");
+    let (answer, _) = ask(&plain, &start(), &tools(), ToolChoice::Auto, false).await;
+    assert_eq!(
+        answer.expect("accepted").message.content,
+        "no reasoning here"
+    );
+    assert!(server.bodies()[0].get("include").is_none());
+
+    // Forced on for a model that has no reasoning: OpenAI's own 400.
+    let mut config = ResponsesConfig::new(http(server.url()), "gpt-4.1-mini");
+    config.encrypted_reasoning = true;
+    let forced = ResponsesProvider::new(config).expect("valid config");
+    let message = rejected_by(&forced, &start(), false).await;
+    assert_eq!(
+        message,
+        "Encrypted content is not supported with this model."
     );
 }

@@ -20,7 +20,7 @@ fn provider(server: &FakeResponses) -> Arc<dyn Provider> {
     ProviderKind::OpenAiResponses
         .build(ProviderOptions {
             base_url: Some(server.url()),
-            model: Some("test-model".into()),
+            model: Some("gpt-5-mini".into()),
             api_key: Some("test-key".into()),
             ..ProviderOptions::default()
         })

@@ -19,7 +19,7 @@ async fn run(fake: &FakeResponses, prompt: &str, extra: &[&str]) -> std::process
         "--api-key-env",
         "TOOLHOST_TEST_KEY",
         "--model",
-        "test-model",
+        "o4-mini",
     ]
     .map(str::to_owned)
     .into();

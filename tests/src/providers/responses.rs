@@ -3,7 +3,9 @@
 //! a call it has not seen, a reasoning item sent back apart from the call
 //! that followed it (either way round), a reasoning item without its
 //! encrypted content when nothing is stored, and parameters the API does
-//! not know (Chat Completions' `messages`, `stop`, `seed`, ...).
+//! not know (Chat Completions' `messages`, `stop`, `seed`, ...). A model
+//! named `gpt-4…` is not a reasoning model and refuses `include`, as
+//! OpenAI's do.
 //!
 //! A [`Turn`] with `reasoning` is answered by a reasoning model: its output
 //! is `[reasoning, message?, function_call...]`, the reasoning item's
@@ -270,8 +272,13 @@ impl Dialect for ResponsesDialect {
         if let Some(unknown) = fields.keys().find(|k| !KNOWN.contains(&k.as_str())) {
             return Err(invalid(format!("Unknown parameter: '{unknown}'.")));
         }
-        if !body["model"].is_string() {
+        let Some(model) = body["model"].as_str() else {
             return Err(invalid("Missing required parameter: 'model'."));
+        };
+        if model.starts_with("gpt-4") && body.get("include").is_some() {
+            return Err(invalid(
+                "Encrypted content is not supported with this model.",
+            ));
         }
         for (key, high) in [("temperature", 2.0), ("top_p", 1.0)] {
             if let Some(value) = body.get(key)

@@ -14,9 +14,11 @@
 //!   `tool_choice` and `parallel_tool_calls` are sent only with tools;
 //! - nothing is stored by the provider (`store: false`, the whole history
 //!   is sent each time) unless [`ResponsesConfig::store`]. Without storage
-//!   the request asks `include: ["reasoning.encrypted_content"]`: the
-//!   reasoning items come back with their content encrypted, and can only
-//!   be sent back with it;
+//!   a reasoning model's request asks `include:
+//!   ["reasoning.encrypted_content"]`: the reasoning items come back with
+//!   their content encrypted, and can only be sent back with it. Other
+//!   models answer that `include` with 400 "Encrypted content is not
+//!   supported with this model" ([`ResponsesConfig::encrypted_reasoning`]);
 //! - a reasoning model's `reasoning` item must come back right before the
 //!   item that followed it (400 "Item 'fc_…' of type 'function_call' was
 //!   provided without its required 'reasoning' item", and the reverse). The
@@ -57,6 +59,13 @@ pub struct ResponsesConfig {
     /// (`additionalProperties: false`, every property required). Off by
     /// default.
     pub strict: bool,
+    /// Ask for reasoning items' encrypted content (`include:
+    /// ["reasoning.encrypted_content"]`) when nothing is stored. Only
+    /// reasoning models take it; [`ResponsesConfig::new`] turns it on for
+    /// the names OpenAI gives them (`o1`, `o3`, `o4-mini`, `gpt-5*` but not
+    /// `gpt-5-chat*`, `codex*`). Set it for another reasoning model (the
+    /// CLI: `--param 'include=["reasoning.encrypted_content"]'`).
+    pub encrypted_reasoning: bool,
     /// The output cap of each answer unless the request sets
     /// [`GenerationParams::max_output_tokens`](super::GenerationParams);
     /// `None` (the default) leaves it to the server.
@@ -67,17 +76,30 @@ pub struct ResponsesConfig {
 
 impl ResponsesConfig {
     /// A config for `model` behind `http`: nothing stored, tools not
-    /// strict, no output cap, named `openai-responses`.
+    /// strict, encrypted reasoning asked for by reasoning models' names, no
+    /// output cap, named `openai-responses`.
     pub fn new(http: HttpConfig, model: impl Into<String>) -> Self {
+        let model = model.into();
         Self {
             http,
-            model: model.into(),
+            encrypted_reasoning: reasoning_model(&model),
+            model,
             store: false,
             strict: false,
             max_output_tokens: None,
             name: "openai-responses".to_owned(),
         }
     }
+}
+
+/// Whether `model` is named like one of OpenAI's reasoning models.
+fn reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let o_series = name
+        .strip_prefix('o')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    let gpt5 = name.starts_with("gpt-5") && !name.contains("-chat");
+    o_series || gpt5 || name.starts_with("codex")
 }
 
 /// An OpenAI Responses client.
@@ -97,6 +119,7 @@ impl ResponsesProvider {
                 model: config.model,
                 store: config.store,
                 strict: config.strict,
+                encrypted_reasoning: config.encrypted_reasoning,
                 max_output_tokens: config.max_output_tokens,
             },
         })
@@ -109,6 +132,7 @@ pub struct Responses {
     model: String,
     store: bool,
     strict: bool,
+    encrypted_reasoning: bool,
     max_output_tokens: Option<u32>,
 }
 
@@ -211,6 +235,7 @@ mod tests {
             model: "m".into(),
             store: false,
             strict: false,
+            encrypted_reasoning: true,
             max_output_tokens: Some(64),
         }
     }
@@ -399,6 +424,24 @@ mod tests {
                 {"type": "function_call_output", "call_id": "toolu_1", "output": "2"}
             ])
         );
+    }
+
+    #[test]
+    fn only_reasoning_models_ask_for_encrypted_reasoning() {
+        for (model, reasoning) in [
+            ("o3", true),
+            ("o4-mini", true),
+            ("gpt-5-mini", true),
+            ("openai/gpt-5", true),
+            ("codex-mini-latest", true),
+            ("gpt-5-chat-latest", false),
+            ("gpt-4.1-mini", false),
+            ("gpt-4o", false),
+            ("omni-moderation-latest", false),
+        ] {
+            let config = ResponsesConfig::new(HttpConfig::new("http://127.0.0.1:1/v1"), model);
+            assert_eq!(config.encrypted_reasoning, reasoning, "{model}");
+        }
     }
 
     #[test]

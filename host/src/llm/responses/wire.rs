@@ -134,10 +134,10 @@ impl<'a> ResponsesRequest<'a> {
             input,
             tools,
             store: format.store,
-            include: if format.store {
-                Vec::new()
-            } else {
+            include: if format.encrypted_reasoning && !format.store {
                 vec![ENCRYPTED_REASONING]
+            } else {
+                Vec::new()
             },
             stream: request.stream,
         }
