@@ -1,15 +1,18 @@
 //! The loop's own overhead per iteration, excluding the model and the tools.
 //!
-//! A minimal HTTP/1.1 server on 127.0.0.1 answers every Chat Completions
-//! request with K tool calls to a no-op native tool; the real
-//! [`OpenAiProvider`] talks to it, and the runner runs N iterations. For each
+//! A minimal HTTP/1.1 server on 127.0.0.1 answers every request with K tool
+//! calls to a no-op native tool, in Chat Completions JSON for the real
+//! [`OpenAiProvider`] and in Responses JSON (a reasoning item, then the
+//! calls) for the real [`ResponsesProvider`]; the runner runs N
+//! iterations. For each
 //! iteration we measure its wall time and subtract the time spent inside
 //! `Provider::complete` (HTTP, JSON, the server) and the longest tool call
 //! of the round; what remains is the loop: planning, invariant check, tool
 //! spec assembly, spawning and collecting the calls, bookkeeping.
 //!
-//! `cargo bench -p toolhost --bench loop` prints p50/p99 per iteration;
-//! without `--bench` (as `cargo test` runs benches) it does a quick smoke run.
+//! `cargo bench -p toolhost --bench loop` prints p50/p99 per iteration for
+//! each wire format, and the Responses/Chat ratio of the p50s; without
+//! `--bench` (as `cargo test` runs benches) it does a quick smoke run.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -21,7 +24,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use toolhost::llm::{
     ChatRequest, ChatResponse, HttpConfig, LlmError, Message, OpenAiConfig, OpenAiProvider,
-    Provider,
+    Provider, ResponsesConfig, ResponsesProvider,
 };
 use toolhost::runner::{RunItem, RunnerConfig, ToolRunner};
 use toolhost::tools::{NativeTool, ToolRegistry};
@@ -51,7 +54,56 @@ impl<P: Provider> Provider for Timed<P> {
     }
 }
 
-fn answer_body(calls: usize) -> String {
+/// The wire format measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Chat,
+    Responses,
+}
+
+impl Wire {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Chat => "chat completions",
+            Self::Responses => "responses",
+        }
+    }
+
+    fn provider(self, base_url: String) -> anyhow::Result<Arc<dyn Provider>> {
+        let http = HttpConfig::new(base_url);
+        Ok(match self {
+            Self::Chat => Arc::new(OpenAiProvider::new(OpenAiConfig::new(http, "bench"))?),
+            Self::Responses => {
+                Arc::new(ResponsesProvider::new(ResponsesConfig::new(http, "bench"))?)
+            }
+        })
+    }
+
+    fn answer_body(self, calls: usize) -> String {
+        match self {
+            Self::Chat => chat_body(calls),
+            Self::Responses => responses_body(calls),
+        }
+    }
+}
+
+/// A reasoning model's answer: its reasoning item (carried back on every
+/// later request) and `calls` function calls.
+fn responses_body(calls: usize) -> String {
+    let mut output = vec![json!({"type": "reasoning", "id": "rs_bench", "summary": [],
+        "encrypted_content": "e".repeat(256)})];
+    output.extend((0..calls).map(|i| {
+        json!({"type": "function_call", "id": format!("fc_{i}"), "call_id": format!("call_{i}"),
+               "name": "noop", "arguments": "{\"n\":1}", "status": "completed"})
+    }));
+    json!({
+        "id": "resp_bench", "object": "response", "status": "completed", "model": "bench",
+        "output": output, "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+    })
+    .to_string()
+}
+
+fn chat_body(calls: usize) -> String {
     let tool_calls: Vec<_> = (0..calls)
         .map(|i| json!({"id": format!("call_{i}"), "type": "function", "function": {"name": "noop", "arguments": "{\"n\":1}"}}))
         .collect();
@@ -103,10 +155,10 @@ async fn serve(mut socket: TcpStream, body: Arc<String>) -> std::io::Result<()> 
     }
 }
 
-async fn start_server(calls: usize) -> std::io::Result<String> {
+async fn start_server(wire: Wire, calls: usize) -> std::io::Result<String> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let body = Arc::new(answer_body(calls));
+    let body = Arc::new(wire.answer_body(calls));
     tokio::spawn(async move {
         while let Ok((socket, _)) = listener.accept().await {
             let _ = socket.set_nodelay(true);
@@ -117,14 +169,15 @@ async fn start_server(calls: usize) -> std::io::Result<String> {
 }
 
 struct Row {
+    wire: Wire,
     calls: usize,
     iterations: usize,
     overhead: Vec<Duration>,
     model: Vec<Duration>,
 }
 
-async fn measure(calls: usize, iterations: u32, runs: usize) -> anyhow::Result<Row> {
-    let base_url = start_server(calls).await?;
+async fn measure(wire: Wire, calls: usize, iterations: u32, runs: usize) -> anyhow::Result<Row> {
+    let base_url = start_server(wire, calls).await?;
     let registry = ToolRegistry::new();
     registry.register(NativeTool::new(
         "noop",
@@ -134,13 +187,14 @@ async fn measure(calls: usize, iterations: u32, runs: usize) -> anyhow::Result<R
     ))?;
     let registry = Arc::new(registry);
     let mut row = Row {
+        wire,
         calls,
         iterations: 0,
         overhead: Vec::new(),
         model: Vec::new(),
     };
     let provider = Arc::new(Timed {
-        inner: OpenAiProvider::new(OpenAiConfig::new(HttpConfig::new(base_url), "bench"))?,
+        inner: wire.provider(base_url)?,
         spent: Mutex::new(Vec::new()),
     });
     for _ in 0..runs {
@@ -197,7 +251,9 @@ fn main() -> anyhow::Result<()> {
     let rows = runtime.block_on(async {
         let mut rows = Vec::new();
         for calls in [1, 4, 16] {
-            rows.push(measure(calls, iterations, runs).await?);
+            for wire in [Wire::Chat, Wire::Responses] {
+                rows.push(measure(wire, calls, iterations, runs).await?);
+            }
         }
         anyhow::Ok(rows)
     })?;
@@ -206,9 +262,10 @@ fn main() -> anyhow::Result<()> {
         iterations, runs
     );
     println!(
-        "| calls/response | iterations | overhead p50 | overhead p99 | model (loopback HTTP) p50 |"
+        "| wire | calls/response | iterations | overhead p50 | overhead p99 | model (loopback HTTP) p50 | responses/chat p50 (overhead, model) |"
     );
-    println!("| ---: | ---: | ---: | ---: | ---: |");
+    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    let mut chat: Option<(Duration, Duration)> = None;
     for mut row in rows {
         anyhow::ensure!(
             row.iterations > 0,
@@ -218,9 +275,27 @@ fn main() -> anyhow::Result<()> {
         let p50 = percentile(&mut row.overhead, 0.50);
         let p99 = percentile(&mut row.overhead, 0.99);
         let model = percentile(&mut row.model, 0.50);
+        let ratio = match (row.wire, chat) {
+            (Wire::Chat, _) => {
+                chat = Some((p50, model));
+                String::new()
+            }
+            (Wire::Responses, Some((chat_p50, chat_model))) => format!(
+                "{:.2}x, {:.2}x",
+                p50.as_secs_f64() / chat_p50.as_secs_f64().max(1e-9),
+                model.as_secs_f64() / chat_model.as_secs_f64().max(1e-9)
+            ),
+            (Wire::Responses, None) => String::new(),
+        };
         println!(
-            "| {} | {} | {:?} | {:?} | {:?} |",
-            row.calls, row.iterations, p50, p99, model
+            "| {} | {} | {} | {:?} | {:?} | {:?} | {} |",
+            row.wire.name(),
+            row.calls,
+            row.iterations,
+            p50,
+            p99,
+            model,
+            ratio
         );
     }
     Ok(())

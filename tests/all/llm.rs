@@ -8,6 +8,8 @@ mod ids;
 mod openai;
 mod params;
 mod replay;
+mod responses;
+mod responses_loop;
 
 use std::sync::Mutex;
 use std::time::Duration;

@@ -13,6 +13,7 @@ use toolhost_tests::providers::{
 };
 
 mod generation;
+mod responses;
 mod transcript;
 
 /// `toolhost run` with `args`, off the runtime (the fake serves on it).

@@ -32,9 +32,11 @@ mod anthropic;
 mod gemini;
 mod openai;
 mod params;
+mod responses;
 mod server;
 
 pub use anthropic::{AnthropicDialect, FakeAnthropic};
 pub use gemini::{FakeGemini, GeminiDialect};
 pub use openai::{FakeOpenAi, OpenAiDialect, OpenAiFlavor};
+pub use responses::{FakeResponses, ResponsesDialect};
 pub use server::{Dialect, FakeCall, FakeServer, RecordedRequest, Rejection, Reply, Turn};

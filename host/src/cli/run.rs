@@ -34,6 +34,9 @@ pub enum ProviderArg {
     /// OpenAI Chat Completions, or any compatible server with --base-url
     /// (DeepSeek, vLLM, Ollama, llama.cpp, LiteLLM).
     Openai,
+    /// OpenAI Responses (/v1/responses): nothing stored by OpenAI, reasoning
+    /// carried back encrypted.
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// Google Gemini generateContent.
@@ -46,6 +49,7 @@ impl From<ProviderArg> for ProviderKind {
     fn from(arg: ProviderArg) -> Self {
         match arg {
             ProviderArg::Openai => Self::OpenAi,
+            ProviderArg::OpenaiResponses => Self::OpenAiResponses,
             ProviderArg::Anthropic => Self::Anthropic,
             ProviderArg::Gemini => Self::Gemini,
             ProviderArg::Replay => Self::Replay,

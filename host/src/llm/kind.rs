@@ -14,6 +14,7 @@ use super::http::{
 };
 use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
+use super::responses::{ResponsesConfig, ResponsesProvider};
 use super::{LlmError, Provider};
 
 /// Which wire format to speak.
@@ -23,6 +24,8 @@ pub enum ProviderKind {
     /// OpenAI Chat Completions and compatible servers (DeepSeek, vLLM,
     /// Ollama, llama.cpp, LiteLLM).
     OpenAi,
+    /// OpenAI Responses (`/v1/responses`), and servers that speak it.
+    OpenAiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// Google Gemini `generateContent`.
@@ -58,12 +61,19 @@ impl fmt::Debug for ProviderOptions {
 
 impl ProviderKind {
     /// Every kind, for listings.
-    pub const ALL: [Self; 4] = [Self::OpenAi, Self::Anthropic, Self::Gemini, Self::Replay];
+    pub const ALL: [Self; 5] = [
+        Self::OpenAi,
+        Self::OpenAiResponses,
+        Self::Anthropic,
+        Self::Gemini,
+        Self::Replay,
+    ];
 
     /// The name accepted by [`FromStr`] and shown by `Display`.
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::OpenAi => "openai",
+            Self::OpenAiResponses => "openai-responses",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
             Self::Replay => "replay",
@@ -80,15 +90,19 @@ impl ProviderKind {
     /// base URL (a local server, a proxy, a look-alike) gets none: its key
     /// is passed explicitly, or comes from the pair of variables the
     /// official SDKs use together ([`base_url_env`](Self::base_url_env)).
-    /// [`ProviderKind::Replay`] needs none.
+    /// [`ProviderKind::OpenAiResponses`] reads OpenAI's variables, but not
+    /// DeepSeek's (DeepSeek does not speak it). [`ProviderKind::Replay`]
+    /// needs none.
     pub fn api_key_env(&self, base_url: Option<&str>) -> &'static [&'static str] {
         match (self, base_url.map(official_host)) {
             (Self::Replay, _) => &[],
-            (Self::OpenAi, None) => &["OPENAI_API_KEY"],
+            (Self::OpenAi | Self::OpenAiResponses, None) => &["OPENAI_API_KEY"],
             (Self::Anthropic, None) => &["ANTHROPIC_API_KEY"],
             (Self::Gemini, None) => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
             (_, Some(host)) => match (self, host) {
-                (Self::OpenAi, Some(OfficialHost::OpenAi)) => &["OPENAI_API_KEY"],
+                (Self::OpenAi | Self::OpenAiResponses, Some(OfficialHost::OpenAi)) => {
+                    &["OPENAI_API_KEY"]
+                }
                 (Self::OpenAi, Some(OfficialHost::DeepSeek)) => &["DEEPSEEK_API_KEY"],
                 (Self::Anthropic, Some(OfficialHost::Anthropic)) => &["ANTHROPIC_API_KEY"],
                 (Self::Gemini, Some(OfficialHost::Gemini)) => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
@@ -104,7 +118,7 @@ impl ProviderKind {
     /// A caller that reads the pair sends the key to that base URL only.
     pub fn base_url_env(&self) -> Option<(&'static str, &'static str)> {
         match self {
-            Self::OpenAi => Some(("OPENAI_BASE_URL", "OPENAI_API_KEY")),
+            Self::OpenAi | Self::OpenAiResponses => Some(("OPENAI_BASE_URL", "OPENAI_API_KEY")),
             Self::Anthropic => Some(("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")),
             Self::Gemini | Self::Replay => None,
         }
@@ -113,7 +127,7 @@ impl ProviderKind {
     /// The provider's own API root, or `None` for replay.
     pub fn default_base_url(&self) -> Option<&'static str> {
         match self {
-            Self::OpenAi => Some(OPENAI_BASE_URL),
+            Self::OpenAi | Self::OpenAiResponses => Some(OPENAI_BASE_URL),
             Self::Anthropic => Some(ANTHROPIC_BASE_URL),
             Self::Gemini => Some(GEMINI_BASE_URL),
             Self::Replay => None,
@@ -128,6 +142,7 @@ impl ProviderKind {
                 "deepseek-chat"
             }
             Self::OpenAi => "gpt-4.1-mini",
+            Self::OpenAiResponses => "gpt-5-mini",
             Self::Anthropic => "claude-sonnet-4-5",
             Self::Gemini => "gemini-2.5-flash",
             Self::Replay => "replay",
@@ -161,6 +176,9 @@ impl ProviderKind {
         http.api_key = options.api_key;
         let provider: Arc<dyn Provider> = match self {
             Self::OpenAi => Arc::new(OpenAiProvider::new(OpenAiConfig::new(http, model))?),
+            Self::OpenAiResponses => {
+                Arc::new(ResponsesProvider::new(ResponsesConfig::new(http, model))?)
+            }
             Self::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig::new(http, model))?),
             Self::Gemini => Arc::new(GeminiProvider::new(GeminiConfig::new(http, model))?),
             Self::Replay => replay(options.replay_file)?,
@@ -187,7 +205,7 @@ impl fmt::Display for ProviderKind {
 
 /// A provider name that is not one of [`ProviderKind::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown provider {0:?}; use openai, anthropic, gemini or replay")]
+#[error("unknown provider {0:?}; use openai, openai-responses, anthropic, gemini or replay")]
 pub struct UnknownProvider(pub String);
 
 impl FromStr for ProviderKind {
@@ -196,6 +214,7 @@ impl FromStr for ProviderKind {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.to_ascii_lowercase().as_str() {
             "openai" => Ok(Self::OpenAi),
+            "openai-responses" | "responses" => Ok(Self::OpenAiResponses),
             "anthropic" => Ok(Self::Anthropic),
             "gemini" | "google" => Ok(Self::Gemini),
             "replay" => Ok(Self::Replay),
@@ -257,5 +276,19 @@ mod tests {
             ..ProviderOptions::default()
         });
         assert!(local.is_ok());
+        let err = ProviderKind::OpenAiResponses
+            .build(ProviderOptions::default())
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.is_some_and(|e| e.contains("OPENAI_API_KEY")),
+            "the Responses API is OpenAI's"
+        );
+        assert!(
+            ProviderKind::OpenAiResponses
+                .api_key_env(Some("https://api.deepseek.com"))
+                .is_empty(),
+            "DeepSeek's key never goes to a Responses client"
+        );
     }
 }

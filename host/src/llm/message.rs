@@ -69,8 +69,10 @@ pub struct ToolCall {
     /// The arguments exactly as the model wrote them: JSON text, which may
     /// be malformed. The registry parses and validates them.
     pub arguments: String,
-    /// Opaque provider state that must be sent back with this call
-    /// (Gemini's `thoughtSignature`).
+    /// Opaque provider state that must be sent back with this call:
+    /// Gemini's `thoughtSignature` (base64), or the OpenAI Responses API's
+    /// item id and the reasoning items before the call (a JSON object).
+    /// Each wire format sends back only its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
 }

@@ -23,6 +23,7 @@ mod message;
 mod openai;
 mod params;
 mod replay;
+mod responses;
 mod sse;
 
 use futures::future::BoxFuture;
@@ -39,6 +40,7 @@ pub use message::{AssistantMessage, FinishReason, Message, ToolCall, ToolResult,
 pub use openai::{OpenAiConfig, OpenAiProvider};
 pub use params::{GenerationParams, ParamError, ToolChoice};
 pub use replay::ReplayProvider;
+pub use responses::{ResponsesConfig, ResponsesProvider};
 
 use crate::tools::ToolSpec;
 

@@ -44,15 +44,15 @@ impl ToolChoice {
 ///
 /// How each wire format spells them:
 ///
-/// | field | OpenAI chat | Anthropic | Gemini |
-/// | --- | --- | --- | --- |
-/// | `temperature` | `temperature` (0–2) | `temperature` (0–1) | `generationConfig.temperature` (0–2) |
-/// | `top_p` | `top_p` | `top_p` | `generationConfig.topP` |
-/// | `max_output_tokens` | `max_completion_tokens` on api.openai.com, `max_tokens` elsewhere | `max_tokens` | `generationConfig.maxOutputTokens` |
-/// | `stop` | `stop` (at most 4 on api.openai.com) | `stop_sequences` | `generationConfig.stopSequences` (at most 5) |
-/// | `seed` | `seed` | refused: the API has none | `generationConfig.seed` (32-bit) |
-/// | `tool_choice` | `tool_choice` | `tool_choice.type` `auto`/`none`/`any`/`tool` | `toolConfig.functionCallingConfig.mode` (+ `allowedFunctionNames`) |
-/// | `parallel_tool_calls` | `parallel_tool_calls` | `tool_choice.disable_parallel_tool_use` | `true` only: the API has no switch |
+/// | field | OpenAI chat | OpenAI Responses | Anthropic | Gemini |
+/// | --- | --- | --- | --- | --- |
+/// | `temperature` | `temperature` (0–2) | `temperature` (0–2) | `temperature` (0–1) | `generationConfig.temperature` (0–2) |
+/// | `top_p` | `top_p` | `top_p` | `top_p` | `generationConfig.topP` |
+/// | `max_output_tokens` | `max_completion_tokens` on api.openai.com, `max_tokens` elsewhere | `max_output_tokens` | `max_tokens` | `generationConfig.maxOutputTokens` |
+/// | `stop` | `stop` (at most 4 on api.openai.com) | refused: the API has none | `stop_sequences` | `generationConfig.stopSequences` (at most 5) |
+/// | `seed` | `seed` | refused: the API has none | refused: the API has none | `generationConfig.seed` (32-bit) |
+/// | `tool_choice` | `tool_choice` | `tool_choice` (`{type:"function", name}` for one tool) | `tool_choice.type` `auto`/`none`/`any`/`tool` | `toolConfig.functionCallingConfig.mode` (+ `allowedFunctionNames`) |
+/// | `parallel_tool_calls` | `parallel_tool_calls` | `parallel_tool_calls` | `tool_choice.disable_parallel_tool_use` | `true` only: the API has no switch |
 ///
 /// `extra` is merged into the request body last, for what has no field
 /// here (`reasoning_effort`, Anthropic's `thinking`, Gemini's
@@ -219,6 +219,12 @@ impl GenerationParams {
             return Err(ParamError::new(
                 "stop",
                 "an empty stop sequence would end every answer at once; remove it",
+            ));
+        }
+        if rules.max_stop == Some(0) && !self.stop.is_empty() {
+            return Err(ParamError::new(
+                "stop",
+                format!("{api} has no stop sequences; leave them unset for this provider"),
             ));
         }
         if let Some(max) = rules.max_stop

@@ -312,6 +312,29 @@ mod tests {
 
     #[test]
     fn synthetic_ids_stay_home_and_signatures_go_back() {
+        let body = signed_history("sig");
+        assert_eq!(
+            body["contents"],
+            json!([
+                {"role": "user", "parts": [{"text": "hi"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "t", "args": {}}, "thoughtSignature": "sig"}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "t", "response": {"result": 1}}}]}
+            ])
+        );
+    }
+
+    #[test]
+    fn another_format_s_call_state_is_not_sent_as_a_thought_signature() {
+        let body = signed_history(r#"{"responses_item_id":"fc_1","responses_before":[]}"#);
+        assert!(
+            body["contents"][1]["parts"][0]
+                .get("thoughtSignature")
+                .is_none(),
+            "{body}"
+        );
+    }
+
+    fn signed_history(signature: &str) -> serde_json::Value {
         let messages = vec![
             Message::user("hi"),
             Message::Assistant(AssistantMessage {
@@ -320,7 +343,7 @@ mod tests {
                     id: "gemini_call_0_0".into(),
                     name: "t".into(),
                     arguments: "{}".into(),
-                    signature: Some("sig".into()),
+                    signature: Some(signature.into()),
                 }],
                 reasoning: None,
             }),
@@ -337,15 +360,7 @@ mod tests {
             stream: false,
             on_text: None,
         };
-        let body = request_body(&format, &request).expect("json");
-        assert_eq!(
-            body["contents"],
-            json!([
-                {"role": "user", "parts": [{"text": "hi"}]},
-                {"role": "model", "parts": [{"functionCall": {"name": "t", "args": {}}, "thoughtSignature": "sig"}]},
-                {"role": "user", "parts": [{"functionResponse": {"name": "t", "response": {"result": 1}}}]}
-            ])
-        );
+        request_body(&format, &request).expect("json")
     }
 
     fn body(params: &GenerationParams, max_tokens: Option<u32>) -> serde_json::Value {

@@ -105,7 +105,14 @@ impl GenerateContentRequest {
                                 args: arguments_object(&call.arguments),
                                 id: wire_id(&ids, &call.id),
                             }),
-                            thought_signature: call.signature.clone(),
+                            // A thought signature is base64; a JSON object is
+                            // another format's state (the Responses API's
+                            // items, from a resumed transcript), which Gemini
+                            // would refuse as a signature.
+                            thought_signature: call
+                                .signature
+                                .clone()
+                                .filter(|s| !s.starts_with('{')),
                             ..Part::default()
                         };
                         push(&mut contents, "model", part, false);

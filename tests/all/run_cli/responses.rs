@@ -1,0 +1,95 @@
+//! `toolhost run --provider openai-responses`: a real plugin over the
+//! strict Responses fake, and a reasoning model's items carried through a
+//! `--transcript` file into a `--resume` run.
+
+use serde_json::{Value, json};
+use toolhost_tests::plugins::plugin_subset;
+use toolhost_tests::providers::{FakeCall, FakeResponses, Turn};
+
+use super::{assert_ok, toolhost_run};
+
+async fn run(fake: &FakeResponses, prompt: &str, extra: &[&str]) -> std::process::Output {
+    let mut args: Vec<String> = [
+        "run",
+        prompt,
+        "--provider",
+        "openai-responses",
+        "--base-url",
+        &fake.url(),
+        "--api-key-env",
+        "TOOLHOST_TEST_KEY",
+        "--model",
+        "o4-mini",
+    ]
+    .map(str::to_owned)
+    .into();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    toolhost_run(args).await
+}
+
+fn calc(expression: &str) -> Turn {
+    Turn::calls(vec![FakeCall::new(
+        "calc_eval",
+        json!({"expression": expression}),
+    )])
+    .with_reasoning("The calculator knows.")
+}
+
+fn of_kind<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["type"] == kind)
+        .collect()
+}
+
+#[tokio::test]
+async fn run_over_openai_responses_carries_reasoning_through_a_transcript() {
+    let plugins = plugin_subset(&["calc"]);
+    let plugins = plugins.path().to_str().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let saved = work.path().join("first.json");
+    let saved = saved.to_str().unwrap();
+    let fake = FakeResponses::start().await;
+    fake.push(calc("6*7"))
+        .push(Turn::text("6*7 is 42."))
+        .push(calc("42*2"))
+        .push(Turn::text("Doubled, 84."));
+
+    let out = run(
+        &fake,
+        "What is 6*7? Use the calculator.",
+        &["--plugins", plugins, "--transcript", saved],
+    )
+    .await;
+    assert_ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "6*7 is 42.");
+    let second = &fake.bodies()[1];
+    let output = &of_kind(second, "function_call_output")[0]["output"];
+    assert!(output.as_str().unwrap().contains("42"), "{output}");
+
+    let out = run(
+        &fake,
+        "And doubled?",
+        &["--plugins", plugins, "--resume", saved, "--stream"],
+    )
+    .await;
+    assert_ok(&out);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Doubled, 84."),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let bodies = fake.bodies();
+    assert_eq!(bodies.len(), 4, "the strict fake accepted every request");
+    let last = &bodies[3];
+    assert_eq!(last["stream"], true);
+    let reasoning = of_kind(last, "reasoning");
+    assert_eq!(
+        reasoning.len(),
+        2,
+        "both rounds' reasoning went back: {last}"
+    );
+    assert!(reasoning.iter().all(|r| r["encrypted_content"].is_string()));
+}
