@@ -13,6 +13,7 @@
 //! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
 //! - [`text`]: clipping and escaping text that comes from plugins.
 //! - [`fsread`]: the one way the host reads a file it is pointed at.
+//! - [`oci`]: plugins pushed to and pulled from OCI registries.
 
 pub mod config;
 pub mod egress;
@@ -20,6 +21,7 @@ pub mod environ;
 pub mod fsread;
 pub mod llm;
 pub mod mcp;
+pub mod oci;
 pub mod plugin;
 pub mod runner;
 pub mod sandbox;

@@ -17,6 +17,7 @@ mod mcp_handles;
 mod mcp_peers;
 mod mcp_untrusted;
 mod new;
+mod oci;
 mod owner;
 mod rest;
 mod rest_secrets;
