@@ -25,7 +25,7 @@ pub struct OciConfig {
     /// (a registry with a private CA). Relative: to the host config file.
     pub ca_file: Option<PathBuf>,
     /// Registries (`host:port`) reached over plain HTTP. Loopback
-    /// registries (`localhost`, `127.0.0.1`, `[::1]`) always are; any other
+    /// registries (`localhost`, `127.0.0.0/8`) always are; any other
     /// is HTTPS unless listed here.
     pub plain_http: Vec<String>,
     /// A Docker `config.json` whose `auths` give credentials per registry.

@@ -159,7 +159,8 @@ mod tests {
             .unwrap();
         assert!(r.digest().unwrap().starts_with("sha256:"));
         assert!(!r.is_loopback());
-        for local in ["localhost:5000/x:1", "127.0.0.1:5000/x:1", "[::1]:5000/x:1"] {
+        // (oci-spec's parser takes no IPv6 literal as a registry.)
+        for local in ["localhost:5000/x:1", "127.0.0.1:5000/x:1", "127.1.2.3/x:1"] {
             let r: OciReference = local.parse().unwrap();
             assert!(r.is_loopback(), "{local}");
         }
