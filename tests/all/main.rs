@@ -19,6 +19,7 @@ mod mcp_list_changed;
 mod mcp_peers;
 mod mcp_untrusted;
 mod new;
+mod oci;
 mod owner;
 mod rest;
 mod rest_secrets;

@@ -5,3 +5,4 @@
 pub mod mcp;
 pub mod plugins;
 pub mod providers;
+pub mod registry;

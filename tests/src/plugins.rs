@@ -30,7 +30,30 @@ fn cargo_build(args: &[&str]) {
         Some("debug") | None => "dev".to_owned(),
         Some(other) => other.to_owned(),
     };
-    let status = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    // cargo sets these for the test binary; a build script that watches
+    // them (ring's: `rerun-if-env-changed=CARGO_MANIFEST_DIR`, `CARGO_PKG_*`)
+    // would otherwise rerun here, and again in the next `cargo test`, and
+    // rebuild everything above it both times.
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if name.starts_with("CARGO_PKG_")
+            || matches!(
+                &*name,
+                "CARGO_MANIFEST_DIR"
+                    | "CARGO_MANIFEST_PATH"
+                    | "CARGO_MANIFEST_LINKS"
+                    | "CARGO_CRATE_NAME"
+                    | "CARGO_PRIMARY_PACKAGE"
+                    | "CARGO_TARGET_TMPDIR"
+                    | "CARGO_RUSTC_CURRENT_DIR"
+                    | "OUT_DIR"
+            )
+        {
+            command.env_remove(&*name);
+        }
+    }
+    let status = command
         .current_dir(workspace_root())
         .arg("build")
         .args(["--profile", &profile])

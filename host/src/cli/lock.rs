@@ -13,7 +13,9 @@ use super::{PluginArgs, UsageError};
 
 #[derive(Debug, Args)]
 pub struct LockArgs {
-    /// The plugin directory to pin (every NAME.wasm, with its NAME.toml).
+    /// The plugin directory to pin (every NAME.wasm, with its NAME.toml);
+    /// the host config's `[[oci.plugins]]` are pinned too, at the digest
+    /// each resolves to.
     dir: PathBuf,
     /// Write the lock file here instead of standard output.
     #[arg(long, short = 'o', value_name = "FILE")]
@@ -26,9 +28,24 @@ pub struct LockArgs {
 pub async fn run(mut args: LockArgs) -> anyhow::Result<ExitCode> {
     args.plugins.plugins = args.dir.clone();
     let config = args.plugins.host_config().map_err(UsageError)?;
-    let lock = Lock::of_dir(&args.dir, &config.plugins)
+    let mut lock = Lock::of_dir(&args.dir, &config.plugins)
         .context("cannot pin the plugins")
         .map_err(UsageError)?;
+    // `[[oci.plugins]]`: the digests their references resolve to now (the
+    // cache keeps what was fetched, by digest).
+    let (pulled, errors) =
+        toolhost::oci::fetch_declared(&config.oci, config.cache_dir.as_deref(), &config.plugins)
+            .await;
+    if let Some(error) = errors.into_iter().next() {
+        return Err(anyhow::Error::from(error).context("cannot pin the OCI plugins"));
+    }
+    for wasm in pulled {
+        let dir = wasm.parent().unwrap_or(Path::new("."));
+        let one = Lock::of_dir(dir, &config.plugins).context("cannot pin the OCI plugins")?;
+        for (name, entry) in one.entries() {
+            lock.insert(name, *entry);
+        }
+    }
     let text = lock.to_toml();
     match &args.output {
         Some(path) => {

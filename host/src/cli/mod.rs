@@ -7,6 +7,7 @@ mod inspect;
 mod list;
 mod lock;
 mod new;
+mod oci;
 mod progress;
 mod run;
 mod serve;
@@ -65,6 +66,12 @@ enum Command {
     Keygen(sign::KeygenArgs),
     /// Sign a plugin component with your key: write NAME.wasm.sig.
     Sign(sign::SignArgs),
+    /// Pull a plugin from an OCI registry into a plugin directory
+    /// (component, manifest and signature; written atomically).
+    Pull(oci::PullArgs),
+    /// Push a plugin (NAME.wasm with its NAME.toml and NAME.wasm.sig) to an
+    /// OCI registry, as a Wasm component artifact.
+    Push(oci::PushArgs),
 }
 
 /// Where plugins come from and what the operator allows them.
@@ -197,6 +204,7 @@ impl PluginArgs {
         // and MCP servers see this process's.
         config = config.environment(Environment::from_vars(std::env::vars()));
         lock::apply(&mut config, self.lock.as_deref());
+        default_docker_config(&mut config);
         if self.no_cache {
             config.cache_dir = None;
         } else if let Some(dir) = self.cache_dir.clone() {
@@ -271,6 +279,9 @@ impl PluginArgs {
             // The error may quote the plugin (a tool name it listed).
             tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
         }
+        for error in toolbox.oci_errors() {
+            tracing::warn!("skipped OCI plugin: {}", ChainDisplay(error).escaped());
+        }
         for error in &toolbox.rest_report().errors {
             tracing::warn!("skipped REST tool: {}", ChainDisplay(error).escaped());
         }
@@ -336,6 +347,18 @@ fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
     Some(base.join("toolhost"))
+}
+
+/// Registry logins from the Docker config the user already has, unless the
+/// host config names one: `$DOCKER_CONFIG/config.json`, else
+/// `~/.docker/config.json`.
+fn default_docker_config(config: &mut HostConfig) {
+    if config.oci.docker_config.is_none() {
+        config.oci.docker_config = std::env::var_os("DOCKER_CONFIG")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")))
+            .map(|dir| dir.join("config.json"));
+    }
 }
 
 fn default_cache_dir() -> Option<PathBuf> {
@@ -409,6 +432,8 @@ pub fn main() -> ExitCode {
             Command::Lock(args) => lock::run(args).await,
             Command::Keygen(args) => sign::keygen(args).await,
             Command::Sign(args) => sign::sign(args).await,
+            Command::Pull(args) => oci::pull(args).await,
+            Command::Push(args) => oci::push(args).await,
         }
     });
     // Do not wait for blocking-pool threads: work still running there (a

@@ -60,7 +60,8 @@ fn in_file(path: Option<&Path>) -> String {
 impl HostConfig {
     /// Read the host config at `path`: parsed, every relative path in it
     /// (`cache_dir`, `allow.dirs`, `allow.rw_dirs`,
-    /// `integrity.lock_file`) taken from the file's directory, and
+    /// `integrity.lock_file`, `oci.ca_file`, `oci.docker_config`) taken
+    /// from the file's directory, and
     /// [checked](Self::validate).
     ///
     /// ```
@@ -114,6 +115,12 @@ impl HostConfig {
         self.allow.rw_dirs.iter_mut().for_each(resolve);
         if let Some(lock) = &mut self.integrity.lock_file {
             resolve(lock);
+        }
+        if let Some(ca) = &mut self.oci.ca_file {
+            resolve(ca);
+        }
+        if let Some(docker) = &mut self.oci.docker_config {
+            resolve(docker);
         }
     }
 

@@ -10,6 +10,7 @@
 //! policy, the budgets, the environment).
 
 mod file;
+mod oci;
 
 use std::path::PathBuf;
 
@@ -24,6 +25,7 @@ use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
 
 pub use file::ConfigError;
+pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 
 /// The operator's config (`toolhost.toml`): defaults for every plugin and
 /// the most any manifest may ask for.
@@ -55,6 +57,8 @@ pub use file::ConfigError;
 /// name = "time"
 /// command = "python3"
 /// args = ["-m", "mcp_server_time"]
+/// [[oci.plugins]]                 # a plugin pulled from a registry (crate::oci)
+/// ref = "oci://ghcr.io/acme/calc:1.2"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -99,6 +103,9 @@ pub struct HostConfig {
     /// MCP servers whose tools join the registry (`[[mcp]]`), the
     /// operator's own: see [`mcp`](crate::mcp).
     pub mcp: Vec<McpDecl>,
+    /// Registries and the plugins pulled from them (`[oci]`,
+    /// `[[oci.plugins]]`): see [`oci`](crate::oci).
+    pub oci: OciConfig,
 }
 
 impl Default for HostConfig {
@@ -116,6 +123,7 @@ impl Default for HostConfig {
             integrity: IntegrityPolicy::default(),
             rest: Vec::new(),
             mcp: Vec::new(),
+            oci: OciConfig::default(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! One entry point that assembles every tool a config and a plugin
-//! directory declare into one registry: plugins, `[[rest]]` and
+//! directory declare into one registry: plugins (and `[[oci.plugins]]`
+//! pulled from registries into the cache), `[[rest]]` and
 //! `NAME.rest.toml` REST tools, `[[mcp]]` servers, components a program
 //! holds as bytes, and native tools the program adds. Every `toolhost`
 //! command builds its tools here; so can any program.
@@ -35,6 +36,7 @@ use std::time::Duration;
 
 use crate::config::HostConfig;
 use crate::mcp::{McpError, McpServer};
+use crate::oci::OciError;
 use crate::plugin::{
     LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher, WatchError,
 };
@@ -203,6 +205,9 @@ impl ToolboxBuilder {
         let mcp_rules = config.mcp_rules();
         let rest_decls = config.rest.clone();
         let mcp_decls = config.mcp.clone();
+        let (oci_found, oci_errors) =
+            crate::oci::fetch_declared(&config.oci, config.cache_dir.as_deref(), &config.plugins)
+                .await;
         let mut host = PluginHost::new(config).map_err(ToolboxError::Sandbox)?;
         if let Some(observer) = observer {
             host = host.with_observer(observer);
@@ -210,6 +215,13 @@ impl ToolboxBuilder {
         let dir = plugins.as_deref().filter(|p| !p.is_file());
         let (mut report, owned) =
             load_plugins(&host, plugins.as_deref(), for_tool, mcp_decls.is_empty()).await?;
+        for path in oci_found {
+            // Checked by the integrity policy as any plugin file.
+            match host.load_file(&path).await {
+                Ok(plugin) => report.plugins.push(plugin),
+                Err(e) => report.errors.push(e),
+            }
+        }
         for (name, wasm, manifest) in components {
             match host.load_bytes(&name, wasm, manifest).await {
                 Ok(plugin) => report.plugins.push(plugin),
@@ -281,6 +293,7 @@ impl ToolboxBuilder {
             rest,
             mcp,
             refused,
+            oci_errors,
             dir: dir.map(Path::to_owned),
         })
     }
@@ -334,6 +347,7 @@ pub struct Toolbox {
     rest: RestLoadReport,
     mcp: Vec<McpServer>,
     refused: Vec<RegistryError>,
+    oci_errors: Vec<OciError>,
     dir: Option<PathBuf>,
 }
 
@@ -382,6 +396,14 @@ impl Toolbox {
     /// over budget), as of the assembly.
     pub fn refused(&self) -> &[RegistryError] {
         &self.refused
+    }
+
+    /// The `[[oci.plugins]]` that could not be fetched (neither from the
+    /// registry nor from the cache); each is skipped, as a broken plugin
+    /// file is. Those fetched load as plugin files (their failures are in
+    /// [`plugin_report`](Self::plugin_report)).
+    pub fn oci_errors(&self) -> &[OciError] {
+        &self.oci_errors
     }
 
     /// Whether a plugin directory was given and held nothing to load: no

@@ -1,0 +1,137 @@
+//! Declared OCI plugins in the cache: `CACHE/oci/<digest>-<name>/NAME.wasm`
+//! (with its manifest and signature), written once per digest through a
+//! temporary directory and a rename, and `CACHE/oci/tags/<hash of the
+//! reference>` holding the digest a tag last resolved to, for starts
+//! without the network.
+
+use std::path::{Path, PathBuf};
+
+use super::{OciError, OciReference, Registry, reference};
+use crate::config::OciPluginDecl;
+use crate::signing::Sha256Digest;
+use crate::tools::PluginBudget;
+
+pub(super) async fn fetch(
+    registry: &Registry,
+    decl: &OciPluginDecl,
+    cache_root: &Path,
+    budget: &PluginBudget,
+) -> Result<PathBuf, OciError> {
+    let reference: OciReference = decl.reference.parse()?;
+    let name = match &decl.name {
+        Some(name) => {
+            reference::check_name(name)?;
+            name.clone()
+        }
+        None => reference.default_name()?,
+    };
+    let root = cache_root.join("oci");
+    let write_error = |source| OciError::Write {
+        path: root.clone(),
+        source,
+    };
+    make_private_dir(&root).map_err(write_error)?;
+    let tag_file = root
+        .join("tags")
+        .join(Sha256Digest::of(reference.to_string().as_bytes()).to_string());
+    let digest = match reference.digest() {
+        Some(digest) => digest.to_owned(),
+        None => match registry.resolve(&reference).await {
+            Ok(digest) => {
+                make_private_dir(&root.join("tags")).map_err(write_error)?;
+                super::files::write_atomic(&tag_file, digest.as_bytes()).map_err(write_error)?;
+                digest
+            }
+            Err(
+                e @ (OciError::Registry {
+                    unreachable: true, ..
+                }
+                | OciError::TooManyRequests { .. }),
+            ) => match std::fs::read_to_string(&tag_file) {
+                Ok(digest) => {
+                    tracing::warn!(
+                        "{reference}: the registry cannot be reached ({e}); using {digest}, what the tag last resolved to"
+                    );
+                    digest
+                }
+                Err(_) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        },
+    };
+    let hex = digest
+        .strip_prefix("sha256:")
+        .and_then(|hex| hex.parse::<Sha256Digest>().ok())
+        .ok_or_else(|| OciError::Layout {
+            reference: reference.to_string(),
+            message: format!(
+                "the registry named digest `{}`; only sha256 digests are supported",
+                crate::text::untrusted(&digest, 160)
+            ),
+        })?;
+    let dir = root.join(format!("{hex}-{name}"));
+    let wasm = dir.join(format!("{name}.wasm"));
+    if wasm.is_file() {
+        return Ok(wasm);
+    }
+    let artifact = registry
+        .pull(&reference.at_digest(&format!("sha256:{hex}")), budget)
+        .await?;
+    let temp = root.join(format!(
+        ".{hex}-{name}.{:016x}.partial",
+        rand::random::<u64>()
+    ));
+    make_private_dir(&temp).map_err(write_error)?;
+    let written = artifact
+        .write_to(&temp, &name)
+        .and_then(|_| std::fs::rename(&temp, &dir).map_err(write_error));
+    if written.is_err() {
+        let _ = std::fs::remove_dir_all(&temp);
+        // Another process may have put the same digest there first.
+        if wasm.is_file() {
+            return Ok(wasm);
+        }
+    }
+    written.map(|()| wasm)
+}
+
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
+/// Every plugin `config` declares (`[[oci.plugins]]`), each fetched through
+/// the cache under `cache_dir`: the `NAME.wasm` of those that could be,
+/// and why the others could not.
+pub async fn fetch_declared(
+    config: &crate::config::OciConfig,
+    cache_dir: Option<&Path>,
+    budget: &PluginBudget,
+) -> (Vec<PathBuf>, Vec<OciError>) {
+    if config.plugins.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let Some(cache_dir) = cache_dir else {
+        return (Vec::new(), vec![OciError::NoCache]);
+    };
+    let registry = match Registry::new(config) {
+        Ok(registry) => registry,
+        Err(e) => return (Vec::new(), vec![e]),
+    };
+    let fetches = config
+        .plugins
+        .iter()
+        .map(|decl| fetch(&registry, decl, cache_dir, budget));
+    let mut found = Vec::new();
+    let mut errors = Vec::new();
+    for result in futures::future::join_all(fetches).await {
+        match result {
+            Ok(path) => found.push(path),
+            Err(e) => errors.push(e),
+        }
+    }
+    (found, errors)
+}
