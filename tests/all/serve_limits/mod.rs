@@ -90,20 +90,29 @@ fn dechunk(mut rest: &str) -> String {
 
 /// A POST to /mcp, closed after the answer.
 fn post(addr: &str, session: Option<&str>, body: &Value) -> (u16, String, String) {
+    exchange(addr, &post_request(addr, session, body))
+}
+
+fn post_request(addr: &str, session: Option<&str>, body: &Value) -> String {
     let body = body.to_string();
     let session = session
         .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
         .unwrap_or_default();
-    let request = format!(
+    format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n{session}\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    );
-    // A well-behaved client does what the connection cap's 503 says and
-    // retries a moment later: the server frees a closed connection's place
-    // just after the client sees it close, and on a loaded machine the
-    // next request can be faster. A place never freed still fails here.
+    )
+}
+
+/// [`post`] as a well-behaved client sends it: one that does what the
+/// connection cap's 503 says and retries a moment later. The server frees
+/// a closed connection's place just after the client sees it close, and on
+/// a loaded machine the client's next request can be faster. A place never
+/// freed still fails here.
+fn post_patiently(addr: &str, session: Option<&str>, body: &Value) -> (u16, String, String) {
+    let request = post_request(addr, session, body);
     let mut answer = exchange(addr, &request);
     for _ in 0..50 {
         if answer.0 != 503 || !answer.2.contains("too many open connections") {
@@ -150,7 +159,7 @@ impl Session {
 
     /// Open one, or the status and body of the refusal.
     fn try_open(addr: &str) -> Result<Self, (u16, String)> {
-        let (status, head, body) = post(addr, None, &initialize_request());
+        let (status, head, body) = post_patiently(addr, None, &initialize_request());
         if status != 200 {
             return Err((status, body));
         }
@@ -166,7 +175,7 @@ impl Session {
             addr: addr.to_owned(),
             id,
         };
-        let (status, _, body) = post(
+        let (status, _, body) = post_patiently(
             addr,
             Some(&session.id),
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -176,7 +185,7 @@ impl Session {
     }
 
     fn request(&self, method: &str, params: Value) -> Value {
-        let (status, _, body) = post(
+        let (status, _, body) = post_patiently(
             &self.addr,
             Some(&self.id),
             &json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}),
