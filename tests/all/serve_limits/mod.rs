@@ -112,14 +112,18 @@ fn post_request(addr: &str, session: Option<&str>, body: &Value) -> String {
 /// a loaded machine the client's next request can be faster. A place never
 /// freed still fails here.
 fn post_patiently(addr: &str, session: Option<&str>, body: &Value) -> (u16, String, String) {
-    let request = post_request(addr, session, body);
-    let mut answer = exchange(addr, &request);
+    exchange_patiently(addr, &post_request(addr, session, body))
+}
+
+/// [`exchange`], retrying the connection cap's 503 (see [`post_patiently`]).
+fn exchange_patiently(addr: &str, request: &str) -> (u16, String, String) {
+    let mut answer = exchange(addr, request);
     for _ in 0..50 {
         if answer.0 != 503 || !answer.2.contains("too many open connections") {
             break;
         }
         thread::sleep(Duration::from_millis(20));
-        answer = exchange(addr, &request);
+        answer = exchange(addr, request);
     }
     answer
 }
@@ -211,7 +215,7 @@ impl Session {
 
     /// DELETE the session.
     fn end(self) {
-        let (status, _, body) = exchange(
+        let (status, _, body) = exchange_patiently(
             &self.addr,
             &format!(
                 "DELETE /mcp HTTP/1.1\r\nHost: {}\r\nMcp-Session-Id: {}\r\n\
