@@ -114,16 +114,24 @@ fn a_slow_client_is_cut_off_before_its_token_is_checked() {
 }
 
 /// `count` connections that each send a whole request (kept alive) and
-/// then hold on.
+/// then hold on. Each waits, as a client told 503 should, while the place
+/// of a connection just closed is not free yet.
 fn holders(addr: &str, count: usize) -> Vec<TcpStream> {
     (0..count)
         .map(|_| {
-            let mut stream = TcpStream::connect(addr).expect("connect");
-            write!(stream, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
-            let mut answer = [0u8; 512];
-            let n = stream.read(&mut answer).unwrap();
-            assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"));
-            stream
+            for _ in 0..50 {
+                let mut stream = TcpStream::connect(addr).expect("connect");
+                write!(stream, "GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n").unwrap();
+                let mut answer = [0u8; 512];
+                let n = stream.read(&mut answer).unwrap();
+                let answer = String::from_utf8_lossy(&answer[..n]);
+                if answer.starts_with("HTTP/1.1 200") {
+                    return stream;
+                }
+                assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+                thread::sleep(Duration::from_millis(20));
+            }
+            panic!("no place was freed for a connection within a second");
         })
         .collect()
 }
