@@ -17,6 +17,7 @@
 //! - [`fsread`]: the one way the host reads a file it is pointed at.
 //! - [`oci`]: plugins pushed to and pulled from OCI registries.
 
+pub mod approval;
 pub mod config;
 pub mod egress;
 pub mod environ;

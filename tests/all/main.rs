@@ -1,5 +1,6 @@
 //! All integration tests, as one binary (one link, shared fixtures).
 
+mod approvals;
 mod cache;
 mod cli;
 mod deadline;

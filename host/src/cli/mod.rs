@@ -10,6 +10,7 @@ mod new;
 mod oci;
 mod progress;
 mod run;
+mod run_approval;
 mod serve;
 mod sign;
 

@@ -5,6 +5,11 @@
 //! provider-neutral JSON, also when the run fails, and `--resume FILE`
 //! continues from one; `--json` prints a summary object instead of the bare
 //! answer.
+//!
+//! A call that needs approval is asked about on the terminal; without one,
+//! it is refused unless `--approve` covers it, or, with `--transcript`, the
+//! run pauses (exit code [`EXIT_AWAITING_APPROVAL`]) and continues with
+//! `--resume FILE --approve CALL_ID`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,11 +19,12 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
 use serde_json::json;
+use toolhost::approval::ApprovalPolicy;
 use toolhost::fsread;
 use toolhost::llm::{Message, ProviderKind, ProviderOptions, check_messages};
 use toolhost::runner::{
-    CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, ToolRunner,
-    Transcript,
+    CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, StopReason,
+    ToolRunner, Transcript,
 };
 use toolhost::text::{
     escape_controls, escape_controls_indented, escape_controls_keep_lines, escape_json_controls,
@@ -26,7 +32,12 @@ use toolhost::text::{
 use toolhost::tools::CallLog;
 
 use super::generation::GenerationArgs;
+use super::run_approval::{ApprovalArgs, CliApprover};
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
+
+/// Exit code of a run that paused: a call waits for approval, and the
+/// transcript holds the round (`--resume FILE --approve CALL_ID`).
+pub const EXIT_AWAITING_APPROVAL: u8 = 3;
 
 /// Which provider to talk to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,8 +91,10 @@ pub enum OnMaxIterationsArg {
 /// `toolhost run PROMPT ...`
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// What to ask the model.
-    pub prompt: String,
+    /// What to ask the model. Optional with --resume: a paused run
+    /// continues without one.
+    #[arg(required_unless_present = "resume")]
+    pub prompt: Option<String>,
     /// The wire format to speak.
     #[arg(long, value_enum)]
     pub provider: ProviderArg,
@@ -150,6 +163,8 @@ pub struct RunArgs {
     pub json: bool,
     #[command(flatten)]
     pub generation: GenerationArgs,
+    #[command(flatten)]
+    pub approval: ApprovalArgs,
     #[command(flatten)]
     pub plugins: PluginArgs,
     #[command(flatten)]
@@ -231,19 +246,32 @@ impl RunArgs {
 }
 
 impl RunArgs {
-    /// The messages before the prompt: the transcript's for `--resume`,
-    /// else `--system` then those of `--messages`.
-    fn starting_messages(&self) -> anyhow::Result<Vec<Message>> {
+    /// What the run starts from: the transcript for `--resume` (with the
+    /// prompt after its messages, unless it paused on a round), else
+    /// `--system`, the messages of `--messages`, then the prompt.
+    fn start(&self) -> anyhow::Result<Transcript> {
         if let Some(path) = &self.resume {
-            let transcript =
+            let mut transcript =
                 Transcript::load(path).with_context(|| format!("--resume {}", path.display()))?;
-            if transcript.messages.is_empty() {
+            if transcript.messages.is_empty() && transcript.pending.is_none() {
                 bail!(
                     "--resume {}: the transcript has no messages: there is nothing to resume",
                     path.display()
                 );
             }
-            return Ok(transcript.messages);
+            match (&self.prompt, &transcript.pending) {
+                (Some(_), Some(_)) => bail!(
+                    "--resume {}: the run paused waiting for approval; resume it without a                      PROMPT (decide with --approve/--deny CALL_ID), then ask the next question",
+                    path.display()
+                ),
+                (None, None) => bail!(
+                    "--resume {}: the run did not pause; give a PROMPT to continue the conversation",
+                    path.display()
+                ),
+                (Some(prompt), None) => transcript.messages.push(Message::user(prompt.clone())),
+                (None, Some(_)) => {}
+            }
+            return Ok(transcript);
         }
         let mut start: Vec<Message> = self.system.iter().map(Message::system).collect();
         if let Some(path) = &self.messages {
@@ -251,7 +279,8 @@ impl RunArgs {
                 read_messages(path).with_context(|| format!("--messages {}", path.display()))?,
             );
         }
-        Ok(start)
+        start.extend(self.prompt.iter().map(|p| Message::user(p.clone())));
+        Ok(Transcript::new(start))
     }
 }
 
@@ -305,11 +334,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
         .context("cannot set up the provider")
         .map_err(UsageError)?;
-    let mut messages = args.starting_messages().map_err(UsageError)?;
-    messages.push(Message::user(args.prompt.clone()));
+    let start = args.start().map_err(UsageError)?;
     // The toolbox holds the plugins' sandbox and the MCP servers while the
     // loop runs.
-    let (registry, _toolbox) = args.plugins.load_registry().await?;
+    let (registry, toolbox) = args.plugins.load_registry().await?;
+    let mut config = config;
+    config.approval = toolbox
+        .host()
+        .config()
+        .approval
+        .and(&ApprovalPolicy::requiring(
+            args.approval.require_approval.iter().cloned(),
+        ));
     if let Some(path) = &args.log_calls {
         registry.set_log(Some(Arc::new(call_log(path, args.log_io)?)));
     }
@@ -326,7 +362,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let seen = Arc::clone(&calls);
     let on_result = progress.clone();
     let on_iteration = progress.clone();
-    let mut runner = ToolRunner::new(provider, registry, config, messages)
+    let approver = CliApprover::new(args.approval.clone(), args.transcript.is_some());
+    let mut runner = ToolRunner::resume(provider, registry, config, start)
+        .approver(approver)
         .on_tool_result(move |record| {
             if let Ok(mut seen) = seen.lock() {
                 seen.push(call_summary(record));
@@ -343,7 +381,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 ),
                 CallStatus::Declined => "declined (over a limit)".to_owned(),
                 CallStatus::Unavailable => "not available".to_owned(),
-                CallStatus::Refused => "refused".to_owned(),
+                CallStatus::Refused => {
+                    format!("refused: {}", escape_controls(&record.result.content))
+                }
                 _ => "not run".to_owned(),
             };
             // The name and id are the model's text: shown escaped.
@@ -385,7 +425,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     progress.end_line();
-    if outcome.final_message().is_none() {
+    let paused = outcome.stop_reason == StopReason::AwaitingApproval;
+    if paused {
+        report_pending(&outcome, args.transcript.as_deref());
+    } else if outcome.final_message().is_none() {
         eprintln!("no answer: the run ended before the model's first reply");
     }
     if let Some(path) = &args.transcript {
@@ -401,6 +444,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         if let Some(error) = &error {
             summary["error"] = json!(error);
         }
+        if let Some(round) = &outcome.pending {
+            summary["pending"] = json!(round.awaiting());
+        }
         println!("{}", escape_json_controls(&summary.to_string()));
     } else if !outcome.final_text.is_empty() {
         // The answer may quote tool output: line breaks stay, escape
@@ -412,7 +458,37 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             eprintln!("error: {}", escape_controls(&error));
             Ok(ExitCode::from(EXIT_FAILED))
         }
+        None if paused => Ok(ExitCode::from(EXIT_AWAITING_APPROVAL)),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Say which calls wait, and how to continue.
+fn report_pending(outcome: &RunOutcome, transcript: Option<&Path>) {
+    let waiting = outcome
+        .pending
+        .as_ref()
+        .map(|round| round.awaiting())
+        .unwrap_or_default();
+    eprintln!("paused: {} call(s) wait for approval:", waiting.len());
+    for request in &waiting {
+        eprintln!(
+            "  {} [{}] {}",
+            escape_controls(&request.tool),
+            escape_controls(&request.call_id),
+            escape_controls(&toolhost::text::clip(&request.arguments, 200))
+        );
+    }
+    if let Some(path) = transcript {
+        let ids: Vec<String> = waiting
+            .iter()
+            .map(|r| format!("--approve {}", escape_controls(&r.call_id)))
+            .collect();
+        eprintln!(
+            "continue with: toolhost run --resume {} {} (or --deny CALL_ID)",
+            path.display(),
+            ids.join(" ")
+        );
     }
 }
 

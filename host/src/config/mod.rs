@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 
+use crate::approval::ApprovalPolicy;
 use crate::egress::{Egress, HttpOrigin};
 use crate::environ::Environment;
 use crate::mcp::{McpDecl, McpRules};
@@ -59,6 +60,8 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 /// args = ["-m", "mcp_server_time"]
 /// [[oci.plugins]]                 # a plugin pulled from a registry (crate::oci)
 /// ref = "oci://ghcr.io/acme/calc:1.2"
+/// [approval]                      # calls a person approves first (crate::approval)
+/// require = ["delete_*", "fs_write"]
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -106,6 +109,10 @@ pub struct HostConfig {
     /// Registries and the plugins pulled from them (`[oci]`,
     /// `[[oci.plugins]]`): see [`oci`](crate::oci).
     pub oci: OciConfig,
+    /// Which tools' calls a person approves before they run
+    /// (`[approval] require`, tool name patterns): see
+    /// [`approval`](crate::approval). Default: none.
+    pub approval: ApprovalPolicy,
 }
 
 impl Default for HostConfig {
@@ -124,6 +131,7 @@ impl Default for HostConfig {
             rest: Vec::new(),
             mcp: Vec::new(),
             oci: OciConfig::default(),
+            approval: ApprovalPolicy::default(),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::num::NonZeroUsize;
 
+use crate::approval::ApprovalPolicy;
 use crate::llm::GenerationParams;
 use crate::tools::ExecOverrides;
 
@@ -118,6 +119,7 @@ impl DynamicTools {
 /// | `dynamic_tools` | none | |
 /// | `tool_options` | no change | each tool's own [`ExecOptions`](crate::tools::ExecOptions) |
 /// | `generation` | provider defaults | temperature, output cap, tool choice, ... of every request |
+/// | `approval` | none | which tools' calls wait for a person; tools may also ask themselves |
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunnerConfig {
     /// Model↔tool rounds: each round is one model request plus the
@@ -168,6 +170,12 @@ pub struct RunnerConfig {
     /// a call, so such a run only ends at a cap: set it per request, or use
     /// [`OnMaxIterations::FinalAnswer`] for a last answer in text.
     pub generation: GenerationParams,
+    /// Which tools' calls need approval before they run, by name pattern
+    /// (the operator's `[approval] require`, the run's own). A tool that
+    /// declares `needs_approval` needs it too. Default: none. Who decides:
+    /// [`ToolRunner::approver`](super::ToolRunner::approver); without one,
+    /// such a call pauses the run.
+    pub approval: ApprovalPolicy,
 }
 
 impl Default for RunnerConfig {
@@ -186,6 +194,7 @@ impl Default for RunnerConfig {
             dynamic_tools: None,
             tool_options: ExecOverrides::default(),
             generation: GenerationParams::default(),
+            approval: ApprovalPolicy::default(),
         }
     }
 }

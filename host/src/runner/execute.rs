@@ -10,21 +10,11 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
+use super::approval::ToolCallDecision;
 use super::conversation::error_result;
-use super::machine::Disposition;
 use super::outcome::{CallRecord, CallStatus, Iteration, RequestInfo};
 use crate::llm::{GenerationParams, ToolCall, ToolResult};
 use crate::tools::{CallContext, CallReport, ExecOverrides, ToolError, ToolErrorKind, ToolSet};
-
-/// What the `on_tool_call` callback decides about a call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolCallDecision {
-    /// Run it.
-    Allow,
-    /// Do not run it; the model gets a `permission_denied` error result
-    /// with this reason.
-    Refuse(String),
-}
 
 pub(super) type OnIteration = Arc<dyn Fn(&Iteration) + Send + Sync>;
 pub(super) type OnToolCall = Arc<dyn Fn(&ToolCall) -> ToolCallDecision + Send + Sync>;
@@ -36,7 +26,6 @@ pub(super) type OnRequest = Arc<dyn Fn(&RequestInfo<'_>, &mut GenerationParams) 
 #[derive(Clone, Default)]
 pub(super) struct Callbacks {
     pub on_iteration: Option<OnIteration>,
-    pub on_tool_call: Option<OnToolCall>,
     pub on_tool_result: Option<OnToolResult>,
     pub on_text: Option<OnText>,
     pub on_request: Option<OnRequest>,
@@ -59,69 +48,24 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
-fn record(
-    call: &ToolCall,
-    status: CallStatus,
-    kind: Option<ToolErrorKind>,
-    content: String,
-) -> CallRecord {
-    CallRecord {
-        call: call.clone(),
-        result: error_result(&call.id, &call.name, content),
-        status,
-        error_kind: kind,
-        duration: Duration::ZERO,
-        options: None,
-        attempts: 0,
-    }
-}
-
-/// Answer every call of a response, in call order: run the `Execute` ones
-/// (at most `concurrency` at once, each on its own task), answer the others
-/// with an error result.
+/// Answer every call of a response, in call order: run those without a
+/// record (at most `concurrency` at once, each on its own task); the others
+/// are answered by their record.
 pub(super) async fn run_round(
     tools: &Arc<ToolSet>,
     cx: &CallContext,
     routes: &BTreeMap<String, String>,
     concurrency: usize,
     calls: &[ToolCall],
-    dispositions: Vec<Disposition>,
+    slots: Vec<Option<CallRecord>>,
     callbacks: &Callbacks,
 ) -> Vec<CallRecord> {
-    let mut slots: Vec<Option<CallRecord>> = Vec::with_capacity(calls.len());
-    let mut jobs = Vec::new();
-    for (call, disposition) in calls.iter().zip(dispositions) {
-        let slot = match disposition {
-            Disposition::Decline(message) => {
-                Some(record(call, CallStatus::Declined, None, message))
-            }
-            Disposition::Unavailable(message) => Some(record(
-                call,
-                CallStatus::Unavailable,
-                Some(ToolErrorKind::UnknownTool),
-                message,
-            )),
-            Disposition::Execute => {
-                let decision = match &callbacks.on_tool_call {
-                    Some(approve) => approve(call),
-                    None => ToolCallDecision::Allow,
-                };
-                match decision {
-                    ToolCallDecision::Allow => {
-                        jobs.push(call.clone());
-                        None
-                    }
-                    ToolCallDecision::Refuse(reason) => Some(record(
-                        call,
-                        CallStatus::Refused,
-                        Some(ToolErrorKind::PermissionDenied),
-                        format!("permission_denied: the host refused this call: {reason}"),
-                    )),
-                }
-            }
-        };
-        slots.push(slot);
-    }
+    let jobs: Vec<ToolCall> = calls
+        .iter()
+        .zip(&slots)
+        .filter(|(_, slot)| slot.is_none())
+        .map(|(call, _)| call.clone())
+        .collect();
     let mut executed = futures::stream::iter(jobs)
         .map(|call| {
             let tools = Arc::clone(tools);

@@ -36,6 +36,10 @@ pub enum StopReason {
     /// The run ended with an error (provider, or an internal invariant
     /// violation).
     Error,
+    /// A call needs approval and no decision came: the run paused on that
+    /// round ([`RunOutcome::pending`](super::RunOutcome::pending)) and is
+    /// continued with [`ToolRunner::resume`](super::ToolRunner::resume).
+    AwaitingApproval,
 }
 
 impl StopReason {
@@ -48,6 +52,7 @@ impl StopReason {
             Self::RepeatedFailure => "repeated_failure",
             Self::OverLimit => "over_limit",
             Self::Error => "error",
+            Self::AwaitingApproval => "awaiting_approval",
         }
     }
 }
@@ -194,6 +199,11 @@ impl LoopState {
     fn finish(&mut self, reason: StopReason) -> Next {
         self.finished = Some(reason);
         Next::Finish(reason)
+    }
+
+    /// Mark the run as paused, waiting for approval.
+    pub fn pause(&mut self) {
+        self.finished = Some(StopReason::AwaitingApproval);
     }
 
     /// Mark the run as ended by an error.

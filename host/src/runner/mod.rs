@@ -23,6 +23,7 @@
 //! the long version. A conversation outlives the process as a
 //! [`Transcript`].
 
+mod approval;
 mod config;
 mod conversation;
 mod driver;
@@ -31,17 +32,17 @@ mod machine;
 mod outcome;
 mod transcript;
 
+pub use approval::{PendingCall, PendingRound, ToolCallDecision};
 pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSelection};
 pub use conversation::Conversation;
 pub use driver::{ToolRunner, UpdateParams};
-pub use execute::ToolCallDecision;
 // The state machine's steps (`LoopState`, `Plan`, `Verdict`, ...) are the
 // driver's business, not an embedder's: only why a run stopped is public.
 pub use machine::StopReason;
 pub use outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
 };
-pub use transcript::{TRANSCRIPT_FORMAT, Transcript, TranscriptError};
+pub use transcript::{PAUSED_TRANSCRIPT_FORMAT, TRANSCRIPT_FORMAT, Transcript, TranscriptError};
 
 #[cfg(test)]
 mod tests;

@@ -3,15 +3,16 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::approval::PendingRound;
 use super::machine::StopReason;
 use crate::llm::InvariantError;
 use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
 use crate::tools::{ExecOptions, SessionId, ToolErrorKind, ToolSpec};
 
 /// How one call of a response was handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum CallStatus {
@@ -23,7 +24,8 @@ pub enum CallStatus {
     Declined,
     /// It was not run: the tool is not offered in this step.
     Unavailable,
-    /// It was not run: the `on_tool_call` callback refused it.
+    /// It was not run: it needed approval and was refused (by an
+    /// approver, a person, or the `on_tool_call` callback).
     Refused,
 }
 
@@ -112,6 +114,11 @@ pub struct RunOutcome {
     /// continue a run made with
     /// [`keep_session`](super::ToolRunner::keep_session).
     pub session: SessionId,
+    /// The round that waits for decisions, when the run paused
+    /// ([`StopReason::AwaitingApproval`]); not in `messages` until it is
+    /// answered. Save it with [`Transcript::from_outcome`](super::Transcript::from_outcome)
+    /// and continue with [`ToolRunner::resume`](super::ToolRunner::resume).
+    pub pending: Option<PendingRound>,
 }
 
 impl RunOutcome {
@@ -220,4 +227,24 @@ pub enum RunErrorKind {
     /// outcome was the stream's last item.
     #[error("the run already ended; its outcome was the last item of its stream")]
     AlreadyFinished,
+    /// A decision was given for a call that does not wait for one
+    /// ([`ToolRunner::decide`](super::ToolRunner::decide)).
+    #[error(
+        "a decision was given for call `{id}`, which does not wait for approval{}",
+        waiting_list(waiting)
+    )]
+    Decision {
+        /// The call id of the decision.
+        id: String,
+        /// The ids of the calls that do wait.
+        waiting: Vec<String>,
+    },
+}
+
+fn waiting_list(waiting: &[String]) -> String {
+    if waiting.is_empty() {
+        "; this run resumes no paused round (resume a paused transcript)".to_owned()
+    } else {
+        format!("; the calls that wait are: {}", waiting.join(", "))
+    }
 }

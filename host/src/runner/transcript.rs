@@ -19,6 +19,13 @@
 //! a digest, and files without `"format"`) is still read, unchecked: it has
 //! no digest to check.
 //!
+//! **Paused runs.** A run that paused for approval saves its waiting round
+//! in `"pending"` (the model's response and where each of its calls
+//! stands), next to the messages before it, and the file says format 3:
+//! an older toolhost refuses it by its format rather than resuming the
+//! conversation without the round. A transcript without a waiting round is
+//! format 2, as before.
+//!
 //! **Sealed.** `"digest"` is the SHA-256 of the canonical JSON of everything
 //! else (the typed content, re-serialized, so that key order and whitespace
 //! do not matter). Load recomputes it and refuses a mismatch with
@@ -60,7 +67,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{RunOutcome, StopReason};
+use super::{PendingRound, RunOutcome, StopReason};
 use crate::fsread;
 use crate::llm::{InvariantError, Message, Usage, check_messages};
 
@@ -69,6 +76,10 @@ pub const TRANSCRIPT_FORMAT: u64 = 2;
 
 /// The format before transcripts were sealed; still read, unchecked.
 const UNSEALED_FORMAT: u64 = 1;
+
+/// The format of a transcript with a waiting round (`"pending"`), sealed
+/// as format 2 is.
+pub const PAUSED_TRANSCRIPT_FORMAT: u64 = 3;
 
 /// Prefixed to the hashed content, so that the digest of a transcript is
 /// never the digest of some other JSON document this project hashes.
@@ -102,6 +113,11 @@ pub struct Transcript {
     /// messages keep the invariant).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The round a paused run waits on
+    /// ([`StopReason::AwaitingApproval`]): resume it with
+    /// [`ToolRunner::resume`](super::ToolRunner::resume).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingRound>,
 }
 
 /// Why a transcript could not be saved or loaded. Like `std::fs`'s errors,
@@ -127,7 +143,7 @@ pub enum TranscriptError {
     Shape(#[source] serde_json::Error),
     /// A format this toolhost does not read.
     #[error(
-        "transcript format {found}, this toolhost reads {TRANSCRIPT_FORMAT} (and {UNSEALED_FORMAT}): use the toolhost version that wrote it"
+        "transcript format {found}, this toolhost reads {TRANSCRIPT_FORMAT}, {PAUSED_TRANSCRIPT_FORMAT} (and {UNSEALED_FORMAT}): use the toolhost version that wrote it"
     )]
     Version {
         /// The file's `"format"`.
@@ -145,6 +161,9 @@ pub enum TranscriptError {
         /// The digest of the content as it is.
         actual: String,
     },
+    /// The waiting round does not fit its message.
+    #[error("the transcript's waiting round is not well formed: {0}; restore it from a copy")]
+    Pending(&'static str),
     /// The messages break the tool-call invariant.
     #[error(
         "the transcript's messages break the tool-call invariant (every tool call is answered by one tool result right after it)"
@@ -180,6 +199,7 @@ impl Transcript {
             usage: outcome.usage,
             final_text: outcome.final_message().map(|m| m.content.clone()),
             error: None,
+            pending: outcome.pending.clone(),
         }
     }
 
@@ -196,7 +216,12 @@ impl Transcript {
             unreachable!("a struct serializes to an object")
         };
         let mut sealed = serde_json::Map::new();
-        sealed.insert("format".into(), TRANSCRIPT_FORMAT.into());
+        let format = if self.pending.is_some() {
+            PAUSED_TRANSCRIPT_FORMAT
+        } else {
+            TRANSCRIPT_FORMAT
+        };
+        sealed.insert("format".into(), format.into());
         sealed.insert("digest".into(), digest.into());
         sealed.extend(fields);
         Ok(Value::Object(sealed))
@@ -229,7 +254,7 @@ impl Transcript {
                 ));
             }
         };
-        if format != TRANSCRIPT_FORMAT && format != UNSEALED_FORMAT {
+        if ![TRANSCRIPT_FORMAT, PAUSED_TRANSCRIPT_FORMAT, UNSEALED_FORMAT].contains(&format) {
             return Err(TranscriptError::Version { found: format });
         }
         let digest = fields.remove("digest");
@@ -240,10 +265,10 @@ impl Transcript {
         }
         let transcript: Self =
             serde_json::from_value(Value::Object(fields)).map_err(TranscriptError::Shape)?;
-        if format == TRANSCRIPT_FORMAT {
+        if format != UNSEALED_FORMAT {
             let Some(Value::String(expected)) = digest else {
                 return Err(TranscriptError::NotATranscript(
-                    "a format 2 transcript has a \"digest\" string, and this one has none",
+                    "a sealed transcript (format 2 or 3) has a \"digest\" string, and this one has none",
                 ));
             };
             let actual =
@@ -253,6 +278,20 @@ impl Transcript {
             }
         }
         check_messages(&transcript.messages).map_err(TranscriptError::Invariant)?;
+        match &transcript.pending {
+            Some(_) if format != PAUSED_TRANSCRIPT_FORMAT => {
+                return Err(TranscriptError::NotATranscript(
+                    "only a format 3 transcript has a waiting round (\"pending\")",
+                ));
+            }
+            Some(round) => round.check().map_err(TranscriptError::Pending)?,
+            None if format == PAUSED_TRANSCRIPT_FORMAT => {
+                return Err(TranscriptError::NotATranscript(
+                    "a format 3 transcript has a waiting round (\"pending\"), and this one has none",
+                ));
+            }
+            None => {}
+        }
         Ok(transcript)
     }
 

@@ -34,6 +34,10 @@ pub struct ExecOptions {
     /// The error kinds worth a retry. Default: the transient ones
     /// ([`ToolErrorKind::is_transient`]: `timeout`, `busy`, `unavailable`).
     pub retry_on: Vec<ToolErrorKind>,
+    /// Whether a person approves each call before it runs
+    /// ([`approval`](crate::approval)). Default false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_approval: bool,
 }
 
 fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -58,6 +62,7 @@ impl Default for ExecOptions {
                 .into_iter()
                 .filter(|k| k.is_transient())
                 .collect(),
+            needs_approval: false,
         }
     }
 }
@@ -155,6 +160,7 @@ impl ExecOptions {
                 .retry_on
                 .clone()
                 .unwrap_or_else(|| self.retry_on.clone()),
+            needs_approval: overrides.needs_approval.unwrap_or(self.needs_approval),
         }
     }
 }
@@ -180,6 +186,7 @@ impl ExecOptions {
 /// retry_delay_ms = 100     # at most MAX_RETRY_PAUSE
 /// backoff = "exponential"  # or "fixed"
 /// retry_on = ["timeout", "busy", "unavailable"]
+/// needs_approval = true    # a person approves each call first
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -199,6 +206,9 @@ pub struct ExecOverrides {
     /// The kinds worth a retry; `Some(vec![])` retries nothing.
     #[serde(default)]
     pub retry_on: Option<Vec<ToolErrorKind>>,
+    /// Whether a person approves each call before it runs.
+    #[serde(default)]
+    pub needs_approval: Option<bool>,
 }
 
 fn millis_in<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
@@ -265,6 +275,7 @@ impl ExecOverrides {
             retry_delay: higher.retry_delay.or(self.retry_delay),
             backoff: higher.backoff.or(self.backoff),
             retry_on: higher.retry_on.clone().or_else(|| self.retry_on.clone()),
+            needs_approval: higher.needs_approval.or(self.needs_approval),
         }
     }
 }

@@ -88,6 +88,7 @@ pub(super) fn restart_pause(attempt: u32) -> Duration {
         backoff: Backoff::Exponential,
         retry_on: vec![ToolErrorKind::Unavailable],
         timeout: None,
+        needs_approval: false,
     };
     restarts
         .retry_pause(attempt, &ToolError::new(ToolErrorKind::Unavailable, ""))

@@ -80,6 +80,7 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
                     dynamic_tools: dynamic.then(|| DynamicTools::new(["extra"])),
                     tool_options: Default::default(),
                     generation: Default::default(),
+                    approval: Default::default(),
                 }
             },
         )

@@ -39,6 +39,7 @@ fn sample() -> Transcript {
         },
         final_text: Some("6*7 is 42.".into()),
         error: Some("none, really".into()),
+        pending: None,
     }
 }
 

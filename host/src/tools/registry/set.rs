@@ -74,6 +74,12 @@ impl ToolSet {
         self.resolve(name).map(|(_, _, e)| &e.tool)
     }
 
+    /// The [`ExecOptions`] of the tool `name` (or `name@version`) resolves
+    /// to, as registered (before a run's or a call's overrides).
+    pub fn options(&self, name: &str) -> Option<&ExecOptions> {
+        self.resolve(name).map(|(_, _, e)| &e.options)
+    }
+
     /// Whether `name` (or `name@version`) resolves to a tool.
     pub fn contains(&self, name: &str) -> bool {
         self.resolve(name).is_some()

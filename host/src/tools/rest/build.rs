@@ -204,6 +204,7 @@ pub(super) fn build(
         retry_delay: Some(std::time::Duration::from_millis(decl.retry_delay_ms)),
         backoff: Some(decl.backoff),
         retry_on: Some(decl.retry_on.clone()),
+        needs_approval: Some(decl.needs_approval),
     }
     .options()
     .map_err(|e| invalid(e.to_string().replace("[exec] ", "")))?;

@@ -101,6 +101,10 @@ pub struct RestDecl {
     /// Error kinds retried. Default: `timeout`, `busy`, `unavailable`.
     #[serde(default = "default_retry_on")]
     pub retry_on: Vec<ToolErrorKind>,
+    /// Whether a person approves each call before it runs
+    /// ([`approval`](crate::approval)). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_approval: bool,
 }
 
 /// The largest `max_response_kb` a declaration may ask for (16 MiB).

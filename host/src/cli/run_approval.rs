@@ -1,0 +1,158 @@
+//! Who approves a call in `toolhost run`: the `--approve`/`--deny` flags,
+//! then the person at the terminal; without a terminal, the run pauses
+//! (with `--transcript`) or the call is refused.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::{Arc, Mutex};
+
+use clap::Args;
+use futures::future::BoxFuture;
+use toolhost::approval::{ApprovalRequest, Approver, Decision, ToolPattern};
+use toolhost::text::{clip, escape_controls};
+
+/// The approval flags of `toolhost run`.
+#[derive(Debug, Clone, Args)]
+pub struct ApprovalArgs {
+    /// Approve calls of tools matching PATTERN (`*` is any run of
+    /// characters), or the call with id PATTERN of a resumed run, without
+    /// asking. Repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub approve: Vec<String>,
+    /// Approve every call that needs approval, without asking.
+    #[arg(long, conflicts_with = "approve")]
+    pub approve_all: bool,
+    /// Refuse calls of tools matching PATTERN, or the call with id
+    /// PATTERN, without asking. Wins over --approve. Repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub deny: Vec<String>,
+    /// Also require approval for tools matching PATTERN in this run (on
+    /// top of the host config's [approval] require and the tools' own
+    /// needs_approval). Repeatable.
+    #[arg(long, value_name = "PATTERN")]
+    pub require_approval: Vec<ToolPattern>,
+}
+
+/// How much of the arguments the prompt shows.
+const SHOWN_ARGUMENT_BYTES: usize = 500;
+
+/// Decides in `toolhost run`, in this order: `--deny`, `--approve` /
+/// `--approve-all`, a tool approved "always" earlier in the run, the person
+/// at the terminal; with no terminal, it defers (the run pauses, when it
+/// can be saved) or refuses.
+pub struct CliApprover {
+    args: ApprovalArgs,
+    interactive: bool,
+    can_pause: bool,
+    always: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl CliApprover {
+    /// The approver for `args`; `can_pause` when the run is saved
+    /// (`--transcript`), so that a call nobody can decide now waits.
+    pub fn new(args: ApprovalArgs, can_pause: bool) -> Self {
+        let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+        Self {
+            args,
+            interactive,
+            can_pause,
+            always: Arc::default(),
+        }
+    }
+
+    fn covers(patterns: &[String], request: &ApprovalRequest) -> bool {
+        patterns.iter().any(|p| {
+            *p == request.call_id
+                || ToolPattern::new(p.as_str()).is_ok_and(|p| p.matches(&request.tool))
+        })
+    }
+}
+
+impl Approver for CliApprover {
+    fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, Decision> {
+        if Self::covers(&self.args.deny, &request) {
+            return ready(Decision::deny("the operator", "--deny covers this tool"));
+        }
+        if self.args.approve_all || Self::covers(&self.args.approve, &request) {
+            return ready(Decision::Approve);
+        }
+        if self
+            .always
+            .lock()
+            .is_ok_and(|always| always.contains(&request.tool))
+        {
+            return ready(Decision::Approve);
+        }
+        if !self.interactive {
+            return ready(if self.can_pause {
+                Decision::Defer
+            } else {
+                Decision::deny(
+                    "toolhost run",
+                    "this tool needs approval and nobody is at a terminal to give it; \
+                     do not call it again in this run",
+                )
+            });
+        }
+        let always = Arc::clone(&self.always);
+        Box::pin(async move {
+            // Reading the terminal blocks: not on a runtime thread.
+            let asked = request.clone();
+            let answer = tokio::task::spawn_blocking(move || prompt(&asked))
+                .await
+                .unwrap_or(Answer::No);
+            match answer {
+                Answer::Yes => Decision::Approve,
+                Answer::Always => {
+                    if let Ok(mut always) = always.lock() {
+                        always.insert(request.tool);
+                    }
+                    Decision::Approve
+                }
+                Answer::No => Decision::deny("the user at the terminal", "declined at the prompt"),
+            }
+        })
+    }
+}
+
+fn ready(decision: Decision) -> BoxFuture<'static, Decision> {
+    Box::pin(std::future::ready(decision))
+}
+
+enum Answer {
+    Yes,
+    No,
+    Always,
+}
+
+/// Ask on stderr, read the answer from stdin. The tool name and arguments
+/// are the model's text: clipped and escaped before they reach the
+/// terminal. Anything but yes or always (end of input included) is no.
+fn prompt(request: &ApprovalRequest) -> Answer {
+    let arguments = clip(&request.arguments, SHOWN_ARGUMENT_BYTES);
+    let clipped = if arguments.len() < request.arguments.len() {
+        format!(" … ({} bytes in all)", request.arguments.len())
+    } else {
+        String::new()
+    };
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "toolhost: the model wants to call `{}` [{}] with {}{clipped}\n\
+         allow it? [y]es / [n]o / [a]lways for this tool in this run: ",
+        escape_controls(&request.tool),
+        escape_controls(&request.call_id),
+        escape_controls(&arguments),
+    );
+    let _ = err.flush();
+    drop(err);
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).is_err() {
+        return Answer::No;
+    }
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Yes,
+        "a" | "always" => Answer::Always,
+        _ => Answer::No,
+    }
+}

@@ -1,0 +1,270 @@
+//! Calls that wait for a person: the gate every call of a round passes
+//! before any of them runs, and the paused round ([`PendingRound`]) a run
+//! ends with while a call waits for a decision.
+//!
+//! A round pauses as a whole: no call of it runs until every call that
+//! needs approval is decided, so its results still come in call order and
+//! the round is answered once, by one run, whether it was paused or not.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::conversation::error_result;
+use super::execute::OnToolCall;
+use super::outcome::{CallRecord, CallStatus};
+use crate::approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, Denial};
+use crate::llm::{AssistantMessage, ToolCall};
+use crate::tools::{ExecOverrides, ToolErrorKind, ToolSet};
+
+/// What a sync [`on_tool_call`](super::ToolRunner::on_tool_call) callback
+/// decides about a call: the synchronous case of an
+/// [`Approver`](crate::approval::Approver).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCallDecision {
+    /// Run it.
+    Allow,
+    /// Do not run it; the model gets a `permission_denied` error result
+    /// with this reason.
+    Refuse(String),
+}
+
+/// A model response whose calls wait for decisions: the round a paused run
+/// ([`StopReason::AwaitingApproval`](super::StopReason)) ends with, and
+/// [`ToolRunner::resume`](super::ToolRunner::resume) continues from
+/// without asking the model again. It is saved in a
+/// [`Transcript`](super::Transcript) with the messages before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingRound {
+    /// The model's response, as it will be stored once its calls are
+    /// answered.
+    pub message: AssistantMessage,
+    /// One entry per call of `message`, in call order.
+    pub calls: Vec<PendingCall>,
+}
+
+/// Where one call of a [`PendingRound`] stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PendingCall {
+    /// It runs when the round does: it needs no approval, or has it.
+    Ready {
+        /// The call's id.
+        id: String,
+    },
+    /// It waits for a decision.
+    Awaiting {
+        /// The call's id.
+        id: String,
+    },
+    /// It is answered without running: declined by a cap, not offered,
+    /// or refused.
+    Answered {
+        /// The call's id.
+        id: String,
+        /// How it was handled.
+        status: CallStatus,
+        /// The error's kind.
+        error_kind: Option<ToolErrorKind>,
+        /// The error result the model will see.
+        content: String,
+    },
+}
+
+impl PendingCall {
+    /// The call's id.
+    pub fn id(&self) -> &str {
+        match self {
+            Self::Ready { id } | Self::Awaiting { id } | Self::Answered { id, .. } => id,
+        }
+    }
+}
+
+impl PendingRound {
+    /// The calls that wait for a decision, in call order: what to show a
+    /// person.
+    pub fn awaiting(&self) -> Vec<ApprovalRequest> {
+        self.calls
+            .iter()
+            .filter(|c| matches!(c, PendingCall::Awaiting { .. }))
+            .filter_map(|c| self.call(c.id()))
+            .map(request)
+            .collect()
+    }
+
+    fn call(&self, id: &str) -> Option<&ToolCall> {
+        self.message.tool_calls.iter().find(|c| c.id == id)
+    }
+
+    /// Whether it is well formed: one entry per call of the message, in
+    /// the same order, and at least one call waiting.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, for [`TranscriptError::Pending`](super::TranscriptError).
+    pub fn check(&self) -> Result<(), &'static str> {
+        let ids = self.message.tool_calls.iter().map(|c| c.id.as_str());
+        if !ids.eq(self.calls.iter().map(PendingCall::id)) {
+            return Err("its calls are not those of its message, in order");
+        }
+        if !self
+            .calls
+            .iter()
+            .any(|c| matches!(c, PendingCall::Awaiting { .. }))
+        {
+            return Err("no call of it waits for a decision");
+        }
+        Ok(())
+    }
+}
+
+fn request(call: &ToolCall) -> ApprovalRequest {
+    ApprovalRequest {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }
+}
+
+/// How one call passes the gate.
+#[derive(Debug)]
+pub(super) enum Gate {
+    /// Run it.
+    Run,
+    /// Answer it with this record, without running it.
+    Answered(CallRecord),
+    /// Wait for a decision.
+    Awaiting,
+}
+
+/// A record for a call answered without running.
+pub(super) fn answered(
+    call: &ToolCall,
+    status: CallStatus,
+    kind: Option<ToolErrorKind>,
+    content: String,
+) -> CallRecord {
+    CallRecord {
+        call: call.clone(),
+        result: error_result(&call.id, &call.name, content),
+        status,
+        error_kind: kind,
+        duration: Duration::ZERO,
+        options: None,
+        attempts: 0,
+    }
+}
+
+/// Who decides, and the decisions given up front: a run's approval
+/// settings.
+#[derive(Clone, Default)]
+pub(super) struct Approval {
+    /// The async approver, if any.
+    pub approver: Option<Arc<dyn Approver>>,
+    /// The sync callback, if any: asked about every call.
+    pub on_tool_call: Option<OnToolCall>,
+    /// Decisions by call id, for the round a resumed run starts with.
+    pub decisions: BTreeMap<String, Decision>,
+}
+
+impl Approval {
+    /// Whether `call` (routed to registry name `target`) needs a decision:
+    /// every call when an `on_tool_call` callback is set, else those the
+    /// run's policy names or whose tool asks for it.
+    pub fn needs(
+        &self,
+        policy: &ApprovalPolicy,
+        run_options: &ExecOverrides,
+        tools: &ToolSet,
+        call: &ToolCall,
+        target: &str,
+    ) -> bool {
+        self.on_tool_call.is_some()
+            || policy.requires(&call.name)
+            || policy.requires(target)
+            || tools
+                .options(target)
+                .is_some_and(|o| o.with(run_options).needs_approval)
+    }
+
+    /// The gate of a call that needs a decision: one given up front, else
+    /// the callback's or the approver's, else it waits.
+    pub async fn ask(&mut self, call: &ToolCall) -> Gate {
+        let decision = if let Some(decision) = self.decisions.remove(&call.id) {
+            decision
+        } else if let Some(on_tool_call) = &self.on_tool_call {
+            match on_tool_call(call) {
+                ToolCallDecision::Allow => Decision::Approve,
+                ToolCallDecision::Refuse(reason) => Decision::deny("the host", reason),
+            }
+        } else if let Some(approver) = &self.approver {
+            approver.decide(request(call)).await
+        } else {
+            Decision::Defer
+        };
+        match decision {
+            Decision::Approve => Gate::Run,
+            Decision::Deny(denial) => Gate::Answered(refused(call, &denial)),
+            // `Decision` is non-exhaustive; anything else is not an approval.
+            _ => Gate::Awaiting,
+        }
+    }
+}
+
+/// The record of a call a person (or the host) refused.
+pub(super) fn refused(call: &ToolCall, denial: &Denial) -> CallRecord {
+    answered(
+        call,
+        CallStatus::Refused,
+        Some(ToolErrorKind::PermissionDenied),
+        denial.to_result_text(),
+    )
+}
+
+/// The paused round of `message` whose calls passed `gates`.
+pub(super) fn pending_round(message: AssistantMessage, gates: Vec<Gate>) -> PendingRound {
+    let calls = message
+        .tool_calls
+        .iter()
+        .zip(gates)
+        .map(|(call, gate)| match gate {
+            Gate::Run => PendingCall::Ready {
+                id: call.id.clone(),
+            },
+            Gate::Awaiting => PendingCall::Awaiting {
+                id: call.id.clone(),
+            },
+            Gate::Answered(record) => PendingCall::Answered {
+                id: call.id.clone(),
+                status: record.status,
+                error_kind: record.error_kind,
+                content: record.result.content,
+            },
+        })
+        .collect();
+    PendingRound { message, calls }
+}
+
+/// The gates of a paused round's calls as they were when it paused; the
+/// waiting ones are asked again by the caller.
+pub(super) fn gates_of(round: &PendingRound) -> Vec<Gate> {
+    round
+        .message
+        .tool_calls
+        .iter()
+        .zip(&round.calls)
+        .map(|(call, pending)| match pending {
+            PendingCall::Ready { .. } => Gate::Run,
+            PendingCall::Awaiting { .. } => Gate::Awaiting,
+            PendingCall::Answered {
+                status,
+                error_kind,
+                content,
+                ..
+            } => Gate::Answered(answered(call, *status, *error_kind, content.clone())),
+        })
+        .collect()
+}
