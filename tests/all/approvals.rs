@@ -12,6 +12,7 @@ use toolhost::tools::{ExecOptions, NativeTool, ToolRegistry};
 
 mod cli;
 mod library;
+mod mcp;
 
 fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {
     kind.build(ProviderOptions {

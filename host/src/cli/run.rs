@@ -32,7 +32,7 @@ use toolhost::text::{
 use toolhost::tools::CallLog;
 
 use super::generation::GenerationArgs;
-use super::run_approval::{ApprovalArgs, CliApprover};
+use super::run_approval::{ApprovalArgs, CliApprover, report_pending};
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
 
 /// Exit code of a run that paused: a call waits for approval, and the
@@ -460,35 +460,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         None if paused => Ok(ExitCode::from(EXIT_AWAITING_APPROVAL)),
         None => Ok(ExitCode::SUCCESS),
-    }
-}
-
-/// Say which calls wait, and how to continue.
-fn report_pending(outcome: &RunOutcome, transcript: Option<&Path>) {
-    let waiting = outcome
-        .pending
-        .as_ref()
-        .map(|round| round.awaiting())
-        .unwrap_or_default();
-    eprintln!("paused: {} call(s) wait for approval:", waiting.len());
-    for request in &waiting {
-        eprintln!(
-            "  {} [{}] {}",
-            escape_controls(&request.tool),
-            escape_controls(&request.call_id),
-            escape_controls(&toolhost::text::clip(&request.arguments, 200))
-        );
-    }
-    if let Some(path) = transcript {
-        let ids: Vec<String> = waiting
-            .iter()
-            .map(|r| format!("--approve {}", escape_controls(&r.call_id)))
-            .collect();
-        eprintln!(
-            "continue with: toolhost run --resume {} {} (or --deny CALL_ID)",
-            path.display(),
-            ids.join(" ")
-        );
     }
 }
 

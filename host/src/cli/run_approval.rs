@@ -4,11 +4,13 @@
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use clap::Args;
 use futures::future::BoxFuture;
 use toolhost::approval::{ApprovalRequest, Approver, Decision, ToolPattern};
+use toolhost::runner::RunOutcome;
 use toolhost::text::{clip, escape_controls};
 
 /// The approval flags of `toolhost run`.
@@ -154,5 +156,34 @@ fn prompt(request: &ApprovalRequest) -> Answer {
         "y" | "yes" => Answer::Yes,
         "a" | "always" => Answer::Always,
         _ => Answer::No,
+    }
+}
+
+/// Say which calls wait, and how to continue.
+pub fn report_pending(outcome: &RunOutcome, transcript: Option<&Path>) {
+    let waiting = outcome
+        .pending
+        .as_ref()
+        .map(|round| round.awaiting())
+        .unwrap_or_default();
+    eprintln!("paused: {} call(s) wait for approval:", waiting.len());
+    for request in &waiting {
+        eprintln!(
+            "  {} [{}] {}",
+            escape_controls(&request.tool),
+            escape_controls(&request.call_id),
+            escape_controls(&clip(&request.arguments, 200))
+        );
+    }
+    if let Some(path) = transcript {
+        let ids: Vec<String> = waiting
+            .iter()
+            .map(|r| format!("--approve {}", escape_controls(&r.call_id)))
+            .collect();
+        eprintln!(
+            "continue with: toolhost run --resume {} {} (or --deny CALL_ID)",
+            escape_controls(&path.display().to_string()),
+            ids.join(" ")
+        );
     }
 }

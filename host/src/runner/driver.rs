@@ -13,17 +13,13 @@ use super::approval::{self, Approval, Gate, PendingRound, ToolCallDecision};
 use super::config::{RunnerConfig, ToolSelection};
 use super::conversation::Conversation;
 use super::execute::{self, Callbacks};
-use super::machine::{CallOutcome, CallReport, Disposition, LoopState, Next, StopReason, Verdict};
+use super::machine::{CallOutcome, CallReport, LoopState, Next, StopReason, Verdict};
 use super::outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
     final_message,
 };
-use super::transcript::Transcript;
-use crate::approval::{Approver, Decision};
-use crate::llm::{
-    ChatRequest, FinishReason, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage,
-};
-use crate::tools::{CallContext, SessionId, ToolRegistry, ToolSet, ToolSpec};
+use crate::llm::{ChatRequest, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage};
+use crate::tools::{SessionId, ToolRegistry, ToolSet, ToolSpec};
 
 type Update = Box<dyn FnOnce(&mut Driver) + Send>;
 type StepFuture = BoxFuture<'static, (Box<Driver>, Result<RunItem, RunError>)>;
@@ -115,84 +111,6 @@ impl ToolRunner {
             pending: Vec::new(),
             done: false,
         }
-    }
-
-    /// Continue a run saved in `transcript`: from its messages, and, when
-    /// it paused for approval ([`Transcript::pending`]), from its waiting
-    /// round, without asking the model again for it. Give the decisions
-    /// with [`decide`](Self::decide) (or an [`approver`](Self::approver));
-    /// a call still undecided pauses the run again at once, with
-    /// [`StopReason::AwaitingApproval`] and no model request.
-    ///
-    /// The caps count from here: the resumed round is not one of this
-    /// run's iterations. For a run paused in this process, pass
-    /// [`Transcript::from_outcome`] of its outcome, and its
-    /// [`RunOutcome::session`] to [`with_session`](Self::with_session) to
-    /// keep its tools' state (a paused run keeps its session).
-    ///
-    /// # Examples
-    ///
-    /// ```no_run
-    /// # async fn demo(provider: std::sync::Arc<dyn toolhost::llm::Provider>,
-    /// #               registry: std::sync::Arc<toolhost::tools::ToolRegistry>)
-    /// #               -> Result<(), Box<dyn std::error::Error>> {
-    /// use toolhost::approval::{ApprovalPolicy, Decision, ToolPattern};
-    /// use toolhost::llm::Message;
-    /// use toolhost::runner::{RunnerConfig, StopReason, ToolRunner, Transcript};
-    ///
-    /// let config = RunnerConfig {
-    ///     approval: ApprovalPolicy::requiring([ToolPattern::new("delete_*")?]),
-    ///     ..RunnerConfig::default()
-    /// };
-    /// let outcome = ToolRunner::new(provider.clone(), registry.clone(), config.clone(),
-    ///     vec![Message::user("clean up")]).await?;
-    /// if outcome.stop_reason == StopReason::AwaitingApproval {
-    ///     let path = std::path::Path::new("paused.json");
-    ///     Transcript::from_outcome(&outcome).save(path)?;
-    ///     // ... later, maybe in another process:
-    ///     let saved = Transcript::load(path)?;
-    ///     let mut runner = ToolRunner::resume(provider, registry, config, saved.clone());
-    ///     for request in saved.pending.iter().flat_map(|p| p.awaiting()) {
-    ///         runner = runner.decide(request.call_id, Decision::Approve);
-    ///     }
-    ///     let outcome = runner.await?;
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub fn resume(
-        provider: Arc<dyn Provider>,
-        registry: Arc<ToolRegistry>,
-        config: RunnerConfig,
-        transcript: Transcript,
-    ) -> Self {
-        let mut runner = Self::new(provider, registry, config, transcript.messages);
-        let pending = transcript.pending;
-        runner.update(move |d| d.pending = pending);
-        runner
-    }
-
-    /// The decision about the waiting call `call_id` of the round this run
-    /// resumes ([`resume`](Self::resume)). A decision for a call that does
-    /// not wait ends the run with [`RunErrorKind::Decision`] before
-    /// anything runs.
-    pub fn decide(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
-        let call_id = call_id.into();
-        self.update(move |d| {
-            d.approval.decisions.insert(call_id, decision);
-        });
-        self
-    }
-
-    /// Who decides about calls that need approval (the run's
-    /// [`RunnerConfig::approval`] policy, or the tool's own
-    /// `needs_approval`): asked once per such call, in call order, before
-    /// any call of the response runs, and awaited without blocking a
-    /// thread. [`Decision::Defer`] pauses the run. Without an approver,
-    /// every such call pauses the run.
-    pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
-        let approver: Arc<dyn Approver> = Arc::new(approver);
-        self.update(move |d| d.approval.approver = Some(approver));
-        self
     }
 
     /// Use `session` instead of a random session id.
@@ -331,7 +249,7 @@ impl ToolRunner {
         self.update(move |d| d.conversation.extend(messages));
     }
 
-    fn update(&mut self, f: impl FnOnce(&mut Driver) + Send + 'static) {
+    pub(super) fn update(&mut self, f: impl FnOnce(&mut Driver) + Send + 'static) {
         match &mut self.driver {
             Some(driver) => f(driver),
             None => self.pending.push(Box::new(f)),
@@ -422,23 +340,23 @@ impl IntoFuture for ToolRunner {
     }
 }
 
-struct Driver {
-    provider: Arc<dyn Provider>,
-    registry: Arc<ToolRegistry>,
-    config: RunnerConfig,
-    state: LoopState,
-    conversation: Conversation,
-    session: SessionId,
-    usage: Usage,
-    requests: u32,
-    callbacks: Callbacks,
-    approval: Approval,
+pub(super) struct Driver {
+    pub(super) provider: Arc<dyn Provider>,
+    pub(super) registry: Arc<ToolRegistry>,
+    pub(super) config: RunnerConfig,
+    pub(super) state: LoopState,
+    pub(super) conversation: Conversation,
+    pub(super) session: SessionId,
+    pub(super) usage: Usage,
+    pub(super) requests: u32,
+    pub(super) callbacks: Callbacks,
+    pub(super) approval: Approval,
     /// The waiting round this run resumes (before its first step).
-    pending: Option<PendingRound>,
+    pub(super) pending: Option<PendingRound>,
     /// The round this run paused on (for its outcome).
-    paused: Option<PendingRound>,
+    pub(super) paused: Option<PendingRound>,
     /// Leave the session to its idle TTL instead of ending it on drop.
-    keep_session: bool,
+    pub(super) keep_session: bool,
 }
 
 impl Drop for Driver {
@@ -531,146 +449,13 @@ impl Driver {
         ))
     }
 
-    /// The first step of a resumed run: the paused round, its waiting
-    /// calls decided now, run without a model request; or the same pause
-    /// again while a call is still undecided.
-    async fn resume_round(&mut self, round: PendingRound) -> Result<RunItem, RunError> {
-        let waiting: Vec<String> = round.awaiting().into_iter().map(|r| r.call_id).collect();
-        if let Some(id) = self
-            .approval
-            .decisions
-            .keys()
-            .find(|id| !waiting.contains(id))
-        {
-            let kind = RunErrorKind::Decision {
-                id: id.clone(),
-                waiting,
-            };
-            // The round still waits: a transcript of this outcome keeps it.
-            self.paused = Some(round);
-            return Err(self.error(kind, StopReason::Error));
-        }
-        let tools = self.registry.snapshot();
-        let (_, routes) = self.offered_specs(&tools);
-        let mut gates = approval::gates_of(&round);
-        for (gate, call) in gates.iter_mut().zip(&round.message.tool_calls) {
-            if matches!(gate, Gate::Awaiting) {
-                *gate = self.approval.ask(call).await;
-            }
-        }
-        if gates.iter().any(|g| matches!(g, Gate::Awaiting)) {
-            return Ok(self.pause(approval::pending_round(round.message, gates)));
-        }
-        let iteration = Iteration {
-            number: self.requests,
-            final_answer: false,
-            message: round.message,
-            calls: Vec::new(),
-            dropped: Vec::new(),
-            usage: Usage::default(),
-            finish_reason: FinishReason::ToolCalls,
-        };
-        Ok(RunItem::Iteration(
-            self.run_gated(&tools, &routes, iteration, gates).await,
-        ))
-    }
-
-    /// How each call of a response passes the gate: declined and
-    /// unavailable ones are answered, those that need approval are asked
-    /// about (in call order, before any runs), the rest run.
-    async fn gate(
-        &mut self,
-        tools: &ToolSet,
-        routes: &BTreeMap<String, String>,
-        calls: &[ToolCall],
-        dispositions: Vec<Disposition>,
-    ) -> Vec<Gate> {
-        let mut gates = Vec::with_capacity(calls.len());
-        for (call, disposition) in calls.iter().zip(dispositions) {
-            gates.push(match disposition {
-                Disposition::Decline(message) => Gate::Answered(approval::answered(
-                    call,
-                    CallStatus::Declined,
-                    None,
-                    message,
-                )),
-                Disposition::Unavailable(message) => Gate::Answered(approval::answered(
-                    call,
-                    CallStatus::Unavailable,
-                    Some(crate::tools::ToolErrorKind::UnknownTool),
-                    message,
-                )),
-                Disposition::Execute => {
-                    let target = routes.get(&call.name).map_or(call.name.as_str(), |t| t);
-                    if self.approval.needs(
-                        &self.config.approval,
-                        &self.config.tool_options,
-                        tools,
-                        call,
-                        target,
-                    ) {
-                        self.approval.ask(call).await
-                    } else {
-                        Gate::Run
-                    }
-                }
-            });
-        }
-        gates
-    }
-
-    /// Store `iteration`'s message, run the calls that passed the gate,
-    /// answer the others, and report the round.
-    async fn run_gated(
-        &mut self,
-        tools: &Arc<ToolSet>,
-        routes: &BTreeMap<String, String>,
-        mut iteration: Iteration,
-        gates: Vec<Gate>,
-    ) -> Iteration {
-        self.conversation
-            .push(Message::Assistant(iteration.message.clone()));
-        let cx = CallContext::in_session(self.session.clone())
-            .with_overrides(self.config.tool_options.clone());
-        let slots = gates
-            .into_iter()
-            .map(|gate| match gate {
-                Gate::Answered(record) => Some(record),
-                Gate::Run | Gate::Awaiting => None,
-            })
-            .collect();
-        let calls = execute::run_round(
-            tools,
-            &cx,
-            routes,
-            self.config.concurrency(),
-            &iteration.message.tool_calls,
-            slots,
-            &self.callbacks,
-        )
-        .await;
-        self.conversation
-            .extend(calls.iter().map(|c| Message::Tool(c.result.clone())));
-        self.state.record(&self.config, calls.iter().map(report));
-        iteration.calls = calls;
-        if let Some(on_iteration) = &self.callbacks.on_iteration {
-            on_iteration(&iteration);
-        }
-        iteration
-    }
-
-    /// End the run waiting for decisions about `round`. The session is
-    /// kept: the run is not over.
-    fn pause(&mut self, round: PendingRound) -> RunItem {
-        self.state.pause();
-        self.keep_session = true;
-        self.paused = Some(round);
-        RunItem::Finished(self.outcome(StopReason::AwaitingApproval))
-    }
-
     /// The run's generation parameters as `on_request` leaves them for
     /// this request.
-    fn request_params(&self, final_answer: bool, tools: &[ToolSpec]) -> GenerationParams {
+    pub(super) fn request_params(
+        &self,
+        final_answer: bool,
+        tools: &[ToolSpec],
+    ) -> GenerationParams {
         let mut params = self.config.generation.clone();
         if let Some(on_request) = &self.callbacks.on_request {
             let info = RequestInfo {
@@ -693,7 +478,10 @@ impl Driver {
     /// The base tools plus the dynamic ones, with decorated descriptions,
     /// and for each offered name the registry name its calls go to (a
     /// selection may name `name@version`; the model sees only `name`).
-    fn offered_specs(&self, tools: &ToolSet) -> (Vec<ToolSpec>, BTreeMap<String, String>) {
+    pub(super) fn offered_specs(
+        &self,
+        tools: &ToolSet,
+    ) -> (Vec<ToolSpec>, BTreeMap<String, String>) {
         let mut routes = BTreeMap::new();
         let mut specs = Vec::new();
         let mut add = |key: &str, decorate: Option<&super::DynamicTools>| {
@@ -731,7 +519,7 @@ impl Driver {
         (specs, routes)
     }
 
-    fn outcome(&mut self, stop_reason: StopReason) -> RunOutcome {
+    pub(super) fn outcome(&mut self, stop_reason: StopReason) -> RunOutcome {
         // Only this run's messages: an answer in the history it was given
         // is not this run's answer.
         let final_text = final_message(self.conversation.added())
@@ -752,7 +540,7 @@ impl Driver {
         }
     }
 
-    fn error(&mut self, kind: RunErrorKind, stop_reason: StopReason) -> RunError {
+    pub(super) fn error(&mut self, kind: RunErrorKind, stop_reason: StopReason) -> RunError {
         self.state.fail(stop_reason);
         RunError {
             kind,
@@ -761,7 +549,7 @@ impl Driver {
     }
 }
 
-fn report(record: &CallRecord) -> CallReport<'_> {
+pub(super) fn report(record: &CallRecord) -> CallReport<'_> {
     let outcome = match record.status {
         CallStatus::Succeeded => CallOutcome::Succeeded,
         CallStatus::Declined => CallOutcome::Declined,

@@ -30,6 +30,7 @@ mod driver;
 mod execute;
 mod machine;
 mod outcome;
+mod paused;
 mod transcript;
 
 pub use approval::{PendingCall, PendingRound, ToolCallDecision};

@@ -57,7 +57,9 @@ pub struct CallRecord {
 /// One model response and what was done with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Iteration {
-    /// 1-based number of the model request in this run.
+    /// 1-based number of the model request in this run; 0 for the round a
+    /// resumed run starts with ([`ToolRunner::resume`](super::ToolRunner::resume)),
+    /// which this run did not request.
     pub number: u32,
     /// Whether this was the tool-less request of
     /// [`OnMaxIterations::FinalAnswer`](super::OnMaxIterations).

@@ -121,7 +121,7 @@ fn text(out: &Output) -> String {
 async fn on_a_terminal_yes_runs_the_call_and_no_refuses_it_with_who_and_why() {
     let plugins = plugin_subset(&["calc"]);
     for (answer, expected) in [
-        ("y", "42"),
+        ("y", r#"{"value":42.0}"#),
         (
             "n",
             "permission_denied: the user at the terminal refused this call: declined at the prompt",
@@ -176,9 +176,9 @@ async fn on_a_terminal_always_approves_the_tool_for_the_rest_of_the_run() {
     assert_eq!(
         results(&bodies[2]),
         [
-            ("c1".to_owned(), "2".to_owned()),
-            ("c2".to_owned(), "4".to_owned()),
-            ("c3".to_owned(), "6".to_owned())
+            ("c1".to_owned(), r#"{"value":2.0}"#.to_owned()),
+            ("c2".to_owned(), r#"{"value":4.0}"#.to_owned()),
+            ("c3".to_owned(), r#"{"value":6.0}"#.to_owned())
         ]
     );
 }
@@ -193,11 +193,11 @@ async fn without_a_terminal_a_call_is_refused_unless_approve_covers_it() {
         ),
         (
             vec!["--require-approval", "calc_eval", "--approve", "calc_*"],
-            "42",
+            r#"{"value":42.0}"#,
         ),
         (
             vec!["--require-approval", "calc_eval", "--approve-all"],
-            "42",
+            r#"{"value":42.0}"#,
         ),
         (
             vec![
@@ -210,7 +210,7 @@ async fn without_a_terminal_a_call_is_refused_unless_approve_covers_it() {
             "permission_denied: the operator refused this call: --deny covers this tool",
         ),
         // Nothing needs approval: today's behaviour.
-        (vec![], "42"),
+        (vec![], r#"{"value":42.0}"#),
     ] {
         let fake = FakeOpenAi::start().await;
         fake.push(Turn::calls(vec![calc("6*7", "call_calc")]));
@@ -281,7 +281,10 @@ async fn without_a_terminal_a_saved_run_pauses_and_resume_with_approve_finishes_
         "no new request for the decided round"
     );
     let sent = results(&fake.bodies()[1]);
-    assert_eq!(sent[0], ("call_a".to_owned(), "42".to_owned()));
+    assert_eq!(
+        sent[0],
+        ("call_a".to_owned(), r#"{"value":42.0}"#.to_owned())
+    );
     assert!(
         sent[1]
             .1
@@ -293,4 +296,25 @@ async fn without_a_terminal_a_saved_run_pauses_and_resume_with_approve_finishes_
     let finished = Transcript::load(&done).unwrap();
     assert!(finished.pending.is_none());
     assert_eq!(finished.final_text.as_deref(), Some("42 and no"));
+}
+
+#[tokio::test]
+async fn a_plugin_whose_manifest_asks_for_approval_is_refused_without_a_terminal() {
+    let plugins = plugin_subset(&["calc"]);
+    let manifest = plugins.path().join("calc.toml");
+    let mut declared = std::fs::read_to_string(&manifest).unwrap();
+    declared.push_str("\n[exec]\nneeds_approval = true\n");
+    std::fs::write(&manifest, declared).unwrap();
+    let fake = FakeOpenAi::start().await;
+    fake.push(Turn::calls(vec![calc("6*7", "call_calc")]));
+    fake.push(Turn::text("finished"));
+    let out = no_terminal(run_args(&fake, plugins.path(), Some("6*7?"), &[])).await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let sent = results(&fake.bodies()[1]);
+    assert!(
+        sent[0]
+            .1
+            .starts_with("permission_denied: toolhost run refused this call"),
+        "{sent:?}"
+    );
 }

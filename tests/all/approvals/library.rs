@@ -334,3 +334,25 @@ async fn a_paused_transcript_whose_waiting_round_was_edited_is_refused() {
     let err = Transcript::from_value(value).expect_err("format 2 with pending");
     assert!(err.to_string().contains("format 3"), "{err}");
 }
+
+#[test]
+fn the_declarations_of_each_tool_source_carry_needs_approval() {
+    // A plugin manifest's [exec], an [[mcp]] declaration's exec: one type.
+    let exec: toolhost::tools::ExecOverrides = toml::from_str("needs_approval = true").unwrap();
+    assert!(exec.options().unwrap().needs_approval);
+    assert!(!toolhost::tools::ExecOptions::default().needs_approval);
+    // A [[rest]] declaration.
+    let rest: toolhost::tools::rest::RestDecl = toml::from_str(
+        "name = \"wipe\"\ndescription = \"Wipes.\"\nurl = \"https://example.com/wipe\"\nneeds_approval = true\n",
+    )
+    .unwrap();
+    assert!(rest.needs_approval);
+    // The operator's host config.
+    let config: toolhost::config::HostConfig =
+        toml::from_str("[approval]\nrequire = [\"wipe\", \"fs_*\"]\n").unwrap();
+    assert!(config.approval.requires("fs_write") && config.approval.requires("wipe"));
+    assert!(!config.approval.requires("read"));
+    let error = toml::from_str::<toolhost::config::HostConfig>("[approval]\nrequire = [\"a b\"]\n")
+        .expect_err("a pattern with a space");
+    assert!(error.to_string().contains("tool pattern"), "{error}");
+}

@@ -89,6 +89,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // error, found at once.
     let options = options(&args)?;
     let toolbox = args.plugins.load_all().await?;
+    let options = options.approval(toolbox.host().config().approval.clone());
     let registry = Arc::clone(toolbox.registry());
     if registry.is_empty() {
         tracing::warn!(

@@ -32,6 +32,8 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::approval;
+use crate::approval::ApprovalPolicy;
 use crate::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolSpec};
 
 /// The request `_meta` key that names a plugin session: calls carrying the
@@ -60,6 +62,7 @@ const COALESCE: std::time::Duration = std::time::Duration::from_millis(50);
 pub(super) struct Tools {
     pub(super) registry: Arc<ToolRegistry>,
     pub(super) overrides: ExecOverrides,
+    pub(super) approval: ApprovalPolicy,
 }
 
 /// Wait for the next change to the tool set (and the changes that follow
@@ -375,6 +378,12 @@ impl ServerHandler for McpTools {
         };
         let mut arguments = request.arguments.unwrap_or_default();
         let (cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        if approval::needs(&self.tools.approval, &self.tools.overrides, &tools, name)
+            && let approval::Gate::Answer(answer) =
+                approval::ask(&context, request.input_responses.as_ref(), name, &arguments).await
+        {
+            return Ok(answer);
+        }
         let input = Value::Object(arguments).to_string();
         // `notifications/cancelled` (or the connection closing) cancels
         // `ct`: dropping the call stops the guest at its next epoch check

@@ -58,6 +58,7 @@
 //! # }).unwrap();
 //! ```
 
+mod approval;
 mod connections;
 mod handler;
 mod http;
@@ -74,8 +75,10 @@ use rmcp::ServiceExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::ApprovalPolicy;
 use crate::tools::{ExecOverrides, ToolRegistry};
 
+pub use approval::APPROVAL_INPUT_KEY;
 pub use connections::ConnectionBudgets;
 pub use handler::{SESSION_ARG, SESSION_META_KEY};
 pub use sessions::SessionBudgets;
@@ -94,6 +97,7 @@ pub struct ServerOptions {
     allowed_origins: Vec<String>,
     token: Option<Arc<str>>,
     allow_remote: bool,
+    approval: ApprovalPolicy,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -108,6 +112,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("allow_remote", &self.allow_remote)
+            .field("approval", &self.approval)
             .finish()
     }
 }
@@ -116,6 +121,16 @@ impl ServerOptions {
     /// The defaults (see the type's docs).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Ask the client's user (MCP elicitation) before a call of a tool
+    /// that `policy` names runs; a tool that declares `needs_approval` is
+    /// asked about too. A client without the elicitation capability gets
+    /// such calls refused, never run silently.
+    #[must_use]
+    pub fn approval(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval = policy;
+        self
     }
 
     /// Run every call under these overrides of the tools' exec options
@@ -264,6 +279,7 @@ impl ToolServer {
             tools: handler::Tools {
                 registry,
                 overrides: options.overrides.clone(),
+                approval: options.approval.clone(),
             },
             options,
         }

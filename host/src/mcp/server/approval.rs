@@ -1,0 +1,161 @@
+//! Approval over MCP: a call of a tool that needs approval (the server's
+//! [`ApprovalPolicy`], or the tool's own `needs_approval`) asks the
+//! client's user through elicitation, and runs only on accept.
+//!
+//! - 2025-11-25 (sessions): the server sends `elicitation/create` and
+//!   waits for the answer.
+//! - 2026-07-28 (sessionless): the call is answered with an
+//!   `input_required` result whose input request is the elicitation; the
+//!   client asks its user and calls again with the answer in
+//!   `inputResponses` under [`APPROVAL_INPUT_KEY`].
+//!
+//! Decline and cancel answer `isError` naming the policy. A client that did
+//! not declare the elicitation capability (form mode) is never asked, and
+//! its call never runs silently: it is refused with a message saying why.
+
+use std::collections::BTreeMap;
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ClientResult, ContentBlock, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, InputRequest, InputRequiredResult,
+    InputResponses, JsonObject, ProtocolVersion, Request, ServerRequest,
+};
+use rmcp::service::RequestContext;
+
+use crate::approval::ApprovalPolicy;
+use crate::text::{clip, escape_controls};
+use crate::tools::{ExecOverrides, ToolSet};
+
+/// The key of the approval's elicitation among a call's input requests
+/// (2026-07-28), and of its answer among the retried call's input
+/// responses.
+pub const APPROVAL_INPUT_KEY: &str = "toolhost.dev/approval";
+
+/// How much of the arguments the user is shown.
+const SHOWN_ARGUMENT_BYTES: usize = 1000;
+
+/// What the gate decided about a call.
+pub(super) enum Gate {
+    /// Run it.
+    Run,
+    /// Answer with this instead of running it.
+    Answer(CallToolResponse),
+}
+
+/// Whether a call of `name` needs approval: the server's policy names it,
+/// or the tool asks for it (under the server's exec overrides).
+pub(super) fn needs(
+    policy: &ApprovalPolicy,
+    overrides: &ExecOverrides,
+    tools: &ToolSet,
+    name: &str,
+) -> bool {
+    policy.requires(name)
+        || tools
+            .options(name)
+            .is_some_and(|o| o.with(overrides).needs_approval)
+}
+
+/// Ask the client's user whether the call of `tool` with `arguments` may
+/// run.
+pub(super) async fn ask(
+    context: &RequestContext<RoleServer>,
+    input_responses: Option<&InputResponses>,
+    tool: &str,
+    arguments: &JsonObject,
+) -> Gate {
+    let form = context
+        .client_capabilities()
+        .and_then(|c| c.elicitation)
+        // A capability that names neither mode is form mode (2025-06-18).
+        .is_some_and(|e| e.form.is_some() || e.url.is_none());
+    if !form {
+        return refuse(format!(
+            "permission_denied: tool `{tool}` needs approval (this server's approval policy) and \
+             this MCP client did not declare the elicitation capability (form mode), so its user \
+             cannot be asked; the call was not run. Use a client that supports elicitation, or \
+             ask the server's operator whether `{tool}` must need approval"
+        ));
+    }
+    let arguments = serde_json::Value::Object(arguments.clone()).to_string();
+    let shown = clip(&arguments, SHOWN_ARGUMENT_BYTES);
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: format!(
+            "The model wants to call the tool `{}` with the arguments {}{}. Allow this call?",
+            escape_controls(tool),
+            escape_controls(&shown),
+            if shown.len() < arguments.len() {
+                " (clipped)"
+            } else {
+                ""
+            }
+        ),
+        requested_schema: ElicitationSchema::new(BTreeMap::new()),
+    };
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let action = if modern {
+        let Some(answer) = input_responses.and_then(|r| r.get(APPROVAL_INPUT_KEY)) else {
+            let requests = BTreeMap::from([(
+                APPROVAL_INPUT_KEY.to_owned(),
+                InputRequest::Elicitation(Request::new(params)),
+            )]);
+            return Gate::Answer(InputRequiredResult::from_input_requests(requests).into());
+        };
+        match serde_json::from_value::<ElicitResult>(answer.clone()) {
+            Ok(result) => result.action,
+            Err(e) => {
+                return refuse(format!(
+                    "permission_denied: the answer to the approval of `{tool}` \
+                     (`inputResponses` key `{APPROVAL_INPUT_KEY}`) is not an elicitation result \
+                     ({e}); the call was not run"
+                ));
+            }
+        }
+    } else {
+        let asked = context
+            .peer
+            .send_request(ServerRequest::ElicitRequest(Request::new(params)));
+        let answer = tokio::select! {
+            answer = asked => answer,
+            () = context.ct.cancelled() => {
+                return refuse(format!("permission_denied: the call of `{tool}` was cancelled while its approval was asked"));
+            }
+        };
+        match answer {
+            Ok(ClientResult::ElicitResult(result)) => result.action,
+            Ok(_) => {
+                return refuse(format!(
+                    "permission_denied: the client answered the approval of `{tool}` with \
+                     something other than an elicitation result; the call was not run"
+                ));
+            }
+            Err(e) => {
+                return refuse(format!(
+                    "permission_denied: the client could not ask its user to approve `{tool}` \
+                     ({e}); the call was not run"
+                ));
+            }
+        }
+    };
+    match action {
+        ElicitationAction::Accept => Gate::Run,
+        ElicitationAction::Decline => refuse(format!(
+            "permission_denied: the MCP client's user declined this call of `{tool}`, which \
+             needs approval under this server's approval policy; do not call it again unless \
+             the user asks"
+        )),
+        // Cancel, and any answer a later revision adds: not an accept.
+        _ => refuse(format!(
+            "permission_denied: the MCP client's user cancelled the approval of this call of \
+             `{tool}`, which needs approval under this server's approval policy; it was not run"
+        )),
+    }
+}
+
+fn refuse(message: String) -> Gate {
+    Gate::Answer(CallToolResult::error(vec![ContentBlock::text(message)]).into())
+}

@@ -1,0 +1,102 @@
+//! `toolhost serve` and approvals: a call of a tool that needs approval asks
+//! the MCP client's user through elicitation (the official Python SDK's
+//! client answering), runs on accept, and answers `isError` naming the
+//! policy on decline and cancel; a client without the capability is
+//! refused, never served silently. Both protocol revisions: 2025-11-25
+//! (`elicitation/create`) and 2026-07-28 (an `input_required` result).
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use toolhost_tests::mcp::{test_cache_dir, venv_python};
+use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
+
+/// The Python client against `toolhost serve` over stdio, with the host
+/// config requiring approval for `calc_eval`.
+fn ask(mode: &str, answer: &str) -> Value {
+    let plugins = plugin_subset(&["calc", "text"]);
+    let config = plugins.path().join("host.toml");
+    std::fs::write(&config, "[approval]\nrequire = [\"calc_*\"]\n").unwrap();
+    let argv = json!([
+        toolhost_bin(),
+        "serve",
+        "--plugins",
+        plugins.path(),
+        "--cache-dir",
+        test_cache_dir(),
+        "--config",
+        config,
+        "--no-watch",
+    ]);
+    let out = Command::new(venv_python())
+        .arg(workspace_root().join("tests/all/approvals/mcp_approve.py"))
+        .args([mode, answer, &argv.to_string()])
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("python starts");
+    assert!(
+        out.status.success(),
+        "the MCP client failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "no JSON from the client ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn check(got: &Value, version: &str, approved: bool, refusal: &str) {
+    assert_eq!(got["protocol_version"], version, "{got}");
+    let asked = got["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "asked once, for calc_eval only: {got}");
+    let message = asked[0].as_str().unwrap();
+    assert!(
+        message.contains("`calc_eval`") && message.contains(r#"{"expression":"6*7"}"#),
+        "{message}"
+    );
+    let calc = &got["results"][0];
+    if approved {
+        assert_eq!(calc["is_error"], false, "{got}");
+        assert!(calc["text"].as_str().unwrap().contains("42"), "{got}");
+    } else {
+        assert_eq!(calc["is_error"], true, "{got}");
+        let text = calc["text"].as_str().unwrap();
+        assert!(text.starts_with("permission_denied:"), "{text}");
+        assert!(
+            text.contains(refusal) && text.contains("approval policy"),
+            "{text}"
+        );
+    }
+    // A tool the policy does not name is not asked about.
+    assert_eq!(got["results"][1]["is_error"], false, "{got}");
+}
+
+#[test]
+fn elicitation_create_accept_runs_the_call_decline_and_cancel_refuse_it() {
+    check(&ask("legacy", "accept"), "2025-11-25", true, "");
+    check(&ask("legacy", "decline"), "2025-11-25", false, "declined");
+    check(&ask("legacy", "cancel"), "2025-11-25", false, "cancelled");
+}
+
+#[test]
+fn an_input_required_elicitation_accept_runs_the_call_decline_and_cancel_refuse_it() {
+    check(&ask("modern", "accept"), "2026-07-28", true, "");
+    check(&ask("modern", "decline"), "2026-07-28", false, "declined");
+    check(&ask("modern", "cancel"), "2026-07-28", false, "cancelled");
+}
+
+#[test]
+fn a_client_without_elicitation_is_refused_and_told_why() {
+    let got = ask("none", "accept");
+    assert_eq!(got["asked"], json!([]));
+    let calc = &got["results"][0];
+    assert_eq!(calc["is_error"], true, "{got}");
+    let text = calc["text"].as_str().unwrap();
+    assert!(
+        text.contains("did not declare the elicitation capability") && text.contains("not run"),
+        "{text}"
+    );
+    assert_eq!(got["results"][1]["is_error"], false, "{got}");
+}
