@@ -82,7 +82,7 @@ fn reformatting_the_file_is_not_a_change() {
 
 #[test]
 fn other_format_versions_are_refused_by_number() {
-    for found in [0u64, 3, 99] {
+    for found in [0u64, 4, 99] {
         let mut value = sample().to_value().unwrap();
         value["format"] = json!(found);
         let err = Transcript::from_value(value).unwrap_err();
