@@ -135,7 +135,7 @@ pub(super) enum Gate {
     /// Run it.
     Run,
     /// Answer it with this record, without running it.
-    Answered(CallRecord),
+    Answered(Box<CallRecord>),
     /// Wait for a decision.
     Awaiting,
 }
@@ -207,7 +207,7 @@ impl Approval {
         };
         match decision {
             Decision::Approve => Gate::Run,
-            Decision::Deny(denial) => Gate::Answered(refused(call, &denial)),
+            Decision::Deny(denial) => Gate::Answered(Box::new(refused(call, &denial))),
             // `Decision` is non-exhaustive; anything else is not an approval.
             _ => Gate::Awaiting,
         }
@@ -264,7 +264,12 @@ pub(super) fn gates_of(round: &PendingRound) -> Vec<Gate> {
                 error_kind,
                 content,
                 ..
-            } => Gate::Answered(answered(call, *status, *error_kind, content.clone())),
+            } => Gate::Answered(Box::new(answered(
+                call,
+                *status,
+                *error_kind,
+                content.clone(),
+            ))),
         })
         .collect()
 }

@@ -153,18 +153,18 @@ impl Driver {
         let mut gates = Vec::with_capacity(calls.len());
         for (call, disposition) in calls.iter().zip(dispositions) {
             gates.push(match disposition {
-                Disposition::Decline(message) => Gate::Answered(approval::answered(
+                Disposition::Decline(message) => Gate::Answered(Box::new(approval::answered(
                     call,
                     CallStatus::Declined,
                     None,
                     message,
-                )),
-                Disposition::Unavailable(message) => Gate::Answered(approval::answered(
+                ))),
+                Disposition::Unavailable(message) => Gate::Answered(Box::new(approval::answered(
                     call,
                     CallStatus::Unavailable,
                     Some(ToolErrorKind::UnknownTool),
                     message,
-                )),
+                ))),
                 Disposition::Execute => {
                     let target = routes.get(&call.name).map_or(call.name.as_str(), |t| t);
                     if self.approval.needs(
@@ -200,7 +200,7 @@ impl Driver {
         let slots = gates
             .into_iter()
             .map(|gate| match gate {
-                Gate::Answered(record) => Some(record),
+                Gate::Answered(record) => Some(*record),
                 Gate::Run | Gate::Awaiting => None,
             })
             .collect();
