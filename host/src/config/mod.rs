@@ -21,6 +21,7 @@ use crate::environ::Environment;
 use crate::mcp::{McpDecl, McpRules};
 use crate::sandbox::{HttpGrant, LimitError, Limits, LimitsSpec, MemoryInit};
 use crate::signing::PublicKey;
+use crate::telemetry::TelemetryConfig;
 use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
 
@@ -106,6 +107,9 @@ pub struct HostConfig {
     /// Registries and the plugins pulled from them (`[oci]`,
     /// `[[oci.plugins]]`): see [`oci`](crate::oci).
     pub oci: OciConfig,
+    /// Traces and metrics (`[telemetry]`): see
+    /// [`telemetry`](crate::telemetry).
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for HostConfig {
@@ -124,6 +128,7 @@ impl Default for HostConfig {
             rest: Vec::new(),
             mcp: Vec::new(),
             oci: OciConfig::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }

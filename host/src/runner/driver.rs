@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
+use tracing::Instrument;
 
 use super::config::{RunnerConfig, ToolSelection};
 use super::conversation::Conversation;
@@ -17,7 +18,9 @@ use super::outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
     final_message,
 };
+use super::spans;
 use crate::llm::{ChatRequest, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage};
+use crate::telemetry::TraceParent;
 use crate::tools::{CallContext, SessionId, ToolRegistry, ToolSet, ToolSpec};
 
 type Update = Box<dyn FnOnce(&mut Driver) + Send>;
@@ -102,6 +105,7 @@ impl ToolRunner {
                 requests: 0,
                 callbacks: Callbacks::default(),
                 keep_session: false,
+                span: None,
             })),
             in_flight: None,
             pending: Vec::new(),
@@ -345,6 +349,9 @@ struct Driver {
     callbacks: Callbacks,
     /// Leave the session to its idle TTL instead of ending it on drop.
     keep_session: bool,
+    /// The run's `invoke_agent` span, made at the first step (once the
+    /// session is known); it ends when the driver is dropped.
+    span: Option<tracing::Span>,
 }
 
 impl Drop for Driver {
@@ -358,7 +365,20 @@ impl Drop for Driver {
 impl Driver {
     /// One model request and its round, or the end.
     async fn step(mut self: Box<Self>) -> (Box<Self>, Result<RunItem, RunError>) {
-        let item = self.step_inner().await;
+        let span = match &self.span {
+            Some(span) => span.clone(),
+            None => {
+                let span = spans::run(&*self.provider, self.session.as_str());
+                self.span = Some(span.clone());
+                span
+            }
+        };
+        let item = self.step_inner().instrument(span.clone()).await;
+        match &item {
+            Ok(RunItem::Finished(outcome)) => spans::finish_run(&span, outcome, None),
+            Err(e) => spans::finish_run(&span, &e.outcome, Some(e.kind.type_name())),
+            Ok(RunItem::Iteration(_)) => {}
+        }
         (self, item)
     }
 
@@ -384,7 +404,17 @@ impl Driver {
             stream: self.config.stream,
             on_text: on_text.as_deref().map(|f| f as _),
         };
-        let response = match self.provider.complete(request).await {
+        let chat = spans::chat(&*self.provider);
+        let response = self
+            .provider
+            .complete(request)
+            .instrument(chat.clone())
+            .await;
+        spans::finish_chat(&chat, &response);
+        // The calls of this answer are the request's children.
+        let trace_parent = TraceParent::of(&chat);
+        drop(chat);
+        let response = match response {
             Ok(response) => response,
             Err(source) => {
                 let kind = RunErrorKind::Provider {
@@ -408,8 +438,9 @@ impl Driver {
             return Err(self.error(kind, StopReason::OverLimit));
         }
         self.conversation.push(Message::Assistant(message.clone()));
-        let cx = CallContext::in_session(self.session.clone())
+        let mut cx = CallContext::in_session(self.session.clone())
             .with_overrides(self.config.tool_options.clone());
+        cx.trace_parent = trace_parent;
         let calls = execute::run_round(
             &tools,
             &cx,

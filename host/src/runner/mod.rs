@@ -29,6 +29,7 @@ mod driver;
 mod execute;
 mod machine;
 mod outcome;
+mod spans;
 mod transcript;
 
 pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSelection};

@@ -374,7 +374,9 @@ impl ServerHandler for McpTools {
             ));
         };
         let mut arguments = request.arguments.unwrap_or_default();
-        let (cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        let (mut cx, new_handle) =
+            self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        cx.trace_parent = super::metrics::trace_parent(&context);
         let input = Value::Object(arguments).to_string();
         // `notifications/cancelled` (or the connection closing) cancels
         // `ct`: dropping the call stops the guest at its next epoch check
