@@ -8,12 +8,14 @@
 //! cargo test  -p toolhost --bench serve -- --bench       # the same, in the test profile
 //! cargo test  -p toolhost --bench serve                  # smoke run (a few calls)
 //! cargo bench -p toolhost --bench serve -- --clients 1,8,64 --seconds 3
-//! cargo bench -p toolhost --bench serve -- --telemetry   # traces exported
+//! cargo bench -p toolhost --bench serve -- --telemetry traces
 //! ```
 //!
-//! `--telemetry` runs every `toolhost serve` with traces exported over
-//! OTLP/HTTP to a sink on loopback that takes them and drops them, so the
-//! rows say what exporting costs (`[telemetry]`, docs/deploy.md).
+//! `--telemetry MODE` sets what every `toolhost serve` records
+//! (`[telemetry]`, docs/deploy.md): `off` (no metrics, no traces: the
+//! call path without telemetry), `metrics` (the default: counted, served
+//! at `/metrics`), `traces` (metrics, and spans exported over OTLP/HTTP to
+//! a sink on loopback that takes them and drops them).
 //!
 //! The MCP client here is deliberately thin (newline-delimited JSON-RPC on
 //! stdio; HTTP/1.1 keep-alive written by hand, one connection and one MCP
@@ -82,7 +84,18 @@ fn main() {
     });
     let calls = if full { 20_000 } else { 50 };
     let wassette = flag("--wassette").map(PathBuf::from);
-    let otlp = args.iter().any(|a| a == "--telemetry").then(otlp_sink);
+    let telemetry = flag("--telemetry").unwrap_or_else(|| "metrics".to_owned());
+    let otlp = (telemetry == "traces").then(otlp_sink);
+    let config = tempfile::tempdir().unwrap();
+    let config_file = (telemetry == "off").then(|| {
+        let file = config.path().join("toolhost.toml");
+        std::fs::write(&file, "[telemetry]\nmetrics = false\n").unwrap();
+        file
+    });
+    assert!(
+        ["off", "metrics", "traces"].contains(&telemetry.as_str()),
+        "--telemetry takes off, metrics or traces"
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -102,6 +115,7 @@ fn main() {
         plugins: plugins.path().to_owned(),
         cache: cache.path().to_owned(),
         otlp,
+        config: config_file,
         wassette: wassette.map(|binary| {
             Wassette::install(binary, &plugins.path().join("text.wasm"), components.path())
         }),
@@ -114,7 +128,7 @@ fn main() {
     let window = Duration::from_secs_f64(seconds);
     println!(
         "serve bench: `{TOOL}` per call; {calls} calls (at most {} s) per latency row, {seconds} s \
-         per throughput row, {} cores shared by client and server",
+         per throughput row, {} cores shared by client and server; telemetry: {telemetry}",
         LATENCY_BUDGET.as_secs(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
@@ -225,8 +239,10 @@ fn main() {
 struct Setup {
     plugins: PathBuf,
     cache: PathBuf,
-    /// Where `serve` exports its spans, with `--telemetry`.
+    /// Where `serve` exports its spans, with `--telemetry traces`.
     otlp: Option<String>,
+    /// The host config `serve` reads (`--telemetry off`).
+    config: Option<PathBuf>,
     wassette: Option<Wassette>,
 }
 
@@ -363,6 +379,9 @@ impl Setup {
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
         if let Some(endpoint) = &self.otlp {
             command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        }
+        if let Some(config) = &self.config {
+            command.arg("--config").arg(config);
         }
         command
     }
