@@ -189,3 +189,108 @@ fn an_mcp_callers_traceparent_is_the_parent_of_its_execute_tool_span() {
         assert!(!attr(span, "gen_ai.tool.call.result").is_empty());
     }
 }
+
+/// An HTTP server on loopback that answers `{"ok": true}` and keeps the
+/// head of every request it gets.
+fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = std::sync::Arc::clone(&heads);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut writer = stream.try_clone().unwrap();
+            let mut reader = BufReader::new(stream);
+            let mut head = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            kept.lock().unwrap().push(head);
+            let body = r#"{"ok":true}"#;
+            let _ = write!(
+                writer,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (origin, heads)
+}
+
+#[test]
+fn a_rest_tool_hands_the_trace_on_and_no_secret_reaches_a_span() {
+    let collector = Collector::start();
+    let (origin, heads) = recording_server();
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    let config = host_config(
+        dir.path(),
+        &format!(
+            r#"[allow]
+http = ["{origin}"]
+http_private = true
+
+[telemetry]
+endpoint = "{endpoint}"
+
+[[rest]]
+name = "status"
+description = "A service's status."
+url = "{origin}/status"
+input_schema = {{ type = "object" }}
+headers.Authorization = {{ env = "TELEMETRY_TEST_SECRET", prefix = "Bearer " }}
+"#,
+            endpoint = collector.endpoint
+        ),
+    );
+    let secret = "rest-secret-value-9f8e7d6c";
+    let out = std::process::Command::new(toolhost_bin())
+        .args(["call", "status", "--input", "{}", "--plugins"])
+        .arg(&plugins)
+        .arg("--config")
+        .arg(&config)
+        .env("TELEMETRY_TEST_SECRET", secret)
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            workspace_root().join("target").join("test-cache"),
+        )
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .output()
+        .expect("toolhost runs");
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let spans = collector.wait_for(|spans| !named(spans, "execute_tool status").is_empty());
+    let span = named(&spans, "execute_tool status")[0];
+    assert_eq!(attr(span, "toolhost.tool.source"), "rest");
+    let heads = heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1, "{heads:?}");
+    let traceparent = heads[0]
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("traceparent")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no traceparent in {}", heads[0]));
+    assert_eq!(
+        traceparent,
+        format!("00-{}-{}-01", span.trace_id, span.span_id),
+        "the service's request continues the call's span"
+    );
+    for span in &spans {
+        for value in span.attributes.values() {
+            assert!(!value.contains(secret), "{span:?}");
+        }
+    }
+}
