@@ -60,6 +60,8 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 /// args = ["-m", "mcp_server_time"]
 /// [[oci.plugins]]                 # a plugin pulled from a registry (crate::oci)
 /// ref = "oci://ghcr.io/acme/calc:1.2"
+/// [telemetry]                     # traces and metrics (crate::telemetry)
+/// endpoint = "http://127.0.0.1:4318"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
