@@ -2,7 +2,7 @@
 # Install what the non-Rust plugin guests need to build, on a fresh Debian 12
 # (bookworm) machine. Idempotent: a second run only checks.
 #
-#   .ci/install-guest-toolchains.sh [python] [js] [c] [go] [mcp] [oci]   (default: all)
+#   .ci/install-guest-toolchains.sh [python] [js] [c] [go] [mcp] [oci] [telemetry]   (default: all)
 #
 # Every version is pinned here; change them here only. Sources are the
 # registries this project reaches: Debian apt, PyPI, npm, crates.io.
@@ -42,6 +42,11 @@
 #           (CNCF distribution 2.8) with apache2-utils' htpasswd for its
 #           basic auth (apt, as root), and oras-py (PyPI oras) for the
 #           interop tests
+#   Telemetry  not a guest toolchain either: the real peers of the
+#           observability tests (tests/all/telemetry/): Debian's prometheus,
+#           which scrapes `toolhost serve --http`, and nginx, the load
+#           balancer of the scale-out in docs/deploy.md (apt, as root; the
+#           tests start their own on free loopback ports)
 set -euo pipefail
 
 COMPONENTIZE_PY=0.25.1
@@ -59,13 +64,15 @@ ORAS_PY=0.2.43
 APT_C=(clang-14 lld-14 libclang-rt-14-dev-wasm32 wasi-libc)
 # Bookworm's distribution 2.8.2 (2.8.2+ds1-1) and htpasswd (apache2-utils).
 APT_OCI=(docker-registry apache2-utils)
+# Bookworm's Prometheus 2.42 and nginx 1.22.
+APT_TELEMETRY=(prometheus nginx-light)
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=.ci/toolchains.sh
 . "$root/.ci/toolchains.sh"
 venv="$TOOLHOST_TOOLCHAINS/venv"
 want=("$@")
-[ ${#want[@]} -eq 0 ] && want=(python js c go mcp oci)
+[ ${#want[@]} -eq 0 ] && want=(python js c go mcp oci telemetry)
 has() { local x; for x in "${want[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 start=$(date +%s)
 current="start"
@@ -121,6 +128,28 @@ if has c; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -q >/dev/null
     apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+if has telemetry; then
+  missing=()
+  for p in "${APT_TELEMETRY[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    step "apt-get install ${missing[*]} (Prometheus and nginx, for tests/all/telemetry/)"
+    need_root "Prometheus and nginx" "${missing[@]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q >/dev/null
+    apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    # Where a service manager started the packages' own services, stop
+    # them: the tests run their own, and nothing else should be left
+    # scraping or listening.
+    for service in prometheus nginx; do
+      if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$service" 2>/dev/null; then
+        systemctl stop "$service" || true
+      fi
+    done
   fi
 fi
 
@@ -219,6 +248,10 @@ if has oci; then
   command -v docker-registry >/dev/null
   command -v htpasswd >/dev/null
   "$venv/bin/python3" -c 'import oras.client'
+fi
+if has telemetry; then
+  [ -x /usr/bin/prometheus ]
+  [ -x /usr/sbin/nginx ]
 fi
 if has c; then clang-14 --version >/dev/null; fi
 step "done (put them on PATH with: . .ci/toolchains.sh)"

@@ -8,7 +8,14 @@
 //! cargo test  -p toolhost --bench serve -- --bench       # the same, in the test profile
 //! cargo test  -p toolhost --bench serve                  # smoke run (a few calls)
 //! cargo bench -p toolhost --bench serve -- --clients 1,8,64 --seconds 3
+//! cargo bench -p toolhost --bench serve -- --telemetry traces
 //! ```
+//!
+//! `--telemetry MODE` sets what every `toolhost serve` records
+//! (`[telemetry]`, docs/deploy.md): `off` (no metrics, no traces: the
+//! call path without telemetry), `metrics` (the default: counted, served
+//! at `/metrics`), `traces` (metrics, and spans exported over OTLP/HTTP to
+//! a sink on loopback that takes them and drops them).
 //!
 //! The MCP client here is deliberately thin (newline-delimited JSON-RPC on
 //! stdio; HTTP/1.1 keep-alive written by hand, one connection and one MCP
@@ -77,6 +84,18 @@ fn main() {
     });
     let calls = if full { 20_000 } else { 50 };
     let wassette = flag("--wassette").map(PathBuf::from);
+    let telemetry = flag("--telemetry").unwrap_or_else(|| "metrics".to_owned());
+    let otlp = (telemetry == "traces").then(otlp_sink);
+    let config = tempfile::tempdir().unwrap();
+    let config_file = (telemetry == "off").then(|| {
+        let file = config.path().join("toolhost.toml");
+        std::fs::write(&file, "[telemetry]\nmetrics = false\n").unwrap();
+        file
+    });
+    assert!(
+        ["off", "metrics", "traces"].contains(&telemetry.as_str()),
+        "--telemetry takes off, metrics or traces"
+    );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -95,6 +114,8 @@ fn main() {
     let setup = Setup {
         plugins: plugins.path().to_owned(),
         cache: cache.path().to_owned(),
+        otlp,
+        config: config_file,
         wassette: wassette.map(|binary| {
             Wassette::install(binary, &plugins.path().join("text.wasm"), components.path())
         }),
@@ -107,7 +128,7 @@ fn main() {
     let window = Duration::from_secs_f64(seconds);
     println!(
         "serve bench: `{TOOL}` per call; {calls} calls (at most {} s) per latency row, {seconds} s \
-         per throughput row, {} cores shared by client and server",
+         per throughput row, {} cores shared by client and server; telemetry: {telemetry}",
         LATENCY_BUDGET.as_secs(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
@@ -218,7 +239,54 @@ fn main() {
 struct Setup {
     plugins: PathBuf,
     cache: PathBuf,
+    /// Where `serve` exports its spans, with `--telemetry traces`.
+    otlp: Option<String>,
+    /// The host config `serve` reads (`--telemetry off`).
+    config: Option<PathBuf>,
     wassette: Option<Wassette>,
+}
+
+/// An OTLP/HTTP endpoint on loopback that answers every export `200` and
+/// drops it: `http://127.0.0.1:PORT`.
+fn otlp_sink() -> String {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut writer = stream.try_clone().unwrap();
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let line = line.trim_end();
+                        if line.is_empty() {
+                            break;
+                        }
+                        if let Some(value) =
+                            line.to_ascii_lowercase().strip_prefix("content-length:")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).is_err()
+                        || writer
+                            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+                            .is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    endpoint
 }
 
 /// Which MCP server a row measures.
@@ -307,7 +375,14 @@ impl Setup {
             .arg("-q")
             .args(extra)
             .env_remove("TOOLHOST_CONFIG")
-            .env_remove("TOOLHOST_LOCK");
+            .env_remove("TOOLHOST_LOCK")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
+        if let Some(endpoint) = &self.otlp {
+            command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        }
+        if let Some(config) = &self.config {
+            command.arg("--config").arg(config);
+        }
         command
     }
 }

@@ -16,6 +16,8 @@
 //! - [`text`]: clipping and escaping text that comes from plugins.
 //! - [`fsread`]: the one way the host reads a file it is pointed at.
 //! - [`oci`]: plugins pushed to and pulled from OCI registries.
+//! - [`telemetry`]: metrics (Prometheus) and spans (OpenTelemetry GenAI
+//!   conventions) about calls, model requests and the MCP server.
 
 pub mod approval;
 pub mod config;
@@ -29,6 +31,7 @@ pub mod plugin;
 pub mod runner;
 pub mod sandbox;
 pub mod signing;
+pub mod telemetry;
 pub mod text;
 mod tls;
 pub mod toolbox;

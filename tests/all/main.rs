@@ -29,5 +29,6 @@ mod runner;
 mod sandbox;
 mod serve_limits;
 mod sessions;
+mod telemetry;
 mod trust;
 mod watch;

@@ -6,3 +6,4 @@ pub mod mcp;
 pub mod plugins;
 pub mod providers;
 pub mod registry;
+pub mod telemetry;

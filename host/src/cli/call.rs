@@ -25,7 +25,7 @@ pub struct CallArgs {
     #[arg(long)]
     session: Option<String>,
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(super) plugins: PluginArgs,
     #[command(flatten)]
     exec: ExecArgs,
     /// Print exactly one JSON object on stdout:
@@ -164,6 +164,7 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
     let cx = CallContext {
         session: args.session.clone().map(SessionId::new),
         overrides: args.exec.overrides(),
+        ..CallContext::default()
     };
     Ok(registry.call(&args.tool, &input, &cx).await)
 }

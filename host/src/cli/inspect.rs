@@ -14,7 +14,7 @@ pub struct InspectArgs {
     /// The component to inspect.
     file: PathBuf,
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(super) plugins: PluginArgs,
     /// Print one JSON object.
     #[arg(long)]
     json: bool,

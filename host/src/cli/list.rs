@@ -17,7 +17,7 @@ use super::{ChainDisplay, PluginArgs};
 #[derive(Debug, Args)]
 pub struct ListArgs {
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(super) plugins: PluginArgs,
     /// Print one JSON object: {"tools": [...], "errors": [...]}.
     #[arg(long)]
     json: bool,

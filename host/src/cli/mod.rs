@@ -13,6 +13,7 @@ mod run;
 mod run_approval;
 mod serve;
 mod sign;
+mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -73,6 +74,20 @@ enum Command {
     /// Push a plugin (NAME.wasm with its NAME.toml and NAME.wasm.sig) to an
     /// OCI registry, as a Wasm component artifact.
     Push(oci::PushArgs),
+}
+
+impl Command {
+    /// The plugin and config flags, for a command that loads tools.
+    fn plugin_args(&self) -> Option<&PluginArgs> {
+        match self {
+            Self::List(args) => Some(&args.plugins),
+            Self::Call(args) => Some(&args.plugins),
+            Self::Inspect(args) => Some(&args.plugins),
+            Self::Run(args) => Some(&args.plugins),
+            Self::Serve(args) => Some(&args.plugins),
+            _ => None,
+        }
+    }
 }
 
 /// Where plugins come from and what the operator allows them.
@@ -276,6 +291,12 @@ impl PluginArgs {
             }
             e => UsageError(e.into()),
         })?;
+        let telemetry = &toolbox.host().config().telemetry;
+        if telemetry.record_io_bytes > 0 {
+            toolbox
+                .registry()
+                .set_span_io(Some(telemetry.record_io_bytes));
+        }
         for error in &toolbox.plugin_report().errors {
             // The error may quote the plugin (a tool name it listed).
             tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
@@ -378,7 +399,11 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-fn init_logging(verbose: u8, quiet: bool) {
+fn init_logging(
+    verbose: u8,
+    quiet: bool,
+    telemetry: &toolhost::telemetry::TelemetryConfig,
+) -> Option<opentelemetry_sdk::trace::SdkTracerProvider> {
     use tracing_subscriber::EnvFilter;
     let default = match (quiet, verbose) {
         (true, _) => "error",
@@ -392,13 +417,7 @@ fn init_logging(verbose: u8, quiet: bool) {
     // the only escape sequences in it would be ones a plugin smuggled in
     // (and those are escaped).
     use std::io::IsTerminal;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .without_time()
-        .init();
+    telemetry::init(filter, std::io::stderr().is_terminal(), telemetry)
 }
 
 /// How long the CLI waits, once its command is done, for blocking work it
@@ -411,7 +430,11 @@ static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
-    init_logging(cli.verbose, cli.quiet);
+    let traces = init_logging(
+        cli.verbose,
+        cli.quiet,
+        &telemetry::settings(cli.command.plugin_args()),
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -441,6 +464,12 @@ pub fn main() -> ExitCode {
     // read a guest started on a slow file) must not keep the process alive
     // after the command is done.
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
+    // The last batch of spans goes out before the process ends.
+    if let Some(traces) = traces
+        && let Err(e) = traces.shutdown()
+    {
+        tracing::warn!("not every span was exported: {e}");
+    }
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -163,6 +163,7 @@ impl HostConfig {
                 self.spare_instances, self.max_instances
             )));
         }
+        self.telemetry.check().map_err(value)?;
         if let Some(max) = self.max_sessions
             && (max == 0 || max > self.max_instances)
         {

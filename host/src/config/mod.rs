@@ -22,6 +22,7 @@ use crate::environ::Environment;
 use crate::mcp::{McpDecl, McpRules};
 use crate::sandbox::{HttpGrant, LimitError, Limits, LimitsSpec, MemoryInit};
 use crate::signing::PublicKey;
+use crate::telemetry::TelemetryConfig;
 use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
 
@@ -62,6 +63,8 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 /// ref = "oci://ghcr.io/acme/calc:1.2"
 /// [approval]                      # calls a person approves first (crate::approval)
 /// require = ["delete_*", "fs_write"]
+/// [telemetry]                     # traces and metrics (crate::telemetry)
+/// endpoint = "http://127.0.0.1:4318"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -113,6 +116,9 @@ pub struct HostConfig {
     /// (`[approval] require`, tool name patterns): see
     /// [`approval`](crate::approval). Default: none.
     pub approval: ApprovalPolicy,
+    /// Traces and metrics (`[telemetry]`): see
+    /// [`telemetry`](crate::telemetry).
+    pub telemetry: TelemetryConfig,
 }
 
 impl Default for HostConfig {
@@ -132,6 +138,7 @@ impl Default for HostConfig {
             mcp: Vec::new(),
             oci: OciConfig::default(),
             approval: ApprovalPolicy::default(),
+            telemetry: TelemetryConfig::default(),
         }
     }
 }

@@ -40,6 +40,11 @@ pub trait WireFormat: fmt::Debug + Send + Sync + 'static {
     /// The path, relative to the base URL, to post to.
     fn endpoint(&self, stream: bool) -> String;
 
+    /// The model asked for, for traces (`gen_ai.request.model`).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// The body for `request`, without its generation parameters.
     fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a;
 
@@ -178,6 +183,10 @@ impl<F: WireFormat> HttpProvider<F> {
 impl<F: WireFormat> Provider for HttpProvider<F> {
     fn name(&self) -> &str {
         self.http.provider()
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.format.model()
     }
 
     fn complete<'a>(

@@ -89,6 +89,11 @@ pub trait Provider: Send + Sync {
     /// The provider's name for messages, e.g. `"openai"`.
     fn name(&self) -> &str;
 
+    /// The model its requests ask for, if it has one (for traces).
+    fn model(&self) -> Option<&str> {
+        None
+    }
+
     /// Send one request and return the whole answer.
     ///
     /// # Errors
@@ -103,6 +108,9 @@ pub trait Provider: Send + Sync {
 impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     fn name(&self) -> &str {
         (**self).name()
+    }
+    fn model(&self) -> Option<&str> {
+        (**self).model()
     }
     fn complete<'a>(
         &'a self,

@@ -313,7 +313,16 @@ impl Connection {
         name: &str,
         arguments: JsonObject,
     ) -> Result<CallToolResult, ServiceError> {
-        let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
+        // The call's trace goes on to the server (SEP-414).
+        let trace = crate::telemetry::current_w3c();
+        if !trace.is_empty() {
+            let mut meta = rmcp::model::RequestMetaObject::default();
+            for (key, value) in trace {
+                meta.insert(key.to_owned(), serde_json::Value::String(value));
+            }
+            params.meta = Some(meta);
+        }
         self.peer.call_tool(params).await
     }
 }

@@ -155,6 +155,19 @@ impl PluginHost {
         self.session_cap.live()
     }
 
+    /// How many instance slots are held now, across this host: calls
+    /// running, live sessions and spare instances (at most
+    /// `max_instances`).
+    pub fn instance_slots_in_use(&self) -> usize {
+        self.sandbox.slots_in_use()
+    }
+
+    /// How many spare instances (made ahead of time) are ready now,
+    /// across this host.
+    pub fn spare_instances(&self) -> usize {
+        self.sandbox.spares_ready()
+    }
+
     /// Load every `*.wasm` in `dir` (not recursive), in file-name order.
     ///
     /// # Errors

@@ -288,8 +288,14 @@ impl Sessions {
         // Taken out for the call: if the call is cancelled or traps, the
         // half-run instance is dropped instead of being reused.
         let mut live = match guard.take() {
-            Some(live) => live,
-            None => guest.instantiate().await?,
+            Some(live) => {
+                crate::telemetry::note_instance(crate::telemetry::Instance::Reused);
+                live
+            }
+            None => {
+                crate::telemetry::note_instance(crate::telemetry::Instance::Fresh);
+                guest.instantiate().await?
+            }
         };
         let result = guest.call_live(&mut live, name, input).await;
         let reusable = result

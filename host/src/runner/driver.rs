@@ -8,6 +8,7 @@ use std::task::{Context, Poll};
 
 use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
+use tracing::Instrument;
 
 use super::approval::{self, Approval, Gate, PendingRound, ToolCallDecision};
 use super::config::{RunnerConfig, ToolSelection};
@@ -18,7 +19,9 @@ use super::outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
     final_message,
 };
+use super::spans;
 use crate::llm::{ChatRequest, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage};
+use crate::telemetry::TraceParent;
 use crate::tools::{SessionId, ToolRegistry, ToolSet, ToolSpec};
 
 type Update = Box<dyn FnOnce(&mut Driver) + Send>;
@@ -106,6 +109,7 @@ impl ToolRunner {
                 pending: None,
                 paused: None,
                 keep_session: false,
+                span: None,
             })),
             in_flight: None,
             pending: Vec::new(),
@@ -357,6 +361,9 @@ pub(super) struct Driver {
     pub(super) paused: Option<PendingRound>,
     /// Leave the session to its idle TTL instead of ending it on drop.
     pub(super) keep_session: bool,
+    /// The run's `invoke_agent` span, made at the first step (once the
+    /// session is known); it ends when the driver is dropped.
+    pub(super) span: Option<tracing::Span>,
 }
 
 impl Drop for Driver {
@@ -370,7 +377,20 @@ impl Drop for Driver {
 impl Driver {
     /// One model request and its round, or the end.
     async fn step(mut self: Box<Self>) -> (Box<Self>, Result<RunItem, RunError>) {
-        let item = self.step_inner().await;
+        let span = match &self.span {
+            Some(span) => span.clone(),
+            None => {
+                let span = spans::run(&*self.provider, self.session.as_str());
+                self.span = Some(span.clone());
+                span
+            }
+        };
+        let item = self.step_inner().instrument(span.clone()).await;
+        match &item {
+            Ok(RunItem::Finished(outcome)) => spans::finish_run(&span, outcome, None),
+            Err(e) => spans::finish_run(&span, &e.outcome, Some(e.kind.type_name())),
+            Ok(RunItem::Iteration(_)) => {}
+        }
         (self, item)
     }
 
@@ -406,7 +426,17 @@ impl Driver {
             stream: self.config.stream,
             on_text: on_text.as_deref().map(|f| f as _),
         };
-        let response = match self.provider.complete(request).await {
+        let chat = spans::chat(&*self.provider);
+        let response = self
+            .provider
+            .complete(request)
+            .instrument(chat.clone())
+            .await;
+        spans::finish_chat(&chat, &response);
+        // The calls of this answer are the request's children.
+        let trace_parent = TraceParent::of(&chat);
+        drop(chat);
+        let response = match response {
             Ok(response) => response,
             Err(source) => {
                 let kind = RunErrorKind::Provider {
@@ -445,7 +475,8 @@ impl Driver {
             finish_reason: response.finish_reason,
         };
         Ok(RunItem::Iteration(
-            self.run_gated(&tools, &routes, iteration, gates).await,
+            self.run_gated(&tools, &routes, iteration, gates, trace_parent)
+                .await,
         ))
     }
 

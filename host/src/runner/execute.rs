@@ -69,7 +69,8 @@ pub(super) async fn run_round(
     let mut executed = futures::stream::iter(jobs)
         .map(|call| {
             let tools = Arc::clone(tools);
-            let cx = cx.clone();
+            let mut cx = cx.clone();
+            cx.call_id = Some(call.id.clone());
             let target = routes
                 .get(&call.name)
                 .cloned()

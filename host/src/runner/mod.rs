@@ -31,6 +31,7 @@ mod execute;
 mod machine;
 mod outcome;
 mod paused;
+mod spans;
 mod transcript;
 
 pub use approval::{PendingCall, PendingRound, ToolCallDecision};

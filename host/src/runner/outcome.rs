@@ -186,6 +186,18 @@ impl std::fmt::Display for RunError {
     }
 }
 
+impl RunErrorKind {
+    /// A short name of the kind, for a trace's `error.type`.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Self::Provider { .. } => "provider",
+            Self::OverLimit { .. } => "over_limit",
+            Self::Invariant(_) => "invariant",
+            Self::AlreadyFinished => "already_finished",
+        }
+    }
+}
+
 impl std::error::Error for RunError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         std::error::Error::source(&self.kind)

@@ -13,6 +13,7 @@ use super::outcome::{CallStatus, Iteration, RunError, RunErrorKind, RunItem};
 use super::{RunnerConfig, Transcript};
 use crate::approval::{Approver, Decision};
 use crate::llm::{FinishReason, Message, Provider, ToolCall, Usage};
+use crate::telemetry::TraceParent;
 use crate::tools::{CallContext, ToolErrorKind, ToolRegistry, ToolSet};
 
 impl ToolRunner {
@@ -136,7 +137,7 @@ impl Driver {
             finish_reason: FinishReason::ToolCalls,
         };
         Ok(RunItem::Iteration(
-            self.run_gated(&tools, &routes, iteration, gates).await,
+            self.run_gated(&tools, &routes, iteration, gates, None).await,
         ))
     }
 
@@ -192,11 +193,15 @@ impl Driver {
         routes: &BTreeMap<String, String>,
         mut iteration: Iteration,
         gates: Vec<Gate>,
+        trace_parent: Option<TraceParent>,
     ) -> Iteration {
         self.conversation
             .push(Message::Assistant(iteration.message.clone()));
-        let cx = CallContext::in_session(self.session.clone())
+        let mut cx = CallContext::in_session(self.session.clone())
             .with_overrides(self.config.tool_options.clone());
+        // The calls continue the model request that asked for them (none
+        // for a round resumed after a pause: that request is gone).
+        cx.trace_parent = trace_parent;
         let slots = gates
             .into_iter()
             .map(|gate| match gate {

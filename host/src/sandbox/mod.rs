@@ -210,6 +210,8 @@ struct Inner {
     /// call waits for a slot instead of failing when the pool is full.
     slots: Arc<tokio::sync::Semaphore>,
     max_instances: u32,
+    /// Spare instances ready across every plugin (for metrics).
+    spares: std::sync::atomic::AtomicIsize,
 }
 
 impl std::fmt::Debug for Sandbox {
@@ -279,6 +281,7 @@ impl Sandbox {
                 watchdog,
                 slots: Arc::new(tokio::sync::Semaphore::new(config.max_instances as usize)),
                 max_instances: config.max_instances,
+                spares: std::sync::atomic::AtomicIsize::new(0),
             }),
         })
     }
@@ -353,6 +356,22 @@ impl Sandbox {
     }
 
     /// The engine, for inspecting component types.
+    /// Spare instances ready now, across every plugin.
+    pub(crate) fn spares_ready(&self) -> usize {
+        usize::try_from(self.inner.spares.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(0)
+    }
+
+    pub(crate) fn count_spares(&self, change: isize) {
+        self.inner
+            .spares
+            .fetch_add(change, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Instance slots held now (calls running, sessions, spares).
+    pub(crate) fn slots_in_use(&self) -> usize {
+        (self.inner.max_instances as usize).saturating_sub(self.inner.slots.available_permits())
+    }
+
     pub(crate) fn engine(&self) -> &Engine {
         &self.inner.engine
     }

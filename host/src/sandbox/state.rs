@@ -121,6 +121,11 @@ impl MemoryLimiter {
     fn new(cap: u64) -> Self {
         Self { cap, used: 0 }
     }
+
+    /// The linear memory the instance holds now (it never shrinks).
+    pub(crate) fn used(&self) -> u64 {
+        self.used
+    }
 }
 
 /// Generous caps on instance, table and memory counts: real components

@@ -41,6 +41,7 @@ use crate::plugin::{
     LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher, WatchError,
 };
 use crate::sandbox::SandboxError;
+use crate::telemetry::Metrics;
 use crate::tools::rest::{self, RestError, RestLoadReport, RestPolicy, RestTool};
 use crate::tools::{ExecOptions, RegistryError, Tool, ToolRegistry};
 
@@ -369,6 +370,27 @@ impl Toolbox {
     /// it current, and [`watch`](Self::watch) the plugins'.
     pub fn registry(&self) -> &Arc<ToolRegistry> {
         &self.registry
+    }
+
+    /// Count every call of the registry in `metrics`, and read the
+    /// instance pool and the MCP servers' state into it at each
+    /// [`render`](Metrics::render). `metrics` holds a handle on the plugin
+    /// host and on each MCP server from then on, as the toolbox does.
+    pub fn set_metrics(&self, metrics: &Metrics) {
+        self.registry.set_metrics(Some(metrics.clone()));
+        let host = self.host.clone();
+        let servers = self.mcp.clone();
+        metrics.probe(move |metrics| {
+            metrics.set_instances(
+                host.instance_slots_in_use() as u64,
+                host.spare_instances() as u64,
+            );
+            for server in &servers {
+                let summary = server.summary();
+                let restarts = server.connection_attempts().saturating_sub(1);
+                metrics.set_upstream(&summary.server, summary.down.is_none(), restarts);
+            }
+        });
     }
 
     /// The plugins' host (its config, its sandbox).

@@ -127,6 +127,12 @@ pub struct CallContext {
     /// Changes to the tool's [`ExecOptions`] for this call; they win over
     /// every other layer (see [`ExecOverrides`]).
     pub overrides: ExecOverrides,
+    /// The span the call's `execute_tool` span continues: the model
+    /// request that asked for it, or an MCP client's `traceparent`.
+    pub trace_parent: Option<crate::telemetry::TraceParent>,
+    /// The model's id for this call (`gen_ai.tool.call.id`), if a model
+    /// asked for it.
+    pub call_id: Option<String>,
 }
 
 impl CallContext {
@@ -134,7 +140,7 @@ impl CallContext {
     pub fn in_session(session: SessionId) -> Self {
         Self {
             session: Some(session),
-            overrides: ExecOverrides::default(),
+            ..Self::default()
         }
     }
 

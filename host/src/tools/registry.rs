@@ -12,8 +12,10 @@ use super::options::ExecOptions;
 use super::schema::{InputBudget, SchemaBudget, check_schema};
 use super::{CallContext, SessionId, Tool, ToolError, ToolOrigin};
 
+mod observe;
 mod set;
 
+use observe::Observe;
 use set::Entry;
 pub use set::ToolSet;
 
@@ -300,6 +302,7 @@ impl ToolRegistry {
             tools,
             input_budget: current.input_budget,
             log: current.log.clone(),
+            observe: current.observe.clone(),
         });
         // Bumped with the lock still held: a reader woken by the feed
         // takes a snapshot that has the change.
@@ -324,6 +327,38 @@ impl ToolRegistry {
             tools: current.tools.clone(),
             input_budget: current.input_budget,
             log,
+            observe: current.observe.clone(),
+        });
+    }
+
+    /// Count calls in `metrics` from now on (`None`: stop counting); see
+    /// [`Metrics`](crate::telemetry::Metrics). Calls already running
+    /// finish under what they started with.
+    pub fn set_metrics(&self, metrics: Option<crate::telemetry::Metrics>) {
+        self.observe(|observe| observe.metrics = metrics);
+    }
+
+    /// The metrics calls are counted in, if any.
+    pub fn metrics(&self) -> Option<crate::telemetry::Metrics> {
+        self.snapshot().observe.metrics.clone()
+    }
+
+    /// Record tool inputs and outputs in `execute_tool` spans, clipped to
+    /// `max_bytes` (`None`, the default: never; they may hold whatever the
+    /// user or a tool handled).
+    pub fn set_span_io(&self, max_bytes: Option<usize>) {
+        self.observe(|observe| observe.span_io = max_bytes);
+    }
+
+    fn observe(&self, change: impl FnOnce(&mut Observe)) {
+        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+        let mut observe = current.observe.clone();
+        change(&mut observe);
+        *current = Arc::new(ToolSet {
+            tools: current.tools.clone(),
+            input_budget: current.input_budget,
+            log: current.log.clone(),
+            observe,
         });
     }
 

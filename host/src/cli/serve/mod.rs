@@ -12,13 +12,14 @@ use toolhost::mcp::server::{
     ConnectionBudgets, ServeError, ServerOptions, SessionBudgets, ToolServer,
 };
 use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
+use toolhost::telemetry::Metrics;
 
 use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    plugins: PluginArgs,
+    pub(in crate::cli) plugins: PluginArgs,
     #[command(flatten)]
     exec: ExecArgs,
     /// Serve MCP's streamable HTTP transport on ADDR (e.g. 127.0.0.1:8080;
@@ -107,10 +108,16 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         })?;
         Some(watcher)
     };
+    let telemetry = toolbox.host().config().telemetry.clone();
+    if args.http.is_some() && telemetry.metrics {
+        toolbox.set_metrics(&Metrics::new());
+    }
     let server = ToolServer::new(registry, options);
     let served = async move {
         match args.http {
-            Some(addr) => serve_http(&server, addr, args.shutdown_grace).await,
+            Some(addr) => {
+                serve_http(&server, addr, telemetry.metrics_addr, args.shutdown_grace).await
+            }
             None => server
                 .serve_stdio(shutdown_signal())
                 .await
@@ -173,21 +180,41 @@ fn options(args: &ServeArgs) -> anyhow::Result<ServerOptions> {
 
 /// Serve HTTP until SIGTERM or Ctrl-C, then let answers in flight finish
 /// (up to `grace`).
-async fn serve_http(server: &ToolServer, addr: SocketAddr, grace: Duration) -> anyhow::Result<()> {
-    let http = server.serve_http(addr).await.map_err(|e| match e {
+async fn serve_http(
+    server: &ToolServer,
+    addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
+    grace: Duration,
+) -> anyhow::Result<()> {
+    let refused = |e: ServeError| match e {
         ServeError::Bind { .. } | ServeError::NotLoopback { .. } | ServeError::BlankToken => {
             anyhow::Error::from(UsageError(e.into()))
         }
         e => anyhow::Error::from(e).context("cannot serve MCP over HTTP"),
-    })?;
+    };
+    let http = server.serve_http(addr).await.map_err(refused)?;
     // On stderr, always (also with -q): scripts and tests read the port.
     eprintln!("toolhost serve: listening on {}", http.url());
+    let metrics = match metrics_addr {
+        Some(addr) if server.registry().metrics().is_some() => {
+            let metrics = server.serve_metrics(addr).await.map_err(refused)?;
+            eprintln!(
+                "toolhost serve: metrics on http://{}/metrics",
+                metrics.local_addr()
+            );
+            Some(metrics)
+        }
+        _ => None,
+    };
     shutdown_signal().await;
     tracing::info!(
         "signal received: finishing answers in flight (up to {}s)",
         grace.as_secs_f64()
     );
     http.shutdown().await;
+    if let Some(metrics) = metrics {
+        metrics.shutdown().await;
+    }
     Ok(())
 }
 

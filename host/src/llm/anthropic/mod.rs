@@ -96,6 +96,10 @@ pub struct Messages {
 }
 
 impl WireFormat for Messages {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     type Response = wire::MessagesResponse;
     type Stream = stream::Assembly;
 

@@ -103,6 +103,10 @@ pub struct GenerateContent {
 }
 
 impl WireFormat for GenerateContent {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     type Response = wire::GenerateContentResponse;
     type Stream = Assembly;
 

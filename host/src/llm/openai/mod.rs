@@ -111,6 +111,10 @@ pub struct ChatCompletions {
 }
 
 impl WireFormat for ChatCompletions {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     type Response = wire::ChatCompletion;
     type Stream = stream::Assembly;
 

@@ -137,6 +137,10 @@ pub struct Responses {
 }
 
 impl WireFormat for Responses {
+    fn model(&self) -> Option<&str> {
+        Some(&self.model)
+    }
+
     type Response = wire::Response;
     type Stream = stream::Assembly;
 

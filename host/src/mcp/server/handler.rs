@@ -377,7 +377,9 @@ impl ServerHandler for McpTools {
             ));
         };
         let mut arguments = request.arguments.unwrap_or_default();
-        let (cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        let (mut cx, new_handle) =
+            self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        cx.trace_parent = super::metrics::trace_parent(&context);
         if approval::needs(&self.tools.approval, &self.tools.overrides, &tools, name)
             && let approval::Gate::Answer(answer) =
                 approval::ask(&context, request.input_responses.as_ref(), name, &arguments).await

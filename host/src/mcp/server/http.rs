@@ -77,6 +77,7 @@ pub(super) async fn serve(
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless);
     let count = tools.registry.len();
+    let metrics = tools.registry.metrics();
     // One handler (and so one plugin session) per MCP session; rmcp drops
     // it, ending the plugin session, when the session is deleted or
     // expires (after the session idle timeout). A request of the
@@ -92,14 +93,22 @@ pub(super) async fn serve(
         .layer(middleware::from_fn(super::sse::gather_event_stream_start));
     if !options.stateless {
         mcp = mcp.layer(middleware::from_fn_with_state(
-            session_manager,
+            Arc::clone(&session_manager),
             super::sessions::refuse_over_cap,
         ));
+    }
+    // Metrics under the same bind and token rules as MCP.
+    if let Some(metrics) = &metrics {
+        let sessions = (!options.stateless).then(|| Arc::clone(&session_manager));
+        mcp = mcp.merge(super::metrics::routes(metrics.clone(), sessions));
     }
     if let Some(token) = options.token.clone() {
         mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
     }
-    let app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
+    let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
+    if let Some(metrics) = metrics {
+        app = super::metrics::count_status(app, metrics);
+    }
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
     let budgets = options.connections;
     let shutdown = async move {

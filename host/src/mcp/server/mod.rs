@@ -62,6 +62,7 @@ mod approval;
 mod connections;
 mod handler;
 mod http;
+mod metrics;
 mod sessions;
 mod sse;
 mod stdio;
@@ -251,6 +252,12 @@ pub enum ServeError {
     /// The client did not complete the MCP handshake.
     #[error("the MCP handshake failed (is an MCP client on the other end?)")]
     Handshake(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// Metrics were asked to be served, but the registry counts none.
+    #[error(
+        "cannot serve metrics: the registry counts none; give it a `Metrics` first \
+         (`ToolRegistry::set_metrics`)"
+    )]
+    NoMetrics,
     /// The task that serves the connection failed (a bug: it panicked).
     #[error("the MCP connection task failed; this is a bug, please report it")]
     Connection(#[source] tokio::task::JoinError),

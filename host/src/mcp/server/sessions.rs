@@ -93,7 +93,7 @@ impl CappedSessions {
         }
     }
 
-    async fn live(&self) -> usize {
+    pub(super) async fn live(&self) -> usize {
         self.local.sessions.read().await.len()
     }
 

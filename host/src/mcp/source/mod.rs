@@ -254,6 +254,13 @@ impl McpServer {
         }
     }
 
+    /// How many times the server was connected to (or its process
+    /// started), successfully or not: 1 after the first attempt, more
+    /// after restarts.
+    pub fn connection_attempts(&self) -> u64 {
+        *self.link.attempts.borrow()
+    }
+
     /// How the registry runs its tools: the declaration's `exec`.
     pub fn exec_options(&self) -> ExecOptions {
         self.link.plan.options.clone()

@@ -65,6 +65,13 @@ enum Slot {
     IfFree,
 }
 
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Its spares go with it.
+        self.sandbox.count_spares(-(self.spares.ready() as isize));
+    }
+}
+
 impl std::ops::Deref for Guest {
     type Target = Inner;
     fn deref(&self) -> &Inner {
@@ -223,6 +230,12 @@ impl Inner {
         // The epoch stops a guest that computes; this stops one that waits
         // on the host (a sleep, a blocking read).
         let outcome = tokio::time::timeout_at(deadline.into(), f(store)).await;
+        // What the call used, for the registry's metrics and span.
+        let fuel_left = store.get_fuel().unwrap_or(0);
+        crate::telemetry::note_usage(
+            self.limits.fuel.saturating_sub(fuel_left),
+            store.data().limiter.used(),
+        );
         match outcome {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(e)) => Err(classify(e, &self.limits, store)),

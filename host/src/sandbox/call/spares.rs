@@ -53,6 +53,7 @@ impl Guest {
     /// One call on a fresh instance that serves no other call: a spare made
     /// ahead of time when there is one, else one made now.
     pub(crate) async fn call_fresh(&self, name: &str, input: &str) -> Result<String, ToolError> {
+        crate::telemetry::note_instance(crate::telemetry::Instance::Fresh);
         let Some(mut live) = self.take_spare() else {
             let result = self.call_inline(name, input).await;
             self.after_inline(&result);
@@ -108,6 +109,9 @@ impl Guest {
             return None;
         }
         let live = lock(&self.spares.ready).pop();
+        if live.is_some() {
+            self.sandbox.count_spares(-1);
+        }
         if live.is_none() {
             // Fill the pool while this call instantiates inline. A call that
             // got a spare asks for a new one after it is done instead: waking
@@ -163,7 +167,10 @@ impl Guest {
                 // Spares only take slots that are free: they must never be
                 // why a call waits.
                 match self.instantiate_now(Slot::IfFree).await {
-                    Ok(live) => lock(&self.spares.ready).push(live),
+                    Ok(live) => {
+                        lock(&self.spares.ready).push(live);
+                        self.sandbox.count_spares(1);
+                    }
                     Err(e) if e.kind == ToolErrorKind::Busy => break,
                     Err(e) => {
                         tracing::debug!(plugin = %self.identity.name, error = %e, "could not make a spare instance; instantiating per call");

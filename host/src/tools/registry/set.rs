@@ -11,6 +11,7 @@ use super::super::options::ExecOptions;
 use super::super::schema::{InputBudget, check_input};
 use super::super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolSpec};
 use super::CallReport;
+use super::observe::Observe;
 
 pub(super) struct Entry {
     pub(super) tool: Arc<dyn Tool>,
@@ -35,6 +36,7 @@ pub struct ToolSet {
     pub(super) tools: BTreeMap<String, Vec<Arc<Entry>>>,
     pub(super) input_budget: InputBudget,
     pub(super) log: Option<Arc<CallLog>>,
+    pub(super) observe: Observe,
 }
 
 impl std::fmt::Debug for ToolSet {
@@ -51,6 +53,7 @@ impl ToolSet {
             tools: BTreeMap::new(),
             input_budget,
             log: None,
+            observe: Observe::default(),
         }
     }
 
@@ -175,7 +178,7 @@ impl ToolSet {
     }
 
     /// Run the call, and record it in the log if there is one.
-    async fn execute(
+    pub(super) async fn execute_logged(
         &self,
         name: &str,
         input: Result<Value, ToolError>,

@@ -87,6 +87,10 @@ impl Request {
         if let Some(body) = self.body_of(input) {
             request = request.json(&body);
         }
+        // The call's trace goes on to the service (W3C trace context).
+        for (key, value) in crate::telemetry::current_w3c() {
+            request = request.header(key, value);
+        }
         let response = request
             .send()
             .await

@@ -1,0 +1,122 @@
+//! What `[telemetry]` and the `OTEL_*` environment ask for: the log and
+//! the trace export as one `tracing` subscriber.
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use toolhost::config::HostConfig;
+use toolhost::telemetry::{SPAN_TARGET, TelemetryConfig};
+use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets, filter_fn};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, Registry};
+
+use super::PluginArgs;
+
+/// The `[telemetry]` of the host config a command will read, with the
+/// `OTEL_*` variables filling in what it leaves unset. Read before the
+/// command runs, because the subscriber is set up once, first; a config
+/// that does not load is reported by the command itself.
+pub(super) fn settings(plugins: Option<&PluginArgs>) -> TelemetryConfig {
+    let mut telemetry = plugins
+        .and_then(PluginArgs::config_file)
+        .and_then(|path| HostConfig::from_file(&path).ok())
+        .map(|config| config.telemetry)
+        .unwrap_or_default();
+    apply_env(&mut telemetry, |name| std::env::var(name).ok());
+    telemetry
+}
+
+/// OpenTelemetry's standard variables, for what the file leaves unset.
+fn apply_env(telemetry: &mut TelemetryConfig, var: impl Fn(&str) -> Option<String>) {
+    let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    if set("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        telemetry.endpoint = None;
+        return;
+    }
+    if telemetry.endpoint.is_none() {
+        telemetry.endpoint = set("OTEL_EXPORTER_OTLP_ENDPOINT");
+    }
+    if telemetry.service_name.is_none() {
+        telemetry.service_name = set("OTEL_SERVICE_NAME");
+    }
+}
+
+/// Log to stderr under `filter`; export spans too when `telemetry` names
+/// an endpoint. The provider returned must be shut down before exit, so
+/// the last spans go out.
+pub(super) fn init(
+    filter: EnvFilter,
+    ansi: bool,
+    telemetry: &TelemetryConfig,
+) -> Option<SdkTracerProvider> {
+    // The log never shows the trace spans (they would prefix every line
+    // logged inside a call); they are only for the exporter, and without
+    // one their callsites stay off and cost nothing.
+    let log = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .with_filter(filter.and(filter_fn(|meta| {
+            !(meta.is_span() && meta.target() == SPAN_TARGET)
+        })));
+    let provider = match toolhost::telemetry::tracer_provider(telemetry) {
+        Ok(provider) => provider,
+        Err(e) => {
+            let subscriber = Registry::default().with(log);
+            subscriber.init();
+            tracing::warn!(
+                "not exporting traces: {}",
+                super::ChainDisplay(&e).escaped()
+            );
+            return None;
+        }
+    };
+    let otel = provider.as_ref().map(|provider| {
+        tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("toolhost"))
+            .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::TRACE))
+    });
+    Registry::default().with(log).with(otel).init();
+    provider
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        }
+    }
+
+    #[test]
+    fn the_environment_fills_in_what_the_file_leaves_unset() {
+        let mut telemetry = TelemetryConfig::default();
+        apply_env(
+            &mut telemetry,
+            env(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"),
+                ("OTEL_SERVICE_NAME", "agents"),
+            ]),
+        );
+        assert_eq!(telemetry.endpoint.as_deref(), Some("http://collector:4318"));
+        assert_eq!(telemetry.service_name.as_deref(), Some("agents"));
+
+        let mut from_file = TelemetryConfig {
+            endpoint: Some("http://file:4318".into()),
+            ..TelemetryConfig::default()
+        };
+        apply_env(
+            &mut from_file,
+            env(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://env:4318")]),
+        );
+        assert_eq!(from_file.endpoint.as_deref(), Some("http://file:4318"));
+
+        apply_env(&mut from_file, env(&[("OTEL_SDK_DISABLED", "true")]));
+        assert_eq!(from_file.endpoint, None);
+    }
+}

@@ -1,0 +1,101 @@
+//! `GET /metrics`: the registry's [`Metrics`] in Prometheus' text format,
+//! on the MCP server's own address (under its bearer token) or on one of
+//! its own ([`ToolServer::serve_metrics`]); every HTTP answer counted by
+//! status; and the caller's trace context read off a request.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+use tokio_util::sync::CancellationToken;
+
+use super::sessions::CappedSessions;
+use super::{HttpServer, ServeError, ToolServer};
+use crate::telemetry::{CONTENT_TYPE, Metrics, TRACEPARENT, TRACESTATE, TraceParent};
+
+/// The `/metrics` route over `metrics`; the live session gauge is read
+/// from `sessions` (none for a stateless server) at each scrape.
+pub(super) fn routes(metrics: Metrics, sessions: Option<Arc<CappedSessions>>) -> Router {
+    Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let (metrics, sessions) = (metrics.clone(), sessions.clone());
+            async move {
+                let live = match &sessions {
+                    Some(sessions) => sessions.live().await,
+                    None => 0,
+                };
+                metrics.set_sessions(live as u64);
+                ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render()).into_response()
+            }
+        }),
+    )
+}
+
+/// Count every answer by its status.
+pub(super) fn count_status(router: Router, metrics: Metrics) -> Router {
+    router.layer(middleware::from_fn_with_state(metrics, counted))
+}
+
+async fn counted(State(metrics): State<Metrics>, request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    metrics.record_http(response.status().as_u16());
+    response
+}
+
+/// The trace a request continues: `traceparent` in its `_meta` (MCP,
+/// SEP-414), else in the HTTP request's headers.
+pub(super) fn trace_parent(context: &RequestContext<RoleServer>) -> Option<TraceParent> {
+    let meta = |key: &str| context.meta.get(key).and_then(|v| v.as_str());
+    if let Some(parent) = meta(TRACEPARENT) {
+        return TraceParent::from_w3c(parent, meta(TRACESTATE));
+    }
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let header = |key: &str| parts.headers.get(key).and_then(|v| v.to_str().ok());
+    TraceParent::from_w3c(header(TRACEPARENT)?, header(TRACESTATE))
+}
+
+impl ToolServer {
+    /// Serve `GET /metrics` (and `/healthz`) on an address of its own,
+    /// e.g. for a Prometheus that should not hold the MCP bearer token.
+    /// The same bind rule as MCP holds: loopback, unless remote clients
+    /// are allowed and a token is set. Scrapes need no token.
+    ///
+    /// # Errors
+    ///
+    /// As [`serve_http`](Self::serve_http); [`ServeError::NoMetrics`]
+    /// when the registry counts no metrics
+    /// ([`ToolRegistry::set_metrics`](crate::tools::ToolRegistry::set_metrics)).
+    pub async fn serve_metrics(&self, addr: SocketAddr) -> Result<HttpServer, ServeError> {
+        self.options.check_http(addr)?;
+        let metrics = self.tools.registry.metrics().ok_or(ServeError::NoMetrics)?;
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
+        let app = routes(metrics, None).route("/healthz", axum::routing::get(|| async { "ok" }));
+        let stop = CancellationToken::new();
+        let stopped = stop.clone();
+        tracing::info!("serving metrics on http://{addr}/metrics");
+        let task = tokio::spawn(async move {
+            let shutdown = async move { stopped.cancelled().await };
+            if let Err(e) = axum::serve(listener, app)
+                .with_graceful_shutdown(shutdown)
+                .await
+            {
+                tracing::warn!("the metrics server stopped: {e}");
+            }
+        });
+        Ok(HttpServer {
+            addr,
+            stop,
+            task: Some(task),
+        })
+    }
+}
