@@ -10,7 +10,7 @@ pub mod render;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use toolhost_guest::ToolError;
+use toolhost_guest::{Content, Output, ToolError};
 
 use render::{Chart, Kind, Series};
 
@@ -132,6 +132,23 @@ pub fn draw(input: DrawInput) -> Result<Drawn, ToolError> {
         },
         png,
     })
+}
+
+/// The tool: the PNG as an image part, the summary as the structured
+/// result (its schema is the tool's output schema).
+pub fn draw_tool(input: DrawInput) -> Result<Output<DrawOutput>, ToolError> {
+    let drawn = draw(input)?;
+    Ok(Output::new(drawn.summary).with(Content::png(drawn.png)))
+}
+
+toolhost_guest::export_tools! {
+    chart_draw: "Draw a bar or line chart of one or more series of numbers and return it \
+                 as a PNG image. Use it when the user asks for a chart or a plot." => draw_tool {
+        title: "Draw a chart",
+        read_only: true,
+        idempotent: true,
+        open_world: false,
+    },
 }
 
 #[cfg(test)]
