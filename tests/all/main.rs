@@ -2,6 +2,7 @@
 
 mod cache;
 mod cli;
+mod contract;
 mod deadline;
 mod examples;
 mod hostile_data;

@@ -28,11 +28,14 @@ stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
 
 Prints one JSON object on stdout: {"sessions": {NAME: {"protocol_version",
 "server_name"}}, "results": [one per step]}. A call's result is
-{"is_error", "text", "structured", "seconds"}, or {"error": {"code",
+{"is_error", "text", "structured", "blocks", "seconds"} ("blocks": every
+content block, media as type, mimeType, size and first bytes), or
+{"error": {"code",
 "message"}} when the server answered with a JSON-RPC error.
 """
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -119,6 +122,20 @@ def run_local(step):
     return None
 
 
+def describe_block(block):
+    """A content block as the tests check it: its type, and for media its
+    media type, decoded size and first bytes (hex)."""
+    if block.type == "text":
+        return {"type": "text"}
+    if block.type in ("image", "audio"):
+        data = base64.b64decode(block.data)
+        return {"type": block.type, "mimeType": block.mime_type, "size": len(data), "head": data[:8].hex()}
+    if block.type == "resource":
+        r = block.resource
+        return {"type": "resource", "uri": str(r.uri), "mimeType": r.mime_type, "text": getattr(r, "text", None)}
+    return {"type": block.type}
+
+
 async def run_step(session, step):
     op = step["op"]
     if op == "sleep":
@@ -143,7 +160,15 @@ async def run_step(session, step):
         listed = await session.list_tools()
         return {
             "tools": [
-                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": t.input_schema,
+                    "outputSchema": t.output_schema,
+                    "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
+                    if t.annotations
+                    else None,
+                }
                 for t in listed.tools
             ]
         }
@@ -157,6 +182,7 @@ async def run_step(session, step):
             "is_error": bool(result.is_error),
             "text": [c.text for c in result.content if c.type == "text"],
             "structured": result.structured_content,
+            "blocks": [describe_block(c) for c in result.content],
             "seconds": time.monotonic() - started,
         }
     raise SystemExit(f"unknown op {op!r}")

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::sandbox::{Guest, Live};
+use crate::sandbox::{Guest, GuestOutput, Live};
 use crate::tools::{SessionId, ToolError, ToolErrorKind};
 
 /// A session's instance. The async mutex makes calls within one session run
@@ -282,7 +282,7 @@ impl Sessions {
         session: &SessionId,
         name: &str,
         input: &str,
-    ) -> Result<String, ToolError> {
+    ) -> Result<GuestOutput, ToolError> {
         let slot = self.slot(session)?;
         let mut guard = slot.lock().await;
         // Taken out for the call: if the call is cancelled or traps, the

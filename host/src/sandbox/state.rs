@@ -6,7 +6,10 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::{HostImports, Level, TypesHost};
+use super::bindings::{
+    HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2, UserHost,
+    WitAnswer, WitAskError,
+};
 use super::capture::StderrCapture;
 use super::files::OpenHandles;
 use super::http::HttpState;
@@ -84,6 +87,51 @@ impl TypesHost for StoreState {}
 
 impl HostImports for StoreState {
     fn log(&mut self, level: Level, message: String) {
+        self.write_log(level, message);
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.identity.config.get(&key).cloned()
+    }
+}
+
+impl TypesHost2 for StoreState {}
+
+// Series 0.2: the same log and config as 0.1.
+impl HostImports2 for StoreState {
+    fn log(&mut self, level: Level2, message: String) {
+        let level = match level {
+            Level2::Trace => Level::Trace,
+            Level2::Debug => Level::Debug,
+            Level2::Info => Level::Info,
+            Level2::Warn => Level::Warn,
+            Level2::Error => Level::Error,
+        };
+        self.write_log(level, message);
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.identity.config.get(&key).cloned()
+    }
+}
+
+impl ProgressHost for StoreState {
+    fn report(&mut self, _done: f64, _total: Option<f64>, _message: Option<String>) {
+        // Nobody listens to a call's progress yet: reports are dropped, as
+        // the contract allows when no one is waiting.
+    }
+}
+
+impl UserHost for StoreState {
+    async fn ask(&mut self, _message: String, _schema: String) -> Result<WitAnswer, WitAskError> {
+        Err(WitAskError::Unavailable(
+            "this host has no one to ask questions of yet; go on without the answer, or fail saying what input the tool needs".to_owned(),
+        ))
+    }
+}
+
+impl StoreState {
+    fn write_log(&mut self, level: Level, message: String) {
         if self.log_left == 0 {
             if !self.log_cut {
                 self.log_cut = true;
@@ -103,10 +151,6 @@ impl HostImports for StoreState {
             Level::Warn => tracing::warn!(target: "toolhost::plugin", plugin, "{message}"),
             Level::Error => tracing::error!(target: "toolhost::plugin", plugin, "{message}"),
         }
-    }
-
-    fn config(&mut self, key: String) -> Option<String> {
-        self.identity.config.get(&key).cloned()
     }
 }
 

@@ -32,7 +32,10 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use crate::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolSpec};
+use crate::tools::{
+    CallContext, CallReport, Content, ExecOverrides, ResourceContents, SessionId, ToolRegistry,
+    ToolSpec,
+};
 
 /// The request `_meta` key that names a plugin session: calls carrying the
 /// same value share a stateful plugin's instance, whatever connection (or
@@ -255,11 +258,82 @@ fn mcp_tool(tool: &dyn crate::tools::Tool) -> Tool {
             );
         }
     }
-    Tool::new(
+    let mut listed = Tool::new(
         spec.name.clone(),
         spec.description.clone(),
         Arc::new(schema),
-    )
+    );
+    if let Some(Value::Object(output)) = tool.output_schema() {
+        listed.output_schema = Some(Arc::new(output.clone()));
+    }
+    if let Some(hints) = tool.annotations() {
+        let mut annotations = rmcp::model::ToolAnnotations::default();
+        annotations.title = hints.title.clone();
+        annotations.read_only_hint = hints.read_only_hint;
+        annotations.destructive_hint = hints.destructive_hint;
+        annotations.idempotent_hint = hints.idempotent_hint;
+        annotations.open_world_hint = hints.open_world_hint;
+        listed.annotations = Some(annotations);
+    }
+    listed
+}
+
+/// A tool's result as MCP carries it: the structured value as
+/// `structuredContent` (when it is an object) and as text, for clients that
+/// read text only; then each content part as its own block.
+fn mcp_result(report: CallReport) -> CallToolResult {
+    let value = match report.output {
+        // Exactly the text the tool loop sends a model: "kind: message",
+        // control characters escaped.
+        Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        Ok(value) => value,
+    };
+    let mut result = match (report.structured, value) {
+        // structuredContent must be an object; other outputs are text.
+        (true, value @ Value::Object(_)) => CallToolResult::structured(value),
+        (true, value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+        // Content only: the parts are the whole answer.
+        (false, _) => CallToolResult::success(Vec::new()),
+    };
+    result
+        .content
+        .extend(report.content.into_iter().map(content_block));
+    result
+}
+
+fn content_block(part: Content) -> ContentBlock {
+    use base64::Engine as _;
+    let base64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    match part {
+        Content::Text { text } => ContentBlock::text(text),
+        Content::Image { media_type, data } => ContentBlock::image(base64(&data), media_type),
+        Content::Audio { media_type, data } => ContentBlock::audio(base64(&data), media_type),
+        Content::Resource {
+            uri,
+            media_type,
+            contents,
+        } => {
+            let contents = match contents {
+                ResourceContents::Text(text) => {
+                    rmcp::model::ResourceContents::TextResourceContents {
+                        uri,
+                        mime_type: media_type,
+                        text,
+                        meta: None,
+                    }
+                }
+                ResourceContents::Blob(data) => {
+                    rmcp::model::ResourceContents::BlobResourceContents {
+                        uri,
+                        mime_type: media_type,
+                        blob: base64(&data),
+                        meta: None,
+                    }
+                }
+            };
+            ContentBlock::resource(contents)
+        }
+    }
 }
 
 impl ServerHandler for McpTools {
@@ -379,23 +453,15 @@ impl ServerHandler for McpTools {
         // `notifications/cancelled` (or the connection closing) cancels
         // `ct`: dropping the call stops the guest at its next epoch check
         // (within a 10 ms tick) and frees its instance and slot.
-        let output = tokio::select! {
-            output = tools.call(name, &input, &cx) => output,
+        let report = tokio::select! {
+            report = tools.call_detailed(name, &input, &cx) => report,
             () = context.ct.cancelled() => {
                 tracing::info!(tool = name, "call cancelled by the client: the guest was stopped");
                 // rmcp drops the answer to a cancelled request.
                 return Err(McpError::internal_error("the call was cancelled", None));
             }
         };
-        let result = match output {
-            // structuredContent must be an object; other outputs are text.
-            Ok(output @ Value::Object(_)) => CallToolResult::structured(output),
-            Ok(output) => CallToolResult::success(vec![ContentBlock::text(output.to_string())]),
-            // Exactly the text the tool loop sends a model: "kind: message",
-            // control characters escaped.
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-        };
-        Ok(with_handle(result, new_handle).into())
+        Ok(with_handle(mcp_result(report), new_handle).into())
     }
 }
 

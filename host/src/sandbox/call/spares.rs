@@ -4,6 +4,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::super::bindings::GuestOutput;
 use super::{Guest, Live, Slot, lock};
 use crate::tools::{ToolError, ToolErrorKind};
 
@@ -52,7 +53,11 @@ impl Spares {
 impl Guest {
     /// One call on a fresh instance that serves no other call: a spare made
     /// ahead of time when there is one, else one made now.
-    pub(crate) async fn call_fresh(&self, name: &str, input: &str) -> Result<String, ToolError> {
+    pub(crate) async fn call_fresh(
+        &self,
+        name: &str,
+        input: &str,
+    ) -> Result<GuestOutput, ToolError> {
         let Some(mut live) = self.take_spare() else {
             let result = self.call_inline(name, input).await;
             self.after_inline(&result);
