@@ -1,7 +1,8 @@
 //! Plugin contract 0.2 end to end: a 0.2 plugin's output schema,
 //! annotations and image result through the library and through `toolhost
-//! serve` to the official Python SDK client; the host's checks on what a
-//! 0.2 plugin declares and answers; and 0.1 plugins loading beside it,
+//! serve` to the official Python SDK client; progress reports to a
+//! program's sink and to an MCP client; the host's checks on what a 0.2
+//! plugin declares and answers; and 0.1 plugins loading beside it,
 //! unchanged.
 
 use std::path::Path;
@@ -10,10 +11,11 @@ use std::process::Command;
 use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::{LoadReport, PluginHost};
-use toolhost::tools::{CallContext, Content, ToolErrorKind};
+use toolhost::tools::{CallContext, Content, ProgressSink, ToolErrorKind};
 use toolhost_tests::mcp::{test_cache_dir, venv_python};
 use toolhost_tests::plugins::{
-    copy_plugin, copy_plugin_from, hostile_dir, plugin_subset, toolhost_bin, workspace_root,
+    copy_plugin, copy_plugin_from, fixtures_dir, hostile_dir, plugin_subset, toolhost_bin,
+    workspace_root,
 };
 
 fn host(config: HostConfig) -> PluginHost {
@@ -281,4 +283,70 @@ fn serve_gives_mcp_clients_the_schema_the_hints_and_the_image() {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn a_call_s_progress_reaches_the_sink_of_its_context_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin_from(fixtures_dir(), "mcp_conformance", dir.path());
+    let report = load(dir.path()).await;
+    let registry = report.registry().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let seen = std::sync::Arc::clone(&seen);
+        ProgressSink::new(move |p| seen.lock().unwrap().push(p))
+    };
+    let cx = CallContext::default().with_progress(sink);
+    registry
+        .call_value("test_tool_with_progress", json!({}), &cx)
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    let done: Vec<f64> = seen.iter().map(|p| p.done).collect();
+    assert_eq!(done, [0.0, 50.0, 100.0]);
+    assert!(seen.iter().all(|p| p.total == Some(100.0)));
+    assert_eq!(seen[1].message.as_deref(), Some("50% done"));
+    // Without a sink the same call reports to no one and still answers.
+    registry
+        .call_value(
+            "test_tool_with_progress",
+            json!({}),
+            &CallContext::default(),
+        )
+        .await
+        .unwrap();
+}
+
+#[test]
+fn serve_sends_progress_notifications_before_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin_from(fixtures_dir(), "mcp_conformance", dir.path());
+    let report = serve_and_ask(
+        dir.path(),
+        &json!([
+            {"op": "call", "tool": "test_tool_with_progress", "args": {}, "progress": true},
+            {"op": "call", "tool": "test_tool_with_progress", "args": {}},
+        ]),
+    );
+    let results = report["results"].as_array().unwrap();
+    let with = &results[0];
+    assert_eq!(with["is_error"], false, "{with}");
+    let progress: Vec<f64> = with["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert_eq!(
+        progress,
+        [0.0, 50.0, 100.0],
+        "all three, in order, before the result: {with}"
+    );
+    assert_eq!(with["progress"][2]["total"], 100.0);
+    assert_eq!(with["progress"][2]["message"], "100% done");
+    assert_eq!(
+        results[1]["progress"],
+        json!([]),
+        "no token, no notifications"
+    );
 }

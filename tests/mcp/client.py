@@ -8,7 +8,9 @@ STEPS is a JSON list run in order; each step names the session it runs in
 stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
 
     {"op": "list"}                              tools/list
-    {"op": "call", "tool": NAME, "args": {...}} tools/call
+    {"op": "call", "tool": NAME, "args": {...}} tools/call ("progress": true
+        sends a progress token and reports the notifications received
+        before the result)
     {"op": "cancel", "tool": NAME, "args": {...}, "after": SECONDS}
         tools/call, abandoned after SECONDS: the SDK sends
         notifications/cancelled
@@ -174,11 +176,24 @@ async def run_step(session, step):
         }
     if op == "call":
         started = time.monotonic()
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append({"progress": done, "total": total, "message": message})
+
         try:
-            result = await session.call_tool(step["tool"], step.get("args", {}))
+            result = await session.call_tool(
+                step["tool"],
+                step.get("args", {}),
+                progress_callback=on_progress if step.get("progress") else None,
+            )
         except MCPError as e:
             return {"error": {"code": e.code, "message": e.message}}
+        # Reports still delivered after the result would land here too late:
+        # what the test sees is what had arrived when call_tool returned.
+        received = list(progress)
         return {
+            "progress": received,
             "is_error": bool(result.is_error),
             "text": [c.text for c in result.content if c.type == "text"],
             "structured": result.structured_content,

@@ -164,6 +164,7 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
     let cx = CallContext {
         session: args.session.clone().map(SessionId::new),
         overrides: args.exec.overrides(),
+        ..CallContext::default()
     };
     Ok(registry.call(&args.tool, &input, &cx).await)
 }

@@ -10,8 +10,8 @@ use super::session;
 use crate::sandbox::{CacheStatus, Guest, Limits, Permissions};
 use crate::sandbox::{GuestContent, GuestOutput};
 use crate::tools::{
-    CallContext, Content, ResourceContents, SessionId, Tool, ToolAnnotations, ToolError,
-    ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
+    CallContext, Content, ProgressSink, ResourceContents, SessionId, Tool, ToolAnnotations,
+    ToolError, ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
 };
 
 /// What a tool of a 0.2 plugin declares besides its [`ToolSpec`]: the
@@ -155,12 +155,15 @@ impl Plugin {
         name: &str,
         input: &str,
         session: Option<&SessionId>,
+        progress: Option<&ProgressSink>,
     ) -> Result<GuestOutput, ToolError> {
         match session {
             Some(session) if self.stateful => {
-                self.sessions.call(&self.guest, session, name, input).await
+                self.sessions
+                    .call(&self.guest, session, name, input, progress)
+                    .await
             }
-            _ => self.guest.call_fresh(name, input).await,
+            _ => self.guest.call_fresh(name, input, progress).await,
         }
     }
 
@@ -237,10 +240,16 @@ impl Tool for WasmTool {
         let plugin = Arc::clone(&self.plugin);
         let index = self.index;
         let session = cx.session.clone();
+        let progress = cx.progress.clone();
         Box::pin(async move {
             let name = &plugin.tools[index].name;
             let output = plugin
-                .call(name, &input.to_string(), session.as_ref())
+                .call(
+                    name,
+                    &input.to_string(),
+                    session.as_ref(),
+                    progress.as_ref(),
+                )
                 .await?;
             let structured = match output.json {
                 None => None,

@@ -15,7 +15,10 @@ use super::files::OpenHandles;
 use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
 use crate::text::untrusted;
+use crate::tools::{Progress, ProgressSink};
 
+/// Most bytes of a progress message; longer ones are cut.
+const MAX_PROGRESS_MESSAGE: usize = 512;
 /// Most bytes one log message may have; longer ones are cut.
 const MAX_LOG_MESSAGE: usize = 4 << 10;
 /// Most log bytes one call may write; the rest is dropped with a note.
@@ -38,6 +41,10 @@ pub(crate) struct StoreState {
     pub(crate) stderr: StderrCapture,
     /// wasi:http: the plugin's grant and this call's requests.
     pub(crate) http: HttpState,
+    /// Where this call's progress reports go (contract 0.2), and the last
+    /// one passed on.
+    progress: Option<ProgressSink>,
+    progress_last: Option<(f64, Instant)>,
 }
 
 impl StoreState {
@@ -61,7 +68,17 @@ impl StoreState {
             log_cut: false,
             stderr,
             http,
+            progress: None,
+            progress_last: None,
         }
+    }
+
+    /// Send this call's progress reports to `sink` (none: nowhere). Set for
+    /// every call, so an instance kept for a session never reports to an
+    /// earlier call's listener.
+    pub(crate) fn report_progress_to(&mut self, sink: Option<ProgressSink>) {
+        self.progress = sink;
+        self.progress_last = None;
     }
 
     /// Reset per-call budgets that are not wasmtime's (fuel and epochs are).
@@ -116,9 +133,30 @@ impl HostImports2 for StoreState {
 }
 
 impl ProgressHost for StoreState {
-    fn report(&mut self, _done: f64, _total: Option<f64>, _message: Option<String>) {
-        // Nobody listens to a call's progress yet: reports are dropped, as
-        // the contract allows when no one is waiting.
+    fn report(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+        let Some(sink) = &self.progress else {
+            return;
+        };
+        if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return;
+        }
+        // Only forward, and not too often: MCP requires each notification
+        // to move forward, and a tight loop must not flood the listener. A
+        // report that reaches the total always goes through.
+        let now = Instant::now();
+        let finished = total.is_some_and(|t| done >= t);
+        if let Some((last, at)) = self.progress_last
+            && (done <= last || (!finished && now.duration_since(at) < ProgressSink::MIN_INTERVAL))
+        {
+            return;
+        }
+        self.progress_last = Some((done, now));
+        let message = message.map(|m| untrusted(&m, MAX_PROGRESS_MESSAGE));
+        sink.report(Progress {
+            done,
+            total,
+            message,
+        });
     }
 }
 

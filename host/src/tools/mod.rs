@@ -14,6 +14,7 @@ mod log;
 mod native;
 mod options;
 mod output;
+mod progress;
 mod registry;
 pub mod rest;
 pub(crate) mod retry_after;
@@ -34,6 +35,7 @@ pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
+pub use progress::{Progress, ProgressSink};
 pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{
     InputBudget, InputOverBudget, SchemaBudget, SchemaError, check_input, check_schema,
@@ -129,6 +131,8 @@ pub struct CallContext {
     /// Changes to the tool's [`ExecOptions`] for this call; they win over
     /// every other layer (see [`ExecOverrides`]).
     pub overrides: ExecOverrides,
+    /// Where the call's progress reports go; none: nowhere.
+    pub progress: Option<ProgressSink>,
 }
 
 impl CallContext {
@@ -136,7 +140,7 @@ impl CallContext {
     pub fn in_session(session: SessionId) -> Self {
         Self {
             session: Some(session),
-            overrides: ExecOverrides::default(),
+            ..Self::default()
         }
     }
 
@@ -144,6 +148,13 @@ impl CallContext {
     #[must_use]
     pub fn with_overrides(mut self, overrides: ExecOverrides) -> Self {
         self.overrides = overrides;
+        self
+    }
+
+    /// The same context with its progress reports going to `sink`.
+    #[must_use]
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
         self
     }
 }

@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -33,8 +34,8 @@ use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::tools::{
-    CallContext, CallReport, Content, ExecOverrides, ResourceContents, SessionId, ToolRegistry,
-    ToolSpec,
+    CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ResourceContents,
+    SessionId, ToolRegistry, ToolSpec,
 };
 
 /// The request `_meta` key that names a plugin session: calls carrying the
@@ -449,6 +450,16 @@ impl ServerHandler for McpTools {
         };
         let mut arguments = request.arguments.unwrap_or_default();
         let (cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, &context)?;
+        // A request with a progress token gets the tool's progress reports
+        // as notifications/progress, in order, all before the result.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForwarder::start(token, context.peer.clone()));
+        let cx = match &progress {
+            Some(forwarder) => cx.with_progress(forwarder.sink()),
+            None => cx,
+        };
         let input = Value::Object(arguments).to_string();
         // `notifications/cancelled` (or the connection closing) cancels
         // `ct`: dropping the call stops the guest at its next epoch check
@@ -461,7 +472,58 @@ impl ServerHandler for McpTools {
                 return Err(McpError::internal_error("the call was cancelled", None));
             }
         };
+        drop(cx);
+        if let Some(forwarder) = progress {
+            forwarder.finish().await;
+        }
         Ok(with_handle(mcp_result(report), new_handle).into())
+    }
+}
+
+/// Sends a call's progress reports to the client as `notifications/progress`
+/// for the request's token, one at a time and in order, from its own task
+/// (a report comes from the guest's thread, which must not wait on the
+/// client).
+struct ProgressForwarder {
+    sender: Arc<std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Progress>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressForwarder {
+    fn start(token: ProgressToken, peer: rmcp::Peer<RoleServer>) -> Self {
+        let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let task = tokio::spawn(async move {
+            while let Some(report) = reports.recv().await {
+                let mut param = ProgressNotificationParam::new(token.clone(), report.done);
+                param.total = report.total;
+                param.message = report.message;
+                if peer.notify_progress(param).await.is_err() {
+                    // The client is gone; the call ends on its own.
+                    break;
+                }
+            }
+        });
+        Self {
+            sender: Arc::new(std::sync::Mutex::new(Some(sender))),
+            task,
+        }
+    }
+
+    fn sink(&self) -> ProgressSink {
+        let sender = Arc::clone(&self.sender);
+        ProgressSink::new(move |report| {
+            let sender = sender.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(sender) = sender.as_ref() {
+                let _ = sender.send(report);
+            }
+        })
+    }
+
+    /// Close the channel and wait until every report sent so far has gone
+    /// out, so that none arrives after the result.
+    async fn finish(self) {
+        self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let _ = self.task.await;
     }
 }
 

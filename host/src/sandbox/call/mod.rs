@@ -14,7 +14,7 @@ use super::capture::StderrCapture;
 use super::http::{self, HttpState};
 use super::state::StoreState;
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
-use crate::tools::{ToolError, ToolErrorKind};
+use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
 
 mod classify;
 mod spares;
@@ -241,9 +241,15 @@ impl Inner {
     }
 
     /// One call on a fresh instance made inline, dropped afterwards.
-    async fn call_inline(&self, name: &str, input: &str) -> Result<GuestOutput, ToolError> {
+    async fn call_inline(
+        &self,
+        name: &str,
+        input: &str,
+        progress: Option<&ProgressSink>,
+    ) -> Result<GuestOutput, ToolError> {
         let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
+        store.data_mut().report_progress_to(progress.cloned());
         let result = self
             .bounded(&mut store, async |store| {
                 let plugin = self.pre.instantiate_async(&mut *store).await?;
@@ -282,13 +288,16 @@ impl Inner {
         live: &mut Live,
         name: &str,
         input: &str,
+        progress: Option<&ProgressSink>,
     ) -> Result<GuestOutput, ToolError> {
+        live.store.data_mut().report_progress_to(progress.cloned());
         let plugin = &live.plugin;
         let result = self
             .bounded(&mut live.store, async |store| {
                 plugin.call_call(&mut *store, name, input).await
             })
             .await;
+        live.store.data_mut().report_progress_to(None);
         let refusal = live.store.data_mut().http.take_refusal();
         http::explain(self.finish(result), refusal)
     }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::super::bindings::GuestOutput;
 use super::{Guest, Live, Slot, lock};
-use crate::tools::{ToolError, ToolErrorKind};
+use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
 
 /// Fresh instances made ahead of time, off the caller's path.
 ///
@@ -57,13 +57,14 @@ impl Guest {
         &self,
         name: &str,
         input: &str,
+        progress: Option<&ProgressSink>,
     ) -> Result<GuestOutput, ToolError> {
         let Some(mut live) = self.take_spare() else {
-            let result = self.call_inline(name, input).await;
+            let result = self.call_inline(name, input, progress).await;
             self.after_inline(&result);
             return result;
         };
-        let result = self.call_live(&mut live, name, input).await;
+        let result = self.call_live(&mut live, name, input, progress).await;
         self.retire(live);
         result
     }
