@@ -1,11 +1,20 @@
 //! What `export_tools!` expands to: describing and running typed tools.
 
+use std::marker::PhantomData;
+
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde::de::DeserializeOwned;
 
-use crate::bindings::exports::toolhost::plugin::tool::{ToolError as WitToolError, ToolInfo};
-use crate::{ToolError, ToolErrorKind, ToolOutput};
+use crate::bindings::exports::toolhost::plugin::tool::{
+    ToolError as WitToolError, ToolInfo, ToolOutput as WitToolOutput,
+};
+use crate::bindings::toolhost::plugin::types::{
+    Annotations as WitAnnotations, Content as WitContent, EmbeddedResource, Media,
+    ResourceContents as WitResourceContents,
+};
+use crate::output::{Reply, ResourceContents};
+use crate::{Content, ToolError, ToolErrorKind, ToolOutput};
 
 /// Exports a plugin's tools: each is a name, a description for the model,
 /// and a function `fn(Input) -> Result<Output, ToolError>`.
@@ -25,6 +34,21 @@ use crate::{ToolError, ToolErrorKind, ToolOutput};
 /// The tool name is an identifier (so `a-z A-Z 0-9 _`, at most 64
 /// characters) and must be unique across every plugin the host loads:
 /// prefix it with the plugin's name.
+///
+/// **Output schema.** When `Output` (or the `T` of an
+/// [`Output<T>`](crate::Output)) derives `schemars::JsonSchema` and is an
+/// object, its schema is the tool's output schema: clients see it, and the
+/// host checks every result against it. Other outputs declare none.
+///
+/// **Annotations.** Hints for clients and people (MCP's tool annotations)
+/// follow the function in braces, any of `title`, `read_only`,
+/// `destructive`, `idempotent` and `open_world`:
+///
+/// ```text
+/// export_tools! {
+///     files_delete: "Delete a file." => delete { destructive: true, title: "Delete a file" },
+/// }
+/// ```
 ///
 /// A component exports one `tool` interface, so the macro may appear once
 /// per crate: list every tool in that one call. A second call in the same
@@ -59,7 +83,7 @@ use crate::{ToolError, ToolErrorKind, ToolOutput};
 /// ```
 #[macro_export]
 macro_rules! export_tools {
-    ($($name:ident : $description:expr => $function:path),+ $(,)?) => {
+    ($($name:ident : $description:expr => $function:path $({ $($key:ident : $value:expr),* $(,)? })?),+ $(,)?) => {
         // The plugin type's name is the fix, so that a second call of the
         // macro in this module reads "the name `export_tools_may_appear_
         // once_per_crate__list_every_tool_in_one_call` is defined multiple
@@ -70,11 +94,24 @@ macro_rules! export_tools {
 
         impl $crate::__private::Guest for export_tools_may_appear_once_per_crate__list_every_tool_in_one_call {
             fn describe() -> ::std::vec::Vec<$crate::__private::ToolInfo> {
+                // Method lookup on `&Probe<O>` finds `WithSchema` (on
+                // `Probe<O: JsonSchema>`) before it tries autoref and finds
+                // `WithoutSchema` (on `&Probe<O>`): the output schema when
+                // the output type has one, none otherwise.
+                #[allow(unused_imports)]
+                use $crate::__private::{WithSchema as _, WithoutSchema as _};
                 ::std::vec![$(
                     $crate::__private::describe(
                         ::core::stringify!($name),
                         $description,
                         &$function,
+                        (&$crate::__private::probe(&$function)).output_schema(),
+                        {
+                            #[allow(unused_mut)]
+                            let mut annotations = $crate::Annotations::default();
+                            $($(annotations.$key = ::core::option::Option::Some(::core::convert::From::from($value));)*)?
+                            annotations
+                        },
                     )
                 ),+]
             }
@@ -82,7 +119,7 @@ macro_rules! export_tools {
             fn call(
                 name: ::std::string::String,
                 input: ::std::string::String,
-            ) -> ::core::result::Result<::std::string::String, $crate::__private::WitToolError> {
+            ) -> ::core::result::Result<$crate::__private::WitToolOutput, $crate::__private::WitToolError> {
                 let result = match name.as_str() {
                     $(::core::stringify!($name) => $crate::__private::run(&input, $function),)+
                     _ => ::core::result::Result::Err($crate::ToolError::unknown_tool(&name)),
@@ -109,8 +146,32 @@ macro_rules! export_tools {
     };
 }
 
-/// The `tool-info` for one tool, with the schema derived from its input type.
-pub fn describe<I, O, F>(name: &str, description: &str, _function: &F) -> ToolInfo
+/// Hints about how a tool behaves, for clients and people (MCP's tool
+/// annotations). Set them after the function in [`export_tools!`]. Hints
+/// only: what needs a person's approval is the operator's policy.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// A human-readable title.
+    pub title: Option<String>,
+    /// The tool does not change its environment.
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite data.
+    pub destructive: Option<bool>,
+    /// Calling it twice with the same input has no further effect.
+    pub idempotent: Option<bool>,
+    /// The tool reaches an open world (the web).
+    pub open_world: Option<bool>,
+}
+
+/// The `tool-info` for one tool, with the input schema derived from its
+/// input type.
+pub fn describe<I, O, F>(
+    name: &str,
+    description: &str,
+    _function: &F,
+    output_schema: Option<String>,
+    annotations: Annotations,
+) -> ToolInfo
 where
     I: JsonSchema,
     F: Fn(I) -> Result<O, ToolError>,
@@ -120,7 +181,75 @@ where
         name: name.to_owned(),
         description: description.to_owned(),
         input_schema: input_schema::<I>(),
+        output_schema,
+        annotations: WitAnnotations {
+            title: annotations.title,
+            read_only: annotations.read_only,
+            destructive: annotations.destructive,
+            idempotent: annotations.idempotent,
+            open_world: annotations.open_world,
+        },
+        meta: None,
     }
+}
+
+/// A tool function's output type, for the output-schema probe in
+/// `export_tools!`.
+#[doc(hidden)]
+#[derive(Debug)]
+pub struct Probe<O>(PhantomData<O>);
+
+#[doc(hidden)]
+pub fn probe<I, O, F: Fn(I) -> Result<O, ToolError>>(_function: &F) -> Probe<O> {
+    Probe(PhantomData)
+}
+
+/// Chosen by autoref when the output type has a schema.
+#[doc(hidden)]
+pub trait WithSchema {
+    fn output_schema(&self) -> Option<String>;
+}
+
+impl<O: JsonSchema> WithSchema for Probe<O> {
+    fn output_schema(&self) -> Option<String> {
+        output_schema::<O>()
+    }
+}
+
+/// Chosen when it has none.
+#[doc(hidden)]
+pub trait WithoutSchema {
+    fn output_schema(&self) -> Option<String>;
+}
+
+impl<O> WithoutSchema for &Probe<O> {
+    fn output_schema(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The JSON Schema of a tool's output type, as JSON text, when it is an
+/// object schema (what MCP's `outputSchema` must be); `None` for any other
+/// type (a number, a list, a string). Built as [`input_schema`] builds its
+/// schemas.
+///
+/// # Examples
+///
+/// ```
+/// #[derive(serde::Serialize, schemars::JsonSchema)]
+/// struct Sum {
+///     sum: f64,
+/// }
+///
+/// let schema: serde_json::Value =
+///     serde_json::from_str(&toolhost_guest::output_schema::<Sum>().unwrap()).unwrap();
+/// assert_eq!(schema["properties"]["sum"]["type"], "number");
+/// assert_eq!(toolhost_guest::output_schema::<f64>(), None);
+/// ```
+pub fn output_schema<O: JsonSchema>() -> Option<String> {
+    let schema = schema_for::<O>();
+    let value: serde_json::Value = serde_json::from_str(&schema).ok()?;
+    (value.get("type") == Some(&serde_json::Value::from("object"))).then_some(schema)
 }
 
 /// The JSON Schema of a tool's input type, as JSON text: what `describe`
@@ -149,10 +278,14 @@ where
 /// assert_eq!(schema["properties"]["n"]["description"], "How many.");
 /// ```
 pub fn input_schema<I: JsonSchema>() -> String {
+    schema_for::<I>()
+}
+
+fn schema_for<T: JsonSchema>() -> String {
     let mut schema = SchemaSettings::draft2020_12()
         .with(|s| s.inline_subschemas = true)
         .into_generator()
-        .into_root_schema_for::<I>();
+        .into_root_schema_for::<T>();
     if let Some(object) = schema.as_object_mut() {
         object.remove("title");
         object.remove("description");
@@ -168,7 +301,7 @@ pub fn input_schema<I: JsonSchema>() -> String {
 /// [`ToolErrorKind::InvalidInput`] with serde's message when the input does
 /// not deserialize; whatever the tool returns; [`ToolErrorKind::Failed`]
 /// when the output does not serialize.
-pub fn run<I, O, F>(input: &str, function: F) -> Result<String, ToolError>
+pub fn run<I, O, F>(input: &str, function: F) -> Result<Reply, ToolError>
 where
     I: DeserializeOwned,
     O: ToolOutput,
@@ -178,7 +311,7 @@ where
     let input = serde_json::from_str(input).map_err(|e| {
         ToolError::invalid_input(format!("the input does not fit the tool's schema: {e}"))
     })?;
-    function(input)?.into_json()
+    function(input)?.into_result()
 }
 
 /// Makes a panic in a plugin say what and where on one line of stderr,
@@ -212,17 +345,42 @@ fn report_panics() {
     }
 }
 
-/// Converts the SDK's error into the contract's variant.
-pub fn into_wit(result: Result<String, ToolError>) -> Result<String, WitToolError> {
-    result.map_err(|e| {
-        let message = e.message().to_owned();
-        match e.kind() {
-            ToolErrorKind::InvalidInput => WitToolError::InvalidInput(message),
-            ToolErrorKind::Failed => WitToolError::Failed(message),
-            ToolErrorKind::Denied => WitToolError::Denied(message),
-            ToolErrorKind::UnknownTool => WitToolError::UnknownTool(message),
-        }
-    })
+/// Converts the SDK's result into the contract's.
+pub fn into_wit(result: Result<Reply, ToolError>) -> Result<WitToolOutput, WitToolError> {
+    result
+        .map(|reply| WitToolOutput {
+            json: reply.json,
+            content: reply.content.into_iter().map(content_into_wit).collect(),
+        })
+        .map_err(|e| {
+            let message = e.message().to_owned();
+            match e.kind() {
+                ToolErrorKind::InvalidInput => WitToolError::InvalidInput(message),
+                ToolErrorKind::Failed => WitToolError::Failed(message),
+                ToolErrorKind::Denied => WitToolError::Denied(message),
+                ToolErrorKind::UnknownTool => WitToolError::UnknownTool(message),
+            }
+        })
+}
+
+fn content_into_wit(part: Content) -> WitContent {
+    match part {
+        Content::Text(text) => WitContent::Text(text),
+        Content::Image { media_type, data } => WitContent::Image(Media { media_type, data }),
+        Content::Audio { media_type, data } => WitContent::Audio(Media { media_type, data }),
+        Content::Resource {
+            uri,
+            media_type,
+            contents,
+        } => WitContent::Resource(EmbeddedResource {
+            uri,
+            media_type,
+            contents: match contents {
+                ResourceContents::Text(text) => WitResourceContents::Text(text),
+                ResourceContents::Blob(data) => WitResourceContents::Blob(data),
+            },
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -244,7 +402,9 @@ mod tests {
 
     #[test]
     fn run_parses_input_and_serializes_output() {
-        assert_eq!(run(r#"{"a":1,"b":2.5}"#, add).unwrap(), "3.5");
+        let reply = run(r#"{"a":1,"b":2.5}"#, add).unwrap();
+        assert_eq!(reply.json.as_deref(), Some("3.5"));
+        assert!(reply.content.is_empty());
     }
 
     #[test]
@@ -265,12 +425,12 @@ mod tests {
     #[test]
     fn raw_json_is_passed_through_unparsed() {
         let out = run("{}", |_: NoInput| Ok(RawJson("{oops".to_owned()))).unwrap();
-        assert_eq!(out, "{oops");
+        assert_eq!(out.json.as_deref(), Some("{oops"));
     }
 
     #[test]
     fn schema_comes_from_the_input_type() {
-        let info = describe("math_add", "Adds.", &add);
+        let info = describe("math_add", "Adds.", &add, None, Annotations::default());
         let schema: serde_json::Value = serde_json::from_str(&info.input_schema).unwrap();
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["properties"]["a"]["type"], "number");
@@ -302,6 +462,49 @@ mod tests {
         );
         let parsed: Nested = serde_json::from_str(r#"{"unit":"foot"}"#).unwrap();
         assert!(matches!(parsed.unit, Unit::Foot));
+    }
+
+    #[test]
+    fn an_output_carries_its_value_and_its_content_in_order() {
+        use crate::{Content, Output};
+        let reply = run("{}", |_: NoInput| {
+            Ok(Output::new(serde_json::json!({"n": 2}))
+                .with(Content::png(vec![1, 2]))
+                .with(Content::text("two")))
+        })
+        .unwrap();
+        assert_eq!(reply.json.as_deref(), Some(r#"{"n":2}"#));
+        assert_eq!(
+            reply.content,
+            [Content::png(vec![1, 2]), Content::text("two")]
+        );
+        let wit = into_wit(Ok(reply)).unwrap();
+        assert!(
+            matches!(&wit.content[0], WitContent::Image(m) if m.media_type == "image/png" && m.data == [1, 2])
+        );
+        let only = run("{}", |_: NoInput| {
+            Ok(Output::content([Content::audio("audio/wav", vec![0])]))
+        })
+        .unwrap();
+        assert_eq!(only.json, None, "content only: no structured value");
+    }
+
+    #[test]
+    fn output_schemas_are_objects_only() {
+        #[derive(serde::Serialize, JsonSchema)]
+        struct Sum {
+            /// The sum.
+            sum: f64,
+        }
+        let schema: serde_json::Value =
+            serde_json::from_str(&output_schema::<Sum>().unwrap()).unwrap();
+        assert_eq!(schema["properties"]["sum"]["description"], "The sum.");
+        assert_eq!(
+            output_schema::<crate::Output<Sum>>(),
+            output_schema::<Sum>()
+        );
+        assert_eq!(output_schema::<f64>(), None);
+        assert_eq!(output_schema::<Vec<Sum>>(), None);
     }
 
     #[test]

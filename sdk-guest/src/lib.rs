@@ -1,7 +1,7 @@
 //! Write toolhost plugins in Rust: one typed function per tool.
 //!
 //! A toolhost plugin is a WebAssembly component that implements the
-//! `toolhost:plugin` contract (`wit/plugin.wit`): it `describe`s its tools,
+//! `toolhost:plugin@0.2.0` contract (`wit/0.2/plugin.wit`): it `describe`s its tools,
 //! each with a JSON Schema for its input, and runs `call(name, input)` on
 //! JSON text. This crate hides that contract. You write ordinary functions
 //! from an input type to an output type, and [`export_tools!`] does the rest:
@@ -11,7 +11,13 @@
 //! - the input is deserialized with serde; a mismatch becomes an
 //!   `invalid_input` error carrying serde's message, which tells the model
 //!   what to fix;
-//! - the output is any `Serialize` value (or [`RawJson`]);
+//! - the output is any `Serialize` value (or [`RawJson`]), or an [`Output`]
+//!   that adds content parts — an image, audio, text, an embedded resource —
+//!   to the structured value; when the output type derives `JsonSchema` and
+//!   is an object, its schema is the tool's output schema, which the host
+//!   checks every result against;
+//! - a long call reports [`progress`], and a tool can [`ask`] the person
+//!   behind the call a question;
 //! - a failure is a [`ToolError`], which the model sees as a structured tool
 //!   result. A panic is not an error the model can act on: it traps the
 //!   instance, and the host reports a `trap`.
@@ -98,9 +104,9 @@ pub mod http;
 mod output;
 
 pub use error::{ToolError, ToolErrorKind};
-pub use export::input_schema;
-pub use host::{config, log};
-pub use output::{RawJson, ToolOutput};
+pub use export::{Annotations, input_schema, output_schema};
+pub use host::{Answer, AskError, ask, config, log, progress};
+pub use output::{Content, NoValue, Output, RawJson, ResourceContents, ToolOutput};
 
 /// The input type of a tool that takes no arguments: the empty JSON object
 /// (unknown fields are ignored).
@@ -118,7 +124,8 @@ pub struct NoInput {}
 pub mod __private {
     pub use crate::bindings;
     pub use crate::bindings::exports::toolhost::plugin::tool::{
-        Guest, ToolError as WitToolError, ToolInfo,
+        Guest, ToolError as WitToolError, ToolInfo, ToolOutput as WitToolOutput,
     };
-    pub use crate::export::{describe, into_wit, run};
+    pub use crate::export::{Probe, WithSchema, WithoutSchema, describe, into_wit, probe, run};
+    pub use crate::output::Reply;
 }

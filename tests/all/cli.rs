@@ -330,7 +330,7 @@ fn inspect_shows_the_world_the_manifest_and_the_cache_state() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e == "toolhost:plugin/tool@0.1.0"),
+            .any(|e| e == "toolhost:plugin/tool@0.2.0"),
         "{first}"
     );
     assert!(
@@ -338,7 +338,7 @@ fn inspect_shows_the_world_the_manifest_and_the_cache_state() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e == "toolhost:plugin/host@0.1.0"),
+            .any(|e| e == "toolhost:plugin/host@0.2.0"),
         "{first}"
     );
     assert_eq!(first["cache"]["cached_before"], json!(false));

@@ -3,6 +3,7 @@
 mod approvals;
 mod cache;
 mod cli;
+mod contract;
 mod deadline;
 mod examples;
 mod hostile_data;

@@ -8,7 +8,9 @@ STEPS is a JSON list run in order; each step names the session it runs in
 stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
 
     {"op": "list"}                              tools/list
-    {"op": "call", "tool": NAME, "args": {...}} tools/call
+    {"op": "call", "tool": NAME, "args": {...}} tools/call ("progress": true
+        sends a progress token and reports the notifications received
+        before the result)
     {"op": "cancel", "tool": NAME, "args": {...}, "after": SECONDS}
         tools/call, abandoned after SECONDS: the SDK sends
         notifications/cancelled
@@ -28,11 +30,14 @@ stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
 
 Prints one JSON object on stdout: {"sessions": {NAME: {"protocol_version",
 "server_name"}}, "results": [one per step]}. A call's result is
-{"is_error", "text", "structured", "seconds"}, or {"error": {"code",
+{"is_error", "text", "structured", "blocks", "seconds"} ("blocks": every
+content block, media as type, mimeType, size and first bytes), or
+{"error": {"code",
 "message"}} when the server answered with a JSON-RPC error.
 """
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -119,6 +124,20 @@ def run_local(step):
     return None
 
 
+def describe_block(block):
+    """A content block as the tests check it: its type, and for media its
+    media type, decoded size and first bytes (hex)."""
+    if block.type == "text":
+        return {"type": "text"}
+    if block.type in ("image", "audio"):
+        data = base64.b64decode(block.data)
+        return {"type": block.type, "mimeType": block.mime_type, "size": len(data), "head": data[:8].hex()}
+    if block.type == "resource":
+        r = block.resource
+        return {"type": "resource", "uri": str(r.uri), "mimeType": r.mime_type, "text": getattr(r, "text", None)}
+    return {"type": block.type}
+
+
 async def run_step(session, step):
     op = step["op"]
     if op == "sleep":
@@ -143,20 +162,42 @@ async def run_step(session, step):
         listed = await session.list_tools()
         return {
             "tools": [
-                {"name": t.name, "description": t.description, "inputSchema": t.input_schema}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "inputSchema": t.input_schema,
+                    "outputSchema": t.output_schema,
+                    "annotations": t.annotations.model_dump(by_alias=True, exclude_none=True)
+                    if t.annotations
+                    else None,
+                }
                 for t in listed.tools
             ]
         }
     if op == "call":
         started = time.monotonic()
+        progress = []
+
+        async def on_progress(done, total, message):
+            progress.append({"progress": done, "total": total, "message": message})
+
         try:
-            result = await session.call_tool(step["tool"], step.get("args", {}))
+            result = await session.call_tool(
+                step["tool"],
+                step.get("args", {}),
+                progress_callback=on_progress if step.get("progress") else None,
+            )
         except MCPError as e:
             return {"error": {"code": e.code, "message": e.message}}
+        # Reports still delivered after the result would land here too late:
+        # what the test sees is what had arrived when call_tool returned.
+        received = list(progress)
         return {
+            "progress": received,
             "is_error": bool(result.is_error),
             "text": [c.text for c in result.content if c.type == "text"],
             "structured": result.structured_content,
+            "blocks": [describe_block(c) for c in result.content],
             "seconds": time.monotonic() - started,
         }
     raise SystemExit(f"unknown op {op!r}")

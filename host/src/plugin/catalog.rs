@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::loaded::ToolExtras;
 use crate::sandbox::{Limits, Permissions, Sandbox};
 use crate::tools::ToolSpec;
 
@@ -38,6 +39,10 @@ struct Note {
     /// BLAKE3 of the [`Inputs`], hex.
     inputs: String,
     tools: Vec<ToolSpec>,
+    /// What each tool declared besides its spec (contract 0.2), by index;
+    /// absent in notes of 0.1 components.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    extras: Vec<ToolExtras>,
     /// Instance slots one instance takes (see `Sandbox::prepare`): what
     /// finding a tool's owner without loading the plugin needs to know
     /// whether it would load under this host's `max_instances`.
@@ -69,8 +74,8 @@ pub(super) fn recall(
     digest: &blake3::Hash,
     key: &str,
     budget: &crate::tools::PluginBudget,
-) -> Option<Vec<ToolSpec>> {
-    read(sandbox, digest, key, budget).map(|note| note.tools)
+) -> Option<(Vec<ToolSpec>, Vec<ToolExtras>)> {
+    read(sandbox, digest, key, budget).map(|note| (note.tools, note.extras))
 }
 
 /// As [`recall`], with the instance slots one instance takes.
@@ -95,6 +100,21 @@ fn read(
     if note.inputs != key || crate::tools::check_tools(&note.tools, budget).is_err() {
         return None;
     }
+    // A note is plugin-supplied data: its extras get the checks a fresh
+    // answer gets, and belong one to each tool (or are absent).
+    if !note.extras.is_empty() && note.extras.len() != note.tools.len() {
+        return None;
+    }
+    for extra in &note.extras {
+        let schema_ok = extra.output_schema.as_ref().is_none_or(|s| {
+            s.to_string().len() <= budget.max_schema_bytes
+                && crate::tools::check_schema(s, &crate::tools::SchemaBudget::default()).is_ok()
+                && jsonschema::validator_for(s).is_ok()
+        });
+        if !schema_ok {
+            return None;
+        }
+    }
     Some(note)
 }
 
@@ -105,11 +125,19 @@ pub(super) fn remember(
     digest: &blake3::Hash,
     key: String,
     tools: &[ToolSpec],
+    extras: &[ToolExtras],
     slots: u32,
 ) {
+    // 0.1 components (every extra empty) keep the notes they had.
+    let extras = if extras.iter().all(|e| e == &ToolExtras::default()) {
+        Vec::new()
+    } else {
+        extras.to_vec()
+    };
     let note = Note {
         inputs: key,
         tools: tools.to_vec(),
+        extras,
         slots,
     };
     if let Ok(bytes) = serde_json::to_vec(&note) {

@@ -7,11 +7,14 @@ use serde_json::Value;
 use wasmtime::component::Component;
 
 use super::integrity::ManifestState;
+use super::loaded::ToolExtras;
 use super::{LoadEvent, LoadObserver, PluginError, PluginHost, plugin_name};
 use crate::fsread::read_regular;
-use crate::sandbox::{CacheStatus, FileStamp, Guest, Sandbox, SandboxError};
+use crate::sandbox::{CacheStatus, FileStamp, Guest, GuestTool, Sandbox, SandboxError};
 use crate::text;
-use crate::tools::{PluginBudget, ToolSpec, check_tools};
+use crate::tools::{
+    PluginBudget, SchemaBudget, ToolAnnotations, ToolSpec, check_schema, check_tools,
+};
 
 /// A component file read, hashed, and compiled or loaded from the cache.
 pub(super) struct Compiled {
@@ -131,12 +134,13 @@ fn emit(observer: Option<&LoadObserver>, event: LoadEvent) {
     }
 }
 
-/// Ask the component for its tools and check each one.
+/// Ask the component for its tools and check each one: its spec, and what
+/// a 0.2 component declares besides (by index).
 pub(super) async fn describe(
     guest: &Guest,
     path: &Path,
     budget: &PluginBudget,
-) -> Result<Vec<ToolSpec>, PluginError> {
+) -> Result<(Vec<ToolSpec>, Vec<ToolExtras>), PluginError> {
     let bad = |message: String| PluginError::Describe {
         path: path.to_owned(),
         message,
@@ -154,8 +158,10 @@ pub(super) async fn describe(
         )));
     }
     let mut specs: Vec<ToolSpec> = Vec::with_capacity(infos.len());
+    let mut extras: Vec<ToolExtras> = Vec::with_capacity(infos.len());
     for info in infos {
         let shown = text::untrusted(&info.name, 80);
+        extras.push(check_extras(&info, &shown, budget).map_err(&bad)?);
         if info.input_schema.len() > budget.max_schema_bytes {
             return Err(bad(format!(
                 "tool `{shown}`: the input schema is {} bytes, more than the {} allowed; simplify it, or raise `plugins.max_schema_bytes`",
@@ -182,5 +188,83 @@ pub(super) async fn describe(
             )));
         }
     }
-    Ok(specs)
+    Ok((specs, extras))
+}
+
+/// Most bytes of a tool's title (an annotation).
+const MAX_TITLE_BYTES: usize = 256;
+
+/// A 0.2 tool's output schema, annotations and metadata, checked: the
+/// schema within the schema budget, JSON, a valid JSON Schema whose root is
+/// an object schema (what MCP's `outputSchema` must be); the title within
+/// its budget; the metadata a JSON object within the schema budget.
+pub(super) fn check_extras(
+    info: &GuestTool,
+    shown: &str,
+    budget: &PluginBudget,
+) -> Result<ToolExtras, String> {
+    let output_schema = match &info.output_schema {
+        None => None,
+        Some(text) => {
+            if text.len() > budget.max_schema_bytes {
+                return Err(format!(
+                    "tool `{shown}`: the output schema is {} bytes, more than the {} allowed; simplify it, or raise `plugins.max_schema_bytes`",
+                    text.len(),
+                    budget.max_schema_bytes
+                ));
+            }
+            let schema: Value = serde_json::from_str(text)
+                .map_err(|e| format!("tool `{shown}`: output schema is not JSON: {e}"))?;
+            if schema.get("type") != Some(&Value::from("object")) {
+                return Err(format!(
+                    "tool `{shown}`: the output schema's root must be an object schema (`\"type\": \"object\"`), as MCP requires"
+                ));
+            }
+            // The structure budget before the compiler, which recurses (a
+            // long `$ref` chain once overflowed its stack).
+            check_schema(&schema, &SchemaBudget::default())
+                .map_err(|e| format!("tool `{shown}`: output schema: {e}"))?;
+            if let Err(e) = jsonschema::validator_for(&schema) {
+                return Err(format!(
+                    "tool `{shown}`: output schema is not a valid JSON Schema: {}",
+                    text::untrusted(&e.to_string(), 512)
+                ));
+            }
+            Some(schema)
+        }
+    };
+    let a = &info.annotations;
+    if a.title.as_ref().is_some_and(|t| t.len() > MAX_TITLE_BYTES) {
+        return Err(format!(
+            "tool `{shown}`: the title is longer than {MAX_TITLE_BYTES} bytes; shorten it"
+        ));
+    }
+    let annotations = ToolAnnotations {
+        title: a.title.clone(),
+        read_only_hint: a.read_only,
+        destructive_hint: a.destructive,
+        idempotent_hint: a.idempotent,
+        open_world_hint: a.open_world,
+    };
+    let meta = match &info.meta {
+        None => None,
+        Some(text) => {
+            if text.len() > budget.max_schema_bytes {
+                return Err(format!(
+                    "tool `{shown}`: the metadata is {} bytes, more than the {} allowed",
+                    text.len(),
+                    budget.max_schema_bytes
+                ));
+            }
+            match serde_json::from_str::<Value>(text) {
+                Ok(value @ Value::Object(_)) => Some(value),
+                _ => return Err(format!("tool `{shown}`: the metadata is not a JSON object")),
+            }
+        }
+    };
+    Ok(ToolExtras {
+        output_schema,
+        annotations: (!annotations.is_empty()).then_some(annotations),
+        meta,
+    })
 }

@@ -8,7 +8,23 @@ use serde_json::Value;
 
 use super::session;
 use crate::sandbox::{CacheStatus, Guest, Limits, Permissions};
-use crate::tools::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOrigin, ToolSpec};
+use crate::sandbox::{GuestContent, GuestOutput};
+use crate::tools::{
+    CallContext, Content, ProgressSink, ResourceContents, SessionId, Tool, ToolAnnotations,
+    ToolError, ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
+};
+
+/// What a tool of a 0.2 plugin declares besides its [`ToolSpec`]: the
+/// output schema, MCP annotations and metadata. All empty for a 0.1 plugin.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct ToolExtras {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) annotations: Option<ToolAnnotations>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) meta: Option<Value>,
+}
 
 /// One loaded plugin: a compiled component, its limits and grants, its tools.
 pub struct Plugin {
@@ -23,6 +39,8 @@ pub struct Plugin {
     pub(super) exec: crate::tools::ExecOptions,
     pub(super) cache: CacheStatus,
     pub(super) tools: Vec<ToolSpec>,
+    /// What each tool declared besides its spec (contract 0.2), by index.
+    pub(super) extras: Vec<ToolExtras>,
     pub(super) tools_from_cache: bool,
     pub(super) interface: ComponentInterface,
     pub(super) sessions: session::Sessions,
@@ -121,7 +139,7 @@ impl Plugin {
         Ok(())
     }
 
-    /// Call tool `name` with `input` (JSON text) and return its output text.
+    /// Call tool `name` with `input` (JSON text) and return what it answered.
     /// Crate-internal: callers go through the [`ToolRegistry`](crate::tools::ToolRegistry),
     /// the one door that validates input first.
     ///
@@ -137,12 +155,15 @@ impl Plugin {
         name: &str,
         input: &str,
         session: Option<&SessionId>,
-    ) -> Result<String, ToolError> {
+        progress: Option<&ProgressSink>,
+    ) -> Result<GuestOutput, ToolError> {
         match session {
             Some(session) if self.stateful => {
-                self.sessions.call(&self.guest, session, name, input).await
+                self.sessions
+                    .call(&self.guest, session, name, input, progress)
+                    .await
             }
-            _ => self.guest.call_fresh(name, input).await,
+            _ => self.guest.call_fresh(name, input, progress).await,
         }
     }
 
@@ -207,21 +228,51 @@ impl Tool for WasmTool {
     }
 
     fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+        let call = self.call_output(input, cx);
+        Box::pin(async move { call.await.map(ToolOutput::into_json) })
+    }
+
+    fn call_output(
+        &self,
+        input: Value,
+        cx: &CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let plugin = Arc::clone(&self.plugin);
         let index = self.index;
         let session = cx.session.clone();
+        let progress = cx.progress.clone();
         Box::pin(async move {
             let name = &plugin.tools[index].name;
             let output = plugin
-                .call(name, &input.to_string(), session.as_ref())
-                .await?;
-            serde_json::from_str(&output).map_err(|e| {
-                ToolError::new(
-                    ToolErrorKind::InvalidOutput,
-                    format!("tool `{name}` returned text that is not JSON ({e}); this is a bug in the plugin"),
+                .call(
+                    name,
+                    &input.to_string(),
+                    session.as_ref(),
+                    progress.as_ref(),
                 )
+                .await?;
+            let structured = match output.json {
+                None => None,
+                Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
+                    ToolError::new(
+                        ToolErrorKind::InvalidOutput,
+                        format!("tool `{name}` returned text that is not JSON ({e}); this is a bug in the plugin"),
+                    )
+                })?),
+            };
+            Ok(ToolOutput {
+                structured,
+                content: output.content.into_iter().map(content).collect(),
             })
         })
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.plugin.extras.get(self.index)?.output_schema.as_ref()
+    }
+
+    fn annotations(&self) -> Option<&ToolAnnotations> {
+        self.plugin.extras.get(self.index)?.annotations.as_ref()
     }
 
     fn origin(&self) -> ToolOrigin {
@@ -241,5 +292,26 @@ impl Tool for WasmTool {
 
     fn is_stateful(&self) -> bool {
         self.plugin.is_stateful()
+    }
+}
+
+fn content(part: GuestContent) -> Content {
+    match part {
+        GuestContent::Text(text) => Content::Text { text },
+        GuestContent::Image { media_type, data } => Content::Image { media_type, data },
+        GuestContent::Audio { media_type, data } => Content::Audio { media_type, data },
+        GuestContent::Resource {
+            uri,
+            media_type,
+            text,
+            blob,
+        } => Content::Resource {
+            uri,
+            media_type,
+            contents: match (text, blob) {
+                (Some(text), _) => ResourceContents::Text(text),
+                (None, blob) => ResourceContents::Blob(blob.unwrap_or_default()),
+            },
+        },
     }
 }

@@ -277,14 +277,14 @@ impl PluginHost {
             .as_deref()
             .and_then(|key| catalog::recall(&self.sandbox, &digest, key, &self.config.plugins));
         let tools_from_cache = remembered.is_some();
-        let tools = match remembered {
-            Some(tools) => tools,
+        let (tools, extras) = match remembered {
+            Some(described) => described,
             None => {
-                let tools = describe(&guest, path, &self.config.plugins).await?;
+                let (tools, extras) = describe(&guest, path, &self.config.plugins).await?;
                 if let Some(key) = inputs {
-                    catalog::remember(&self.sandbox, &digest, key, &tools, guest.slots());
+                    catalog::remember(&self.sandbox, &digest, key, &tools, &extras, guest.slots());
                 }
-                tools
+                (tools, extras)
             }
         };
         let idle_ttl = Duration::from_secs(
@@ -304,6 +304,7 @@ impl PluginHost {
             exec: resolved.exec.clone(),
             cache,
             tools,
+            extras,
             tools_from_cache,
             interface: ComponentInterface::of(component, self.sandbox.engine()),
             sessions: session::Sessions::new(idle_ttl, Arc::clone(&self.session_cap)),

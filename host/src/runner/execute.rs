@@ -121,6 +121,8 @@ pub(super) async fn run_round(
 fn lost(overrides: &ExecOverrides, error: ToolError) -> CallReport {
     CallReport {
         output: Err(error),
+        content: Vec::new(),
+        structured: false,
         options: crate::tools::ExecOptions::default().with(overrides),
         attempts: 0,
     }
@@ -131,6 +133,7 @@ fn executed_record(call: ToolCall, report: CallReport, duration: Duration) -> Ca
         output,
         options,
         attempts,
+        ..
     } = report;
     let (result, status, error_kind) = match output {
         Ok(value) => (

@@ -42,6 +42,7 @@ use serde::Serialize;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+pub(crate) use bindings::{GuestContent, GuestOutput, GuestTool};
 pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
@@ -140,7 +141,7 @@ impl std::fmt::Display for SandboxError {
                 f.write_str("not a WebAssembly component this host can load")?;
             }
             Self::World(_) => f.write_str(
-                "the component does not fit the toolhost:plugin@0.1.0 world (see wit/plugin.wit)",
+                "the component does not fit the toolhost:plugin world it exports (0.1.0: wit/plugin.wit, 0.2.0: wit/0.2/plugin.wit)",
             )?,
         }
         if f.alternate() {
@@ -267,8 +268,7 @@ impl Sandbox {
             .map_err(SandboxError::Engine)?;
         // Guests open regular files and directories only, a bounded number.
         files::link(&mut linker).map_err(SandboxError::Engine)?;
-        bindings::Plugin::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
-            .map_err(SandboxError::Engine)?;
+        bindings::link(&mut linker).map_err(SandboxError::Engine)?;
 
         let cache = cache::CompileCache::open(&engine, config.cache_dir.clone())
             .map_err(SandboxError::UnsafeCache)?;
@@ -392,7 +392,12 @@ impl Sandbox {
             .linker
             .instantiate_pre(component)
             .map_err(SandboxError::World)?;
-        let pre = bindings::PluginPre::new(pre).map_err(SandboxError::World)?;
+        let series = bindings::Series::of(component).ok_or_else(|| {
+            SandboxError::World(wasmtime::Error::msg(
+                "the component exports no `toolhost:plugin/tool` interface this host speaks (0.1.0 or 0.2.0)",
+            ))
+        })?;
+        let pre = bindings::PluginPre::new(series, pre).map_err(SandboxError::World)?;
         let slots = slots_per_instance(component);
         if slots > self.inner.max_instances {
             return Err(SandboxError::Config(format!(

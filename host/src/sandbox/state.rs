@@ -6,13 +6,19 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::bindings::{HostImports, Level, TypesHost};
+use super::bindings::{
+    HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2, UserHost,
+    WitAnswer, WitAskError,
+};
 use super::capture::StderrCapture;
 use super::files::OpenHandles;
 use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
 use crate::text::untrusted;
+use crate::tools::{Progress, ProgressSink};
 
+/// Most bytes of a progress message; longer ones are cut.
+const MAX_PROGRESS_MESSAGE: usize = 512;
 /// Most bytes one log message may have; longer ones are cut.
 const MAX_LOG_MESSAGE: usize = 4 << 10;
 /// Most log bytes one call may write; the rest is dropped with a note.
@@ -35,6 +41,10 @@ pub(crate) struct StoreState {
     pub(crate) stderr: StderrCapture,
     /// wasi:http: the plugin's grant and this call's requests.
     pub(crate) http: HttpState,
+    /// Where this call's progress reports go (contract 0.2), and the last
+    /// one passed on.
+    progress: Option<ProgressSink>,
+    progress_last: Option<(f64, Instant)>,
 }
 
 impl StoreState {
@@ -58,7 +68,17 @@ impl StoreState {
             log_cut: false,
             stderr,
             http,
+            progress: None,
+            progress_last: None,
         }
+    }
+
+    /// Send this call's progress reports to `sink` (none: nowhere). Set for
+    /// every call, so an instance kept for a session never reports to an
+    /// earlier call's listener.
+    pub(crate) fn report_progress_to(&mut self, sink: Option<ProgressSink>) {
+        self.progress = sink;
+        self.progress_last = None;
     }
 
     /// Reset per-call budgets that are not wasmtime's (fuel and epochs are).
@@ -84,6 +104,72 @@ impl TypesHost for StoreState {}
 
 impl HostImports for StoreState {
     fn log(&mut self, level: Level, message: String) {
+        self.write_log(level, message);
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.identity.config.get(&key).cloned()
+    }
+}
+
+impl TypesHost2 for StoreState {}
+
+// Series 0.2: the same log and config as 0.1.
+impl HostImports2 for StoreState {
+    fn log(&mut self, level: Level2, message: String) {
+        let level = match level {
+            Level2::Trace => Level::Trace,
+            Level2::Debug => Level::Debug,
+            Level2::Info => Level::Info,
+            Level2::Warn => Level::Warn,
+            Level2::Error => Level::Error,
+        };
+        self.write_log(level, message);
+    }
+
+    fn config(&mut self, key: String) -> Option<String> {
+        self.identity.config.get(&key).cloned()
+    }
+}
+
+impl ProgressHost for StoreState {
+    fn report(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
+        let Some(sink) = &self.progress else {
+            return;
+        };
+        if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return;
+        }
+        // Only forward, and not too often: MCP requires each notification
+        // to move forward, and a tight loop must not flood the listener. A
+        // report that reaches the total always goes through.
+        let now = Instant::now();
+        let finished = total.is_some_and(|t| done >= t);
+        if let Some((last, at)) = self.progress_last
+            && (done <= last || (!finished && now.duration_since(at) < ProgressSink::MIN_INTERVAL))
+        {
+            return;
+        }
+        self.progress_last = Some((done, now));
+        let message = message.map(|m| untrusted(&m, MAX_PROGRESS_MESSAGE));
+        sink.report(Progress {
+            done,
+            total,
+            message,
+        });
+    }
+}
+
+impl UserHost for StoreState {
+    async fn ask(&mut self, _message: String, _schema: String) -> Result<WitAnswer, WitAskError> {
+        Err(WitAskError::Unavailable(
+            "this host has no one to ask questions of yet; go on without the answer, or fail saying what input the tool needs".to_owned(),
+        ))
+    }
+}
+
+impl StoreState {
+    fn write_log(&mut self, level: Level, message: String) {
         if self.log_left == 0 {
             if !self.log_cut {
                 self.log_cut = true;
@@ -103,10 +189,6 @@ impl HostImports for StoreState {
             Level::Warn => tracing::warn!(target: "toolhost::plugin", plugin, "{message}"),
             Level::Error => tracing::error!(target: "toolhost::plugin", plugin, "{message}"),
         }
-    }
-
-    fn config(&mut self, key: String) -> Option<String> {
-        self.identity.config.get(&key).cloned()
     }
 }
 

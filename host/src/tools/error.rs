@@ -21,6 +21,9 @@ pub enum ToolErrorKind {
     ToolFailed,
     /// The tool returned something that is not valid JSON.
     InvalidOutput,
+    /// The tool's structured result does not match the output schema it
+    /// declared.
+    OutputSchemaMismatch,
     /// The call used up its fuel (CPU) budget.
     OutOfFuel,
     /// The call ran past its wall-clock deadline.
@@ -53,6 +56,7 @@ impl ToolErrorKind {
             Self::InvalidInput => "invalid_input",
             Self::ToolFailed => "tool_failed",
             Self::InvalidOutput => "invalid_output",
+            Self::OutputSchemaMismatch => "output_schema_mismatch",
             Self::OutOfFuel => "out_of_fuel",
             Self::Timeout => "timeout",
             Self::MemoryLimit => "memory_limit",
@@ -75,11 +79,12 @@ impl ToolErrorKind {
     }
 
     /// Every kind, in declaration order.
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::UnknownTool,
         Self::InvalidInput,
         Self::ToolFailed,
         Self::InvalidOutput,
+        Self::OutputSchemaMismatch,
         Self::OutOfFuel,
         Self::Timeout,
         Self::MemoryLimit,
@@ -109,6 +114,7 @@ impl ToolErrorKind {
                 | Self::UnknownTool
                 | Self::OutputTooLarge
                 | Self::InvalidOutput
+                | Self::OutputSchemaMismatch
         )
     }
 }

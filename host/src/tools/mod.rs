@@ -13,6 +13,8 @@ mod error;
 mod log;
 mod native;
 mod options;
+mod output;
+mod progress;
 mod registry;
 pub mod rest;
 pub(crate) mod retry_after;
@@ -32,6 +34,8 @@ pub use error::{ToolError, ToolErrorKind};
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
+pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
+pub use progress::{Progress, ProgressSink};
 pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{
     InputBudget, InputOverBudget, SchemaBudget, SchemaError, check_input, check_schema,
@@ -133,6 +137,8 @@ pub struct CallContext {
     /// The model's id for this call (`gen_ai.tool.call.id`), if a model
     /// asked for it.
     pub call_id: Option<String>,
+    /// Where the call's progress reports go; none: nowhere.
+    pub progress: Option<ProgressSink>,
 }
 
 impl CallContext {
@@ -148,6 +154,13 @@ impl CallContext {
     #[must_use]
     pub fn with_overrides(mut self, overrides: ExecOverrides) -> Self {
         self.overrides = overrides;
+        self
+    }
+
+    /// The same context with its progress reports going to `sink`.
+    #[must_use]
+    pub fn with_progress(mut self, sink: ProgressSink) -> Self {
+        self.progress = Some(sink);
         self
     }
 }
@@ -167,6 +180,35 @@ pub trait Tool: Send + Sync + 'static {
     /// A [`ToolError`] whose kind says what went wrong; the loop shows it to
     /// the model.
     fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>>;
+
+    /// Run the tool once and keep everything it answered: the structured
+    /// value and any content parts (images, audio, text, resources). The
+    /// default wraps [`call`](Self::call); a tool that can answer content
+    /// implements this, and its `call` answers [`ToolOutput::into_json`].
+    ///
+    /// # Errors
+    ///
+    /// As [`call`](Self::call).
+    fn call_output(
+        &self,
+        input: Value,
+        cx: &CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let call = self.call(input, cx);
+        Box::pin(async move { call.await.map(ToolOutput::from) })
+    }
+
+    /// The JSON Schema of the tool's structured result, if it declares one.
+    /// The registry checks every structured result against it; one that
+    /// does not match is an `output_schema_mismatch` error.
+    fn output_schema(&self) -> Option<&Value> {
+        None
+    }
+
+    /// Hints about how the tool behaves (MCP's tool annotations).
+    fn annotations(&self) -> Option<&ToolAnnotations> {
+        None
+    }
 
     /// Where the tool comes from.
     fn origin(&self) -> ToolOrigin {
@@ -197,6 +239,19 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
         (**self).call(input, cx)
+    }
+    fn call_output(
+        &self,
+        input: Value,
+        cx: &CallContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        (**self).call_output(input, cx)
+    }
+    fn output_schema(&self) -> Option<&Value> {
+        (**self).output_schema()
+    }
+    fn annotations(&self) -> Option<&ToolAnnotations> {
+        (**self).annotations()
     }
     fn origin(&self) -> ToolOrigin {
         (**self).origin()

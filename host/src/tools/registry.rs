@@ -23,8 +23,17 @@ pub use set::ToolSet;
 /// [`ToolSet::call_detailed`] returns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallReport {
-    /// The tool's output, or why there is none.
+    /// The tool's output, or why there is none: its structured value, or
+    /// for a result of content only, the content's stand-ins
+    /// ([`ToolOutput::to_json`](super::ToolOutput::to_json)).
     pub output: Result<Value, ToolError>,
+    /// The content parts of a successful result (images, audio, text,
+    /// resources), in order; empty for a tool that answers JSON only.
+    pub content: Vec<super::Content>,
+    /// Whether `output` is the tool's own structured value; false for a
+    /// result of content only, whose `output` is the content's stand-ins,
+    /// and for a failure.
+    pub structured: bool,
     /// The effective options of the call: the tool's, with the run's and
     /// the call's [`ExecOverrides`](super::ExecOverrides) applied.
     pub options: ExecOptions,
@@ -479,9 +488,24 @@ impl ToolRegistry {
                 message: e.to_string(),
             }
         })?;
+        // The output schema, when declared, under the same budget.
+        let output_validator = match tool.output_schema() {
+            None => None,
+            Some(schema) => {
+                let invalid = |message: String| RegistryError::InvalidSchema {
+                    name: spec.name.clone(),
+                    message: format!("output schema: {message}"),
+                };
+                check_schema(schema, &self.schema_budget).map_err(|e| invalid(e.to_string()))?;
+                let validator =
+                    jsonschema::validator_for(schema).map_err(|e| invalid(e.to_string()))?;
+                Some(Arc::new(validator))
+            }
+        };
         Ok(Arc::new(Entry {
             tool,
             validator: Arc::new(validator),
+            output_validator,
             options,
         }))
     }
@@ -521,6 +545,7 @@ impl ToolRegistry {
             let replaced = Arc::new(Entry {
                 tool: Arc::clone(&entry.tool),
                 validator: Arc::clone(&entry.validator),
+                output_validator: entry.output_validator.clone(),
                 options: options.clone(),
             });
             let mut tools = set.tools.clone();

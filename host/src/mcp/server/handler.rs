@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -34,7 +35,10 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
 use crate::approval::ApprovalPolicy;
-use crate::tools::{CallContext, ExecOverrides, SessionId, ToolRegistry, ToolSpec};
+use crate::tools::{
+    CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ResourceContents,
+    SessionId, ToolRegistry, ToolSpec,
+};
 
 /// The request `_meta` key that names a plugin session: calls carrying the
 /// same value share a stateful plugin's instance, whatever connection (or
@@ -258,11 +262,82 @@ fn mcp_tool(tool: &dyn crate::tools::Tool) -> Tool {
             );
         }
     }
-    Tool::new(
+    let mut listed = Tool::new(
         spec.name.clone(),
         spec.description.clone(),
         Arc::new(schema),
-    )
+    );
+    if let Some(Value::Object(output)) = tool.output_schema() {
+        listed.output_schema = Some(Arc::new(output.clone()));
+    }
+    if let Some(hints) = tool.annotations() {
+        let mut annotations = rmcp::model::ToolAnnotations::default();
+        annotations.title = hints.title.clone();
+        annotations.read_only_hint = hints.read_only_hint;
+        annotations.destructive_hint = hints.destructive_hint;
+        annotations.idempotent_hint = hints.idempotent_hint;
+        annotations.open_world_hint = hints.open_world_hint;
+        listed.annotations = Some(annotations);
+    }
+    listed
+}
+
+/// A tool's result as MCP carries it: the structured value as
+/// `structuredContent` (when it is an object) and as text, for clients that
+/// read text only; then each content part as its own block.
+fn mcp_result(report: CallReport) -> CallToolResult {
+    let value = match report.output {
+        // Exactly the text the tool loop sends a model: "kind: message",
+        // control characters escaped.
+        Err(e) => return CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
+        Ok(value) => value,
+    };
+    let mut result = match (report.structured, value) {
+        // structuredContent must be an object; other outputs are text.
+        (true, value @ Value::Object(_)) => CallToolResult::structured(value),
+        (true, value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+        // Content only: the parts are the whole answer.
+        (false, _) => CallToolResult::success(Vec::new()),
+    };
+    result
+        .content
+        .extend(report.content.into_iter().map(content_block));
+    result
+}
+
+fn content_block(part: Content) -> ContentBlock {
+    use base64::Engine as _;
+    let base64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    match part {
+        Content::Text { text } => ContentBlock::text(text),
+        Content::Image { media_type, data } => ContentBlock::image(base64(&data), media_type),
+        Content::Audio { media_type, data } => ContentBlock::audio(base64(&data), media_type),
+        Content::Resource {
+            uri,
+            media_type,
+            contents,
+        } => {
+            let contents = match contents {
+                ResourceContents::Text(text) => {
+                    rmcp::model::ResourceContents::TextResourceContents {
+                        uri,
+                        mime_type: media_type,
+                        text,
+                        meta: None,
+                    }
+                }
+                ResourceContents::Blob(data) => {
+                    rmcp::model::ResourceContents::BlobResourceContents {
+                        uri,
+                        mime_type: media_type,
+                        blob: base64(&data),
+                        meta: None,
+                    }
+                }
+            };
+            ContentBlock::resource(contents)
+        }
+    }
 }
 
 impl ServerHandler for McpTools {
@@ -386,27 +461,80 @@ impl ServerHandler for McpTools {
         {
             return Ok(answer);
         }
+        // A request with a progress token gets the tool's progress reports
+        // as notifications/progress, in order, all before the result.
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| ProgressForwarder::start(token, context.peer.clone()));
+        let cx = match &progress {
+            Some(forwarder) => cx.with_progress(forwarder.sink()),
+            None => cx,
+        };
         let input = Value::Object(arguments).to_string();
         // `notifications/cancelled` (or the connection closing) cancels
         // `ct`: dropping the call stops the guest at its next epoch check
         // (within a 10 ms tick) and frees its instance and slot.
-        let output = tokio::select! {
-            output = tools.call(name, &input, &cx) => output,
+        let report = tokio::select! {
+            report = tools.call_detailed(name, &input, &cx) => report,
             () = context.ct.cancelled() => {
                 tracing::info!(tool = name, "call cancelled by the client: the guest was stopped");
                 // rmcp drops the answer to a cancelled request.
                 return Err(McpError::internal_error("the call was cancelled", None));
             }
         };
-        let result = match output {
-            // structuredContent must be an object; other outputs are text.
-            Ok(output @ Value::Object(_)) => CallToolResult::structured(output),
-            Ok(output) => CallToolResult::success(vec![ContentBlock::text(output.to_string())]),
-            // Exactly the text the tool loop sends a model: "kind: message",
-            // control characters escaped.
-            Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
-        };
-        Ok(with_handle(result, new_handle).into())
+        drop(cx);
+        if let Some(forwarder) = progress {
+            forwarder.finish().await;
+        }
+        Ok(with_handle(mcp_result(report), new_handle).into())
+    }
+}
+
+/// Sends a call's progress reports to the client as `notifications/progress`
+/// for the request's token, one at a time and in order, from its own task
+/// (a report comes from the guest's thread, which must not wait on the
+/// client).
+struct ProgressForwarder {
+    sender: Arc<std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Progress>>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ProgressForwarder {
+    fn start(token: ProgressToken, peer: rmcp::Peer<RoleServer>) -> Self {
+        let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<Progress>();
+        let task = tokio::spawn(async move {
+            while let Some(report) = reports.recv().await {
+                let mut param = ProgressNotificationParam::new(token.clone(), report.done);
+                param.total = report.total;
+                param.message = report.message;
+                if peer.notify_progress(param).await.is_err() {
+                    // The client is gone; the call ends on its own.
+                    break;
+                }
+            }
+        });
+        Self {
+            sender: Arc::new(std::sync::Mutex::new(Some(sender))),
+            task,
+        }
+    }
+
+    fn sink(&self) -> ProgressSink {
+        let sender = Arc::clone(&self.sender);
+        ProgressSink::new(move |report| {
+            let sender = sender.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(sender) = sender.as_ref() {
+                let _ = sender.send(report);
+            }
+        })
+    }
+
+    /// Close the channel and wait until every report sent so far has gone
+    /// out, so that none arrives after the result.
+    async fn finish(self) {
+        self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let _ = self.task.await;
     }
 }
 

@@ -9,20 +9,18 @@ use tokio::sync::OwnedSemaphorePermit;
 use wasmtime::{Store, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use super::bindings::{Plugin, PluginPre, WitToolError};
+use super::bindings::{GuestContent, GuestOutput, GuestTool, Plugin, PluginPre, WitToolError};
 use super::capture::StderrCapture;
 use super::http::{self, HttpState};
 use super::state::StoreState;
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
-use crate::tools::{ToolError, ToolErrorKind};
+use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
 
 mod classify;
 mod spares;
 
 use classify::{MAX_ERROR_MESSAGE, classify, from_wit, timeout_error};
 use spares::Spares;
-
-pub(crate) use super::bindings::exports::toolhost::plugin::tool::ToolInfo as WitToolInfo;
 
 /// A component linked and ready to instantiate under fixed limits and
 /// permissions. Cheap to clone.
@@ -33,7 +31,7 @@ pub(crate) struct Guest {
 
 pub(crate) struct Inner {
     sandbox: Sandbox,
-    pre: PluginPre<StoreState>,
+    pre: PluginPre,
     identity: Arc<PluginIdentity>,
     limits: Limits,
     permissions: Permissions,
@@ -82,7 +80,7 @@ impl std::ops::Deref for Guest {
 impl Guest {
     pub(super) fn new(
         sandbox: Sandbox,
-        pre: PluginPre<StoreState>,
+        pre: PluginPre,
         identity: Arc<PluginIdentity>,
         limits: Limits,
         permissions: Permissions,
@@ -244,31 +242,31 @@ impl Inner {
     }
 
     /// The plugin's tool list, from a fresh instance.
-    pub(crate) async fn describe(&self) -> Result<Vec<WitToolInfo>, ToolError> {
+    pub(crate) async fn describe(&self) -> Result<Vec<GuestTool>, ToolError> {
         // Bound in this order, dropped in reverse: the store before its slot.
         let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
         self.bounded(&mut store, async |store| {
             let plugin = self.pre.instantiate_async(&mut *store).await?;
-            plugin
-                .toolhost_plugin_tool()
-                .call_describe(&mut *store)
-                .await
+            plugin.call_describe(&mut *store).await
         })
         .await
     }
 
     /// One call on a fresh instance made inline, dropped afterwards.
-    async fn call_inline(&self, name: &str, input: &str) -> Result<String, ToolError> {
+    async fn call_inline(
+        &self,
+        name: &str,
+        input: &str,
+        progress: Option<&ProgressSink>,
+    ) -> Result<GuestOutput, ToolError> {
         let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
+        store.data_mut().report_progress_to(progress.cloned());
         let result = self
             .bounded(&mut store, async |store| {
                 let plugin = self.pre.instantiate_async(&mut *store).await?;
-                plugin
-                    .toolhost_plugin_tool()
-                    .call_call(&mut *store, name, input)
-                    .await
+                plugin.call_call(&mut *store, name, input).await
             })
             .await;
         let refusal = store.data_mut().http.take_refusal();
@@ -303,24 +301,24 @@ impl Inner {
         live: &mut Live,
         name: &str,
         input: &str,
-    ) -> Result<String, ToolError> {
+        progress: Option<&ProgressSink>,
+    ) -> Result<GuestOutput, ToolError> {
+        live.store.data_mut().report_progress_to(progress.cloned());
         let plugin = &live.plugin;
         let result = self
             .bounded(&mut live.store, async |store| {
-                plugin
-                    .toolhost_plugin_tool()
-                    .call_call(&mut *store, name, input)
-                    .await
+                plugin.call_call(&mut *store, name, input).await
             })
             .await;
+        live.store.data_mut().report_progress_to(None);
         let refusal = live.store.data_mut().http.take_refusal();
         http::explain(self.finish(result), refusal)
     }
 
     fn finish(
         &self,
-        result: Result<Result<String, WitToolError>, ToolError>,
-    ) -> Result<String, ToolError> {
+        result: Result<Result<GuestOutput, WitToolError>, ToolError>,
+    ) -> Result<GuestOutput, ToolError> {
         let cap = self.error_message_cap();
         self.check_output(result?.map_err(|e| from_wit(e, cap))?)
     }
@@ -333,13 +331,16 @@ impl Inner {
             .min(MAX_ERROR_MESSAGE)
     }
 
-    fn check_output(&self, output: String) -> Result<String, ToolError> {
-        if output.len() as u64 > self.limits.output_bytes {
+    /// The output cap holds for everything a result carries: its JSON and
+    /// every content part's bytes, together.
+    fn check_output(&self, output: GuestOutput) -> Result<GuestOutput, ToolError> {
+        let size = output.json.as_ref().map_or(0, String::len)
+            + output.content.iter().map(GuestContent::size).sum::<usize>();
+        if size as u64 > self.limits.output_bytes {
             return Err(ToolError::new(
                 ToolErrorKind::OutputTooLarge,
                 format!(
-                    "the tool returned {} bytes; the cap is {} bytes. Ask for less (a filter, a page, a summary)",
-                    output.len(),
+                    "the tool returned {size} bytes; the cap is {} bytes. Ask for less (a filter, a page, a summary, a smaller image)",
                     self.limits.output_bytes
                 ),
             ));

@@ -4,8 +4,9 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::super::bindings::GuestOutput;
 use super::{Guest, Live, Slot, lock};
-use crate::tools::{ToolError, ToolErrorKind};
+use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
 
 /// Fresh instances made ahead of time, off the caller's path.
 ///
@@ -52,14 +53,19 @@ impl Spares {
 impl Guest {
     /// One call on a fresh instance that serves no other call: a spare made
     /// ahead of time when there is one, else one made now.
-    pub(crate) async fn call_fresh(&self, name: &str, input: &str) -> Result<String, ToolError> {
+    pub(crate) async fn call_fresh(
+        &self,
+        name: &str,
+        input: &str,
+        progress: Option<&ProgressSink>,
+    ) -> Result<GuestOutput, ToolError> {
         crate::telemetry::note_instance(crate::telemetry::Instance::Fresh);
         let Some(mut live) = self.take_spare() else {
-            let result = self.call_inline(name, input).await;
+            let result = self.call_inline(name, input, progress).await;
             self.after_inline(&result);
             return result;
         };
-        let result = self.call_live(&mut live, name, input).await;
+        let result = self.call_live(&mut live, name, input, progress).await;
         self.retire(live);
         result
     }

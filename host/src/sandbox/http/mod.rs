@@ -208,10 +208,10 @@ impl HttpState {
 
 /// A call's result, with the host's own account of a refused request in
 /// place of the tool's error when the tool failed (see the module docs).
-pub(crate) fn explain(
-    result: Result<String, ToolError>,
+pub(crate) fn explain<T>(
+    result: Result<T, ToolError>,
     refusal: Option<Refusal>,
-) -> Result<String, ToolError> {
+) -> Result<T, ToolError> {
     let (Err(error), Some(refusal)) = (&result, refusal) else {
         return result;
     };
@@ -496,7 +496,8 @@ mod tests {
             kind: ToolErrorKind::PermissionDenied,
             message: "the request to https://x.test/ was refused: ...".into(),
         };
-        let failed = Err(ToolError::failed("request failed: HTTP-request-denied"));
+        let failed: Result<String, _> =
+            Err(ToolError::failed("request failed: HTTP-request-denied"));
         let e = explain(failed, Some(refusal.clone())).unwrap_err();
         assert_eq!(e.kind, ToolErrorKind::PermissionDenied);
         assert!(
@@ -504,14 +505,16 @@ mod tests {
             "{e}"
         );
         assert!(e.message.contains("HTTP-request-denied"), "{e}");
-        let denied = Err(ToolError::new(ToolErrorKind::PermissionDenied, "refused"));
+        let denied: Result<String, _> =
+            Err(ToolError::new(ToolErrorKind::PermissionDenied, "refused"));
         let e = explain(denied, Some(refusal.clone())).unwrap_err();
         assert_eq!(e.message, refusal.message);
         assert_eq!(
-            explain(Ok("{}".into()), Some(refusal.clone())),
+            explain(Ok::<String, _>("{}".into()), Some(refusal.clone())),
             Ok("{}".into())
         );
-        let trap = Err(ToolError::new(ToolErrorKind::Trap, "the plugin panicked"));
+        let trap: Result<String, _> =
+            Err(ToolError::new(ToolErrorKind::Trap, "the plugin panicked"));
         let e = explain(trap, Some(refusal)).unwrap_err();
         assert_eq!(e.kind, ToolErrorKind::Trap);
         assert!(e.message.contains("https://x.test/"), "{e}");

@@ -9,13 +9,15 @@ use serde_json::Value;
 use super::super::log::CallLog;
 use super::super::options::ExecOptions;
 use super::super::schema::{InputBudget, check_input};
-use super::super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolSpec};
+use super::super::{CallContext, SessionId, Tool, ToolError, ToolErrorKind, ToolOutput, ToolSpec};
 use super::CallReport;
 use super::observe::Observe;
 
 pub(super) struct Entry {
     pub(super) tool: Arc<dyn Tool>,
     pub(super) validator: Arc<jsonschema::Validator>,
+    /// The tool's output schema, compiled, when it declares one.
+    pub(super) output_validator: Option<Arc<jsonschema::Validator>>,
     pub(super) options: ExecOptions,
 }
 
@@ -219,6 +221,8 @@ impl ToolSet {
         let Some((_, _, entry)) = self.resolve(name) else {
             return CallReport {
                 output: Err(ToolError::unknown_tool(name)),
+                content: Vec::new(),
+                structured: false,
                 options: ExecOptions::default().with(&cx.overrides),
                 attempts: 0,
             };
@@ -238,6 +242,8 @@ impl ToolSet {
             Err(e) => {
                 return CallReport {
                     output: Err(e),
+                    content: Vec::new(),
+                    structured: false,
                     options,
                     attempts: 0,
                 };
@@ -246,7 +252,7 @@ impl ToolSet {
         let mut attempts = 0;
         let output = loop {
             attempts += 1;
-            let call = entry.tool.call(input.clone(), cx);
+            let call = entry.tool.call_output(input.clone(), cx);
             let result = match options.timeout {
                 Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
                     Err(ToolError::new(
@@ -270,8 +276,22 @@ impl ToolSet {
                 ok => break ok,
             }
         };
+        let output = output.and_then(|out| match &entry.output_validator {
+            Some(validator) => check_output(name, validator, out),
+            None => Ok(out),
+        });
+        let (output, content, structured) = match output {
+            Ok(out) => {
+                let structured = out.structured.is_some();
+                let value = out.to_json();
+                (Ok(value), out.content, structured)
+            }
+            Err(e) => (Err(e), Vec::new(), false),
+        };
         CallReport {
             output,
+            content,
+            structured,
             options,
             attempts,
         }
@@ -295,6 +315,44 @@ fn parse_input(input: &str) -> Result<Value, ToolError> {
     }
     serde_json::from_str(trimmed)
         .map_err(|e| ToolError::invalid_input(format!("the input is not valid JSON: {e}")))
+}
+
+/// A structured result checked against the tool's output schema: a
+/// mismatch is a result the model sees (`output_schema_mismatch`), naming
+/// what is wrong, not a host fault. A result with content only has no
+/// structured value, and a declared schema asks for one.
+fn check_output(
+    name: &str,
+    validator: &jsonschema::Validator,
+    output: ToolOutput,
+) -> Result<ToolOutput, ToolError> {
+    let mismatch = |detail: String| {
+        ToolError::new(
+            ToolErrorKind::OutputSchemaMismatch,
+            format!(
+                "tool `{name}` answered a result that does not match its output schema: {detail}; this is a bug in the tool"
+            ),
+        )
+    };
+    let Some(value) = &output.structured else {
+        return Err(mismatch("it has no structured value".to_owned()));
+    };
+    if validator.is_valid(value) {
+        return Ok(output);
+    }
+    let problems: Vec<String> = validator
+        .iter_errors(value)
+        .take(5)
+        .map(|e| {
+            let path = e.instance_path.to_string();
+            if path.is_empty() {
+                e.to_string()
+            } else {
+                format!("at {path}: {e}")
+            }
+        })
+        .collect();
+    Err(mismatch(problems.join("; ")))
 }
 
 fn validate(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {

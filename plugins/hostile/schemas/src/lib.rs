@@ -15,19 +15,55 @@
 //! - `bad_name`: a name with an escape sequence and a newline that forges a
 //!   log line.
 //! - `duplicates`: 50 000 tools, the last one named like the first.
+//! - `huge_output_schema`: a 2 MB output schema (contract 0.2).
+//! - `output_ref_chain`: the 5000-link `$ref` chain as an output schema.
+//! - `output_not_object`: an output schema whose root is not an object.
+//! - `long_title`: a 1 MB title annotation.
+//! - `bad_meta`: metadata that is not a JSON object.
+//! - `liar`: one tool, `hostile_schemas_liar`, that declares an output
+//!   schema requiring `n` and answers its input, which has no `n` unless
+//!   the caller sends one.
 //!
 //! Expected: the plugin fails to load with a per-file error naming the
 //! budget (or the rule) it broke, quickly; the host never crashes, and other
 //! plugins of the directory load and serve.
 
-use toolhost_guest::__private::{Guest, ToolInfo, WitToolError};
+use toolhost_guest::__private::bindings::toolhost::plugin::types::Annotations;
+use toolhost_guest::__private::{Guest, ToolInfo, WitToolError, WitToolOutput};
 
 fn tool(name: impl Into<String>, description: impl Into<String>, schema: String) -> ToolInfo {
     ToolInfo {
         name: name.into(),
         description: description.into(),
         input_schema: schema,
+        output_schema: None,
+        annotations: Annotations {
+            title: None,
+            read_only: None,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+        },
+        meta: None,
     }
+}
+
+fn with_output(mut info: ToolInfo, schema: String) -> ToolInfo {
+    info.output_schema = Some(schema);
+    info
+}
+
+fn ref_chain() -> String {
+    let mut defs: Vec<(String, String)> = (0..5000)
+        .map(|i| {
+            (
+                format!("d{i}"),
+                format!("{{\"$ref\":\"#/$defs/d{}\"}}", i + 1),
+            )
+        })
+        .collect();
+    defs.push(("d5000".into(), "{\"type\":\"string\"}".into()));
+    defs_schema(defs, "#/$defs/d0")
 }
 
 fn defs_schema(defs: Vec<(String, String)>, root_ref: &str) -> String {
@@ -44,13 +80,35 @@ fn defs_schema(defs: Vec<(String, String)>, root_ref: &str) -> String {
 fn tools_for(mode: &str) -> Vec<ToolInfo> {
     let object = || "{\"type\":\"object\"}".to_owned();
     match mode {
-        "ref_chain" => {
-            let mut defs: Vec<(String, String)> = (0..5000)
-                .map(|i| (format!("d{i}"), format!("{{\"$ref\":\"#/$defs/d{}\"}}", i + 1)))
+        "ref_chain" => vec![tool("hostile_schemas_chain", "A long $ref chain.", ref_chain())],
+        "huge_output_schema" => {
+            let properties: Vec<String> = (0..50_000)
+                .map(|i| format!("\"p{i}\":{{\"type\":\"string\"}}"))
                 .collect();
-            defs.push(("d5000".into(), "{\"type\":\"string\"}".into()));
-            vec![tool("hostile_schemas_chain", "A long $ref chain.", defs_schema(defs, "#/$defs/d0"))]
+            let schema = format!("{{\"type\":\"object\",\"properties\":{{{}}}}}", properties.join(","));
+            vec![with_output(tool("hostile_schemas_huge_out", "A huge output schema.", object()), schema)]
         }
+        "output_ref_chain" => {
+            vec![with_output(tool("hostile_schemas_chain_out", "A $ref chain out.", object()), ref_chain())]
+        }
+        "output_not_object" => vec![with_output(
+            tool("hostile_schemas_list_out", "Says it answers a list.", object()),
+            "{\"type\":\"array\"}".into(),
+        )],
+        "long_title" => {
+            let mut info = tool("hostile_schemas_titled", "A long title.", object());
+            info.annotations.title = Some("t".repeat(1 << 20));
+            vec![info]
+        }
+        "bad_meta" => {
+            let mut info = tool("hostile_schemas_meta", "Bad metadata.", object());
+            info.meta = Some("[1, 2]".into());
+            vec![info]
+        }
+        "liar" => vec![with_output(
+            tool("hostile_schemas_liar", "Answers its input, which may lack `n`.", object()),
+            "{\"type\":\"object\",\"required\":[\"n\"],\"properties\":{\"n\":{\"type\":\"integer\"}}}".into(),
+        )],
         "ref_cycle" => {
             let defs = vec![
                 ("a".to_owned(), "{\"anyOf\":[{\"$ref\":\"#/$defs/b\"},{\"type\":\"null\"}]}".to_owned()),
@@ -115,8 +173,11 @@ impl Guest for Plugin {
         tools_for(&mode)
     }
 
-    fn call(_name: String, input: String) -> Result<String, WitToolError> {
-        Ok(input)
+    fn call(_name: String, input: String) -> Result<WitToolOutput, WitToolError> {
+        Ok(WitToolOutput {
+            json: Some(input),
+            content: Vec::new(),
+        })
     }
 }
 
