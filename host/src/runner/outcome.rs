@@ -194,6 +194,7 @@ impl RunErrorKind {
             Self::OverLimit { .. } => "over_limit",
             Self::Invariant(_) => "invariant",
             Self::AlreadyFinished => "already_finished",
+            Self::Decision { .. } => "decision",
         }
     }
 }
