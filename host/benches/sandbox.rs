@@ -4,10 +4,15 @@
 //! ```sh
 //! cargo bench -p toolhost --bench sandbox        # full run, prints a table
 //! cargo test  -p toolhost --bench sandbox        # smoke run (few iterations)
+//! # only the per-language rows (fresh Python, JS, C, Go calls, spaced and
+//! # back to back, copy-on-write and copied memory), after the native floor:
+//! cargo test -p toolhost --bench sandbox -- --bench --languages
 //! # one workload in a loop for 10 s, to run under a profiler:
 //! cargo bench -p toolhost --bench sandbox -- --profile stateless|stateful|warm|py_units|...
 //! # the same with calls N µs apart (spares made between calls):
 //! cargo bench -p toolhost --bench sandbox -- --profile py_units --gap-us 5000
+//! # the same with memory images copied into each instance:
+//! cargo bench -p toolhost --bench sandbox -- --profile py_units --memory-init copy
 //!
 //! # scaling: N callers on N worker threads for S seconds each, stateless
 //! # (text_stats, a fresh instance per call) and stateful (scratchpad, one
@@ -95,17 +100,28 @@ fn main() {
         .build()
         .unwrap();
     match profile {
-        Some(kind) => rt.block_on(profile_loop(&kind, gap, &plugins)),
+        Some(kind) => {
+            let memory_init = match flag("--memory-init").as_deref() {
+                None | Some("cow") => MemoryInit::Cow,
+                Some("copy") => MemoryInit::Copy,
+                Some(other) => panic!("--memory-init takes cow or copy, not `{other}`"),
+            };
+            rt.block_on(profile_loop(&kind, gap, memory_init, &plugins));
+        }
+        None if args.iter().any(|a| a == "--languages") => {
+            rt.block_on(languages_only(&scale, &plugins));
+        }
         None => rt.block_on(run(&scale, &plugins)),
     }
 }
 
 /// Run one workload for 10 s so a profiler sees nothing else.
-async fn profile_loop(kind: &str, gap: Duration, plugins: &Path) {
+async fn profile_loop(kind: &str, gap: Duration, memory_init: MemoryInit, plugins: &Path) {
     // Kept between runs: big guests take seconds to compile.
     let cache = plugins.parent().unwrap().join("bench-cache");
     let host = PluginHost::new(HostConfig {
         cache_dir: Some(cache),
+        memory_init,
         ..HostConfig::default()
     })
     .unwrap();
@@ -454,11 +470,75 @@ async fn run(scale: &Scale, plugins: &Path) {
     // Deadlines: `cargo bench --bench deadline` (10,000 hits under load,
     // the distribution of the time past the deadline, and misses).
 
-    // A fresh instance per call for a tool in each guest language (when its
-    // plugin was built: plugins/build.sh with that language's toolchain),
-    // with memory images mapped copy-on-write (the default) and copied into
-    // each instance when it is made.
+    rows.extend(language_rows(plugins, n).await);
+    rows.extend(http_rows(plugins, cache.path(), n).await);
+
+    print_rows(&rows);
+    println!(
+        "{:<40} {:>12.0} calls/s",
+        "throughput, 1 caller (stateless)", one
+    );
+    println!(
+        "{:<40} {:>12.0} calls/s {:>10.2}x one caller",
+        "throughput, 2 callers (stateless)",
+        two,
+        two / one
+    );
+    println!(
+        "{:<40} {:>12.0} calls/s",
+        "  spares off, 1 caller", plain_one
+    );
+    println!(
+        "{:<40} {:>12.0} calls/s {:>10.2}x one caller",
+        "  spares off, 2 callers",
+        plain_two,
+        plain_two / plain_one
+    );
+    if std::env::var_os("TOOLHOST_BENCH_KEEP").is_some() {
+        let kept: PathBuf = cache.keep();
+        println!("cache kept in {}", kept.display());
+    }
+}
+
+/// The native floor and the per-language rows, nothing else.
+async fn languages_only(scale: &Scale, plugins: &Path) {
+    // The floor validates against the text plugin's schema, as in the full
+    // run.
+    let host = PluginHost::new(HostConfig::default()).unwrap();
+    let text = ToolRegistry::new();
+    common::register_plugins(&host, plugins, &["text"], &text).await;
+    let text_spec = text.get("text_stats").unwrap().spec().clone();
+    let registry = ToolRegistry::new();
+    registry
+        .register(NativeTool::new(
+            "native_stats",
+            text_spec.description,
+            text_spec.input_schema,
+            |i| async move { native_stats(i) },
+        ))
+        .unwrap();
+    let input = json!({"text": "the quick brown fox"});
+    let fresh = CallContext::default();
+    let n = scale.calls;
+    let mut rows = vec![summarize(
+        "native fn, same work (floor)",
+        time_calls(&registry, "native_stats", &input, &fresh, n).await,
+        String::new(),
+    )];
+    rows.extend(language_rows(plugins, n).await);
+    print_rows(&rows);
+}
+
+/// A fresh instance per call for a tool in each guest language (when its
+/// plugin was built: plugins/build.sh with that language's toolchain), with
+/// memory images mapped copy-on-write (the default) and copied into each
+/// instance when it is made; each spaced as between model turns and back to
+/// back. Led by the native floor and the text plugin's stateless call.
+async fn language_rows(plugins: &Path, n: usize) -> Vec<Row> {
+    let input = json!({"text": "the quick brown fox"});
+    let fresh = CallContext::default();
     let lang_cache = plugins.parent().unwrap().join("bench-cache");
+    let mut rows = Vec::new();
     for memory_init in [MemoryInit::Cow, MemoryInit::Copy] {
         let lang_host = PluginHost::new(HostConfig {
             cache_dir: Some(lang_cache.clone()),
@@ -471,8 +551,8 @@ async fn run(scale: &Scale, plugins: &Path) {
             MemoryInit::Copy => " [copy]",
         };
         if memory_init == MemoryInit::Copy {
-            // The text plugin's stateless call, for comparison with the rows
-            // at the top (which use copy-on-write).
+            // The text plugin's stateless call, for comparison with the
+            // stateless rows (which use copy-on-write).
             let registry = ToolRegistry::new();
             common::register_plugins(&lang_host, plugins, &["text"], &registry).await;
             time_calls(&registry, "text_stats", &input, &fresh, n / 10 + 1).await;
@@ -513,16 +593,18 @@ async fn run(scale: &Scale, plugins: &Path) {
             ));
         }
     }
+    rows
+}
 
-    rows.extend(http_rows(plugins, cache.path(), n).await);
-
+/// The table, each row's p50 also as a multiple of the first row's.
+fn print_rows(rows: &[Row]) {
     let floor = rows[0].p50.as_secs_f64();
     println!();
     println!(
         "{:<40} {:>12} {:>12} {:>10}  note",
         "measure", "p50", "p99", "x floor"
     );
-    for row in &rows {
+    for row in rows {
         println!(
             "{:<40} {:>12} {:>12} {:>10.1}  {}",
             row.name,
@@ -531,30 +613,6 @@ async fn run(scale: &Scale, plugins: &Path) {
             row.p50.as_secs_f64() / floor,
             row.note
         );
-    }
-    println!(
-        "{:<40} {:>12.0} calls/s",
-        "throughput, 1 caller (stateless)", one
-    );
-    println!(
-        "{:<40} {:>12.0} calls/s {:>10.2}x one caller",
-        "throughput, 2 callers (stateless)",
-        two,
-        two / one
-    );
-    println!(
-        "{:<40} {:>12.0} calls/s",
-        "  spares off, 1 caller", plain_one
-    );
-    println!(
-        "{:<40} {:>12.0} calls/s {:>10.2}x one caller",
-        "  spares off, 2 callers",
-        plain_two,
-        plain_two / plain_one
-    );
-    if std::env::var_os("TOOLHOST_BENCH_KEEP").is_some() {
-        let kept: PathBuf = cache.keep();
-        println!("cache kept in {}", kept.display());
     }
 }
 
