@@ -59,6 +59,7 @@
 //! ```
 
 mod connections;
+mod direct;
 mod handler;
 mod http;
 mod sessions;
@@ -264,6 +265,7 @@ impl ToolServer {
             tools: handler::Tools {
                 registry,
                 overrides: options.overrides.clone(),
+                direct: None,
             },
             options,
         }
