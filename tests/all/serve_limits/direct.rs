@@ -180,3 +180,54 @@ fn a_session_busy_with_calls_outlives_its_idle_timeout() {
     );
     assert_eq!(status, 404, "an expired session: {body}");
 }
+
+#[test]
+fn a_call_in_a_session_still_needs_the_bearer_token() {
+    let plugins = plugins();
+    let server = ServeHttp::start(
+        plugins.path(),
+        &["--token-env", "DIRECT_TEST_TOKEN"],
+        &[("DIRECT_TEST_TOKEN", "s3cret")],
+    );
+    let addr = &server.addr;
+    let post_as = |session: Option<&str>, auth: &str, body: &Value| {
+        let body = body.to_string();
+        let session = session
+            .map(|s| format!("Mcp-Session-Id: {s}\r\n"))
+            .unwrap_or_default();
+        exchange(
+            addr,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\n{session}{auth}\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let good = "Authorization: Bearer s3cret\r\n";
+    let (status, head, body) = post_as(None, good, &initialize_request());
+    assert_eq!(status, 200, "{body}");
+    let id = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("mcp-session-id")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no Mcp-Session-Id in {head}"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(post_as(Some(&id), good, &initialized).0, 202);
+    let call = call_request(3, "calc_eval", json!({"expression": "6*7"}));
+    for bad in [
+        "",
+        "Authorization: Bearer wrong\r\n",
+        "Authorization: s3cret\r\n",
+    ] {
+        let (status, _, body) = post_as(Some(&id), bad, &call);
+        assert_eq!(status, 401, "{bad:?}: {body}");
+    }
+    let (status, _, body) = post_as(Some(&id), good, &call);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(message(&body)["result"]["structuredContent"]["value"], 42.0);
+}

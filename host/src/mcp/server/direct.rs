@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
     CallToolRequestParams, JsonRpcVersion2_0, ProtocolVersion, RequestId, ServerJsonRpcMessage,
@@ -46,11 +46,12 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::Connection;
 
-/// The header that names a session.
-const SESSION_HEADER: &str = "mcp-session-id";
+/// The header that names a session (a `HeaderName` made once: looking one
+/// up by `&str` parses the name on every request).
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
 
 /// The header that names the protocol revision of a request.
-const VERSION_HEADER: &str = "mcp-protocol-version";
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
 
 /// The largest call body answered here; larger ones go to rmcp, which
 /// holds them to its own limit.
@@ -116,7 +117,7 @@ impl DirectSessions {
         headers: &HeaderMap,
         conn: &Arc<Connection>,
     ) -> Option<DirectEntry> {
-        let id: Box<str> = headers.get(SESSION_HEADER)?.to_str().ok()?.into();
+        let id: Box<str> = headers.get(&SESSION_HEADER)?.to_str().ok()?.into();
         let session = Arc::new(Session {
             conn: Arc::downgrade(conn),
             rmcp_saw: AtomicU64::new(self.now()),
@@ -134,7 +135,7 @@ impl DirectSessions {
     }
 
     fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
-        let id = headers.get(SESSION_HEADER)?.to_str().ok()?;
+        let id = headers.get(&SESSION_HEADER)?.to_str().ok()?;
         let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
         sessions.get(id).cloned()
     }
@@ -152,7 +153,7 @@ impl DirectSessions {
                 .get(header::CONTENT_TYPE)
                 .is_some_and(|v| essence_is(v, "application/json"))
             && accepts_json_and_events(headers)
-            && headers.get(VERSION_HEADER).is_none_or(|v| {
+            && headers.get(&VERSION_HEADER).is_none_or(|v| {
                 v.to_str().is_ok_and(|v| {
                     v < ProtocolVersion::V_2026_07_28.as_str()
                         && ProtocolVersion::KNOWN_VERSIONS

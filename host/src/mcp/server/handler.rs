@@ -177,7 +177,7 @@ impl Connection {
         };
         let mut arguments = request.arguments.unwrap_or_default();
         let (cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
-        let input = Value::Object(arguments).to_string();
+        let input = json_text(&arguments);
         // `notifications/cancelled` (or the connection closing) resolves
         // `cancelled`: dropping the call stops the guest at its next epoch
         // check (within a 10 ms tick) and frees its instance and slot.
@@ -191,8 +191,15 @@ impl Connection {
         };
         let result = match output {
             // structuredContent must be an object; other outputs are text.
-            Ok(output @ Value::Object(_)) => CallToolResult::structured(output),
-            Ok(output) => CallToolResult::success(vec![ContentBlock::text(output.to_string())]),
+            Ok(output @ Value::Object(_)) => {
+                // What `CallToolResult::structured` makes, with the text
+                // written the quick way.
+                let mut result =
+                    CallToolResult::success(vec![ContentBlock::text(json_text(&output))]);
+                result.structured_content = Some(output);
+                result
+            }
+            Ok(output) => CallToolResult::success(vec![ContentBlock::text(json_text(&output))]),
             // Exactly the text the tool loop sends a model: "kind: message",
             // control characters escaped.
             Err(e) => CallToolResult::error(vec![ContentBlock::text(e.to_string())]),
@@ -275,6 +282,13 @@ impl Drop for DirectCall<'_> {
             .unwrap_or_else(|e| e.into_inner());
         calls.remove(&self.id);
     }
+}
+
+/// `value` as JSON text. serde_json writes it into one buffer; `Value`'s
+/// `Display` goes through a formatter and takes a few times as long.
+fn json_text(value: &impl serde::Serialize) -> String {
+    // A `Value` (or a map of them) always serializes.
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// `value` as a session key, if it is one.
