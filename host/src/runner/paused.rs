@@ -137,7 +137,8 @@ impl Driver {
             finish_reason: FinishReason::ToolCalls,
         };
         Ok(RunItem::Iteration(
-            self.run_gated(&tools, &routes, iteration, gates, None).await,
+            self.run_gated(&tools, &routes, iteration, gates, None)
+                .await,
         ))
     }
 

@@ -6,6 +6,7 @@
 //! The budgets are set short by flags so that each test takes seconds.
 
 mod connections;
+mod direct;
 mod sessions;
 mod shutdown;
 mod stdio;

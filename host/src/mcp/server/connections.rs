@@ -28,7 +28,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::Body;
 use bytes::Bytes;
 use http_body::Body as _;
@@ -40,6 +39,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+
+use super::direct::Front;
 
 /// The budgets every HTTP connection is held to. They apply before a
 /// request reaches the bearer-token check: anyone who can connect is held
@@ -102,7 +103,7 @@ const REFUSAL_TIME: Duration = Duration::from_secs(1);
 /// the grace period ends with connections still open.
 pub(super) async fn serve(
     listener: TcpListener,
-    app: Router,
+    app: Front,
     budgets: ConnectionBudgets,
     shutdown: impl Future<Output = ()>,
     on_grace_over: impl FnOnce(),
@@ -419,7 +420,7 @@ impl AsyncWrite for Tracked {
 /// One connection's requests, into the router.
 #[derive(Debug, Clone)]
 struct Connection {
-    app: Router,
+    app: Front,
     activity: Arc<Activity>,
 }
 
@@ -439,9 +440,9 @@ impl hyper::service::Service<Request<Incoming>> for Connection {
             body,
             activity: Some(activity),
         });
-        let answer = tower_service::Service::call(&mut self.app.clone(), request);
+        let app = self.app.clone();
         Box::pin(async move {
-            let response = answer.await?;
+            let response = app.answer(request.map(Body::new)).await;
             Ok(response.map(|body| {
                 Body::new(ResponseBody {
                     body,

@@ -18,14 +18,16 @@
 //! text the model reads, and in the result's `_meta` for programs), which
 //! later calls pass back to see the same state.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
+    ContentBlock, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -34,7 +36,9 @@ use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
+use super::direct::{DirectEntry, DirectSessions};
 use crate::approval::ApprovalPolicy;
+use crate::telemetry::TraceParent;
 use crate::tools::{
     CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ResourceContents,
     SessionId, ToolRegistry, ToolSpec,
@@ -67,6 +71,9 @@ pub(super) struct Tools {
     pub(super) registry: Arc<ToolRegistry>,
     pub(super) overrides: ExecOverrides,
     pub(super) approval: ApprovalPolicy,
+    /// The HTTP sessions whose calls may skip rmcp's session worker
+    /// (`None` on stdio).
+    pub(super) direct: Option<Arc<DirectSessions>>,
 }
 
 /// Wait for the next change to the tool set (and the changes that follow
@@ -88,20 +95,34 @@ async fn next_change(changes: &mut watch::Receiver<u64>, stop: &CancellationToke
     true
 }
 
-/// The tools of one registry, for one MCP connection.
+/// The tools of one registry, for one MCP connection: rmcp's handler.
 #[derive(Debug)]
 pub(super) struct McpTools {
-    tools: Tools,
-    cx: CallContext,
-    /// Stops this connection's list_changed forwarder when it goes.
-    stop: CancellationToken,
+    /// This connection's place among the direct sessions, once it has one
+    /// (dropped first: no direct call starts once the handler goes).
+    direct: OnceLock<DirectEntry>,
+    /// Stops this connection's list_changed forwarder and its direct
+    /// calls when it goes.
     _stop_on_drop: DropGuard,
     _session: SessionGuard,
+    conn: Arc<Connection>,
+}
+
+/// What answers one connection's calls, through rmcp or directly
+/// ([`super::direct`]).
+#[derive(Debug)]
+pub(super) struct Connection {
+    tools: Tools,
+    cx: CallContext,
+    stop: CancellationToken,
     /// Whether this handler answered `initialize`: it then serves a
     /// connection (stdio, an HTTP session) whose session outlives the
     /// request. Without it, it serves one request of the sessionless
     /// revision or of a stateless server.
     handshake: AtomicBool,
+    /// The direct calls in flight, so `notifications/cancelled` (which
+    /// reaches rmcp, not them) can stop them.
+    direct_calls: Mutex<HashMap<RequestId, CancellationToken>>,
 }
 
 impl McpTools {
@@ -110,16 +131,122 @@ impl McpTools {
         let session = SessionId::random();
         let stop = CancellationToken::new();
         Self {
-            cx: CallContext::in_session(session.clone()).with_overrides(tools.overrides.clone()),
             _session: SessionGuard {
                 registry: Arc::clone(&tools.registry),
-                id: session,
+                id: session.clone(),
             },
             _stop_on_drop: stop.clone().drop_guard(),
-            stop,
-            tools,
-            handshake: AtomicBool::new(false),
+            conn: Arc::new(Connection {
+                cx: CallContext::in_session(session).with_overrides(tools.overrides.clone()),
+                stop,
+                tools,
+                handshake: AtomicBool::new(false),
+                direct_calls: Mutex::default(),
+            }),
+            direct: OnceLock::new(),
         }
+    }
+}
+
+impl Connection {
+    /// Cancelled when the connection's handler goes (the session ended).
+    pub(super) fn stopped(&self) -> &CancellationToken {
+        &self.stop
+    }
+
+    /// Note a direct call in flight until the guard drops, cancelling
+    /// `cancel` on `notifications/cancelled` for `id`.
+    pub(super) fn direct_call(&self, id: RequestId, cancel: CancellationToken) -> DirectCall<'_> {
+        let mut calls = self.direct_calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.insert(id.clone(), cancel);
+        DirectCall { conn: self, id }
+    }
+
+    /// Whether a call must go through rmcp rather than the direct path
+    /// ([`super::direct`]): it needs the client's user (approval through
+    /// elicitation) or sends the client notifications (progress), which
+    /// need rmcp's event stream.
+    pub(super) fn needs_rmcp(&self, request: &CallToolRequestParams, meta: &JsonObject) -> bool {
+        meta.contains_key("progressToken")
+            || approval::needs(
+                &self.tools.approval,
+                &self.tools.overrides,
+                &self.tools.registry.snapshot(),
+                request.name.as_ref(),
+            )
+    }
+
+    /// Call a tool for request `params` (its `_meta` in `meta`) until
+    /// `cancelled` resolves: what `tools/call` does, however it came. The
+    /// rmcp request is there when it came through rmcp: a call that needs
+    /// approval asks the client's user through it, and progress goes to
+    /// the client through it; a direct call never needs either
+    /// ([`needs_rmcp`](Self::needs_rmcp)).
+    pub(super) async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        meta: &JsonObject,
+        rmcp: Option<&RequestContext<RoleServer>>,
+        trace_parent: Option<TraceParent>,
+        cancelled: impl Future<Output = ()>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.as_ref();
+        // One snapshot for the lookup and the call: a reload between the
+        // two cannot turn a listed tool into an unknown one mid-request.
+        let tools = self.tools.registry.snapshot();
+        // An unknown tool is a protocol error (JSON-RPC invalid params), as
+        // the MCP spec says; everything the tool itself does is a result.
+        let Some(tool) = tools.get(name) else {
+            return Err(McpError::invalid_params(
+                format!("no tool named `{name}`; tools/list names the tools this server has"),
+                None,
+            ));
+        };
+        let mut arguments = request.arguments.unwrap_or_default();
+        let (mut cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
+        cx.trace_parent = trace_parent;
+        if approval::needs(&self.tools.approval, &self.tools.overrides, &tools, name) {
+            // Never a silent run: without rmcp's request there is no one to
+            // ask (the direct path sends such calls to rmcp).
+            let Some(context) = rmcp else {
+                return Err(McpError::internal_error(
+                    "a call that needs approval reached the server without a way to ask the user; this is a bug",
+                    None,
+                ));
+            };
+            if let approval::Gate::Answer(answer) =
+                approval::ask(context, request.input_responses.as_ref(), name, &arguments).await
+            {
+                return Ok(answer);
+            }
+        }
+        // A request with a progress token gets the tool's progress reports
+        // as notifications/progress, in order, all before the result.
+        let progress = rmcp.and_then(|context| {
+            let token = context.meta.get_progress_token()?;
+            Some(ProgressForwarder::start(token, context.peer.clone()))
+        });
+        let cx = match &progress {
+            Some(forwarder) => cx.with_progress(forwarder.sink()),
+            None => cx,
+        };
+        let input = json_text(&arguments);
+        // `notifications/cancelled` (or the connection closing) resolves
+        // `cancelled`: dropping the call stops the guest at its next epoch
+        // check (within a 10 ms tick) and frees its instance and slot.
+        let report = tokio::select! {
+            report = tools.call_detailed(name, &input, &cx) => report,
+            () = cancelled => {
+                tracing::info!(tool = name, "call cancelled by the client: the guest was stopped");
+                // rmcp drops the answer to a cancelled request.
+                return Err(McpError::internal_error("the call was cancelled", None));
+            }
+        };
+        drop(cx);
+        if let Some(forwarder) = progress {
+            forwarder.finish().await;
+        }
+        Ok(with_handle(mcp_result(report), new_handle).into())
     }
 
     /// The call context for a request, and the handle to tell the client
@@ -131,7 +258,7 @@ impl McpTools {
         &self,
         stateful: Option<&str>,
         arguments: &mut JsonObject,
-        context: &RequestContext<RoleServer>,
+        meta: &JsonObject,
     ) -> Result<(CallContext, Option<String>), McpError> {
         let in_key = |key: &str| {
             // A namespace of its own: a key never names a connection's session.
@@ -156,7 +283,7 @@ impl McpTools {
             })?;
             return Ok((in_key(key), None));
         }
-        if let Some(key) = context.meta.get(SESSION_META_KEY) {
+        if let Some(key) = meta.get(SESSION_META_KEY) {
             let key = valid_key(key).ok_or_else(|| {
                 McpError::invalid_params(
                     format!(
@@ -180,6 +307,30 @@ impl McpTools {
         }
         Ok((self.cx.clone(), None))
     }
+}
+
+/// A direct call in flight (see [`Connection::direct_call`]).
+pub(super) struct DirectCall<'a> {
+    conn: &'a Connection,
+    id: RequestId,
+}
+
+impl Drop for DirectCall<'_> {
+    fn drop(&mut self) {
+        let mut calls = self
+            .conn
+            .direct_calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        calls.remove(&self.id);
+    }
+}
+
+/// `value` as JSON text. serde_json writes it into one buffer; `Value`'s
+/// `Display` goes through a formatter and takes a few times as long.
+fn json_text(value: &impl serde::Serialize) -> String {
+    // A `Value` (or a map of them) always serializes.
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// `value` as a session key, if it is one.
@@ -294,8 +445,14 @@ fn mcp_result(report: CallReport) -> CallToolResult {
     };
     let mut result = match (report.structured, value) {
         // structuredContent must be an object; other outputs are text.
-        (true, value @ Value::Object(_)) => CallToolResult::structured(value),
-        (true, value) => CallToolResult::success(vec![ContentBlock::text(value.to_string())]),
+        (true, value @ Value::Object(_)) => {
+            // What `CallToolResult::structured` makes, with the text
+            // written the quick way.
+            let mut result = CallToolResult::success(vec![ContentBlock::text(json_text(&value))]);
+            result.structured_content = Some(value);
+            result
+        }
+        (true, value) => CallToolResult::success(vec![ContentBlock::text(json_text(&value))]),
         // Content only: the parts are the whole answer.
         (false, _) => CallToolResult::success(Vec::new()),
     };
@@ -361,17 +518,27 @@ impl ServerHandler for McpTools {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        self.handshake.store(true, Ordering::Relaxed);
+        self.conn.handshake.store(true, Ordering::Relaxed);
         // What the default does.
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
     }
 
     /// A connection with a handshake (stdio, an HTTP session) hears of
-    /// every change to the tool list until it closes.
+    /// every change to the tool list until it closes. An HTTP session's
+    /// calls may from now on skip rmcp's session worker.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let mut changes = self.tools.registry.changes();
-        let (peer, stop) = (context.peer, self.stop.clone());
+        if let Some(direct) = &self.conn.tools.direct
+            && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
+            && let Some(version) = context.peer.peer_info().map(|i| i.protocol_version.clone())
+            // The revisions with a handshake answer as the direct path does.
+            && version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+            && let Some(entry) = direct.register(&parts.headers, &self.conn)
+        {
+            let _ = self.direct.set(entry);
+        }
+        let mut changes = self.conn.tools.registry.changes();
+        let (peer, stop) = (context.peer, self.conn.stop.clone());
         tokio::spawn(async move {
             while next_change(&mut changes, &stop).await {
                 if let Err(e) = peer.notify_tool_list_changed().await {
@@ -392,7 +559,7 @@ impl ServerHandler for McpTools {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut changes = self.tools.registry.changes();
+        let mut changes = self.conn.tools.registry.changes();
         // The listener ends with `context`: nothing else stops it.
         let never = CancellationToken::new();
         loop {
@@ -417,6 +584,7 @@ impl ServerHandler for McpTools {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let tools = self
+            .conn
             .tools
             .registry
             .snapshot()
@@ -427,7 +595,8 @@ impl ServerHandler for McpTools {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools
+        self.conn
+            .tools
             .registry
             .snapshot()
             .get(name)
@@ -439,55 +608,34 @@ impl ServerHandler for McpTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let name = request.name.as_ref();
-        // One snapshot for the lookup and the call: a reload between the
-        // two cannot turn a listed tool into an unknown one mid-request.
-        let tools = self.tools.registry.snapshot();
-        // An unknown tool is a protocol error (JSON-RPC invalid params), as
-        // the MCP spec says; everything the tool itself does is a result.
-        let Some(tool) = tools.get(name) else {
-            return Err(McpError::invalid_params(
-                format!("no tool named `{name}`; tools/list names the tools this server has"),
-                None,
-            ));
-        };
-        let mut arguments = request.arguments.unwrap_or_default();
-        let (mut cx, new_handle) =
-            self.call_context(session_arg(&**tool), &mut arguments, &context)?;
-        cx.trace_parent = super::metrics::trace_parent(&context);
-        if approval::needs(&self.tools.approval, &self.tools.overrides, &tools, name)
-            && let approval::Gate::Answer(answer) =
-                approval::ask(&context, request.input_responses.as_ref(), name, &arguments).await
-        {
-            return Ok(answer);
-        }
-        // A request with a progress token gets the tool's progress reports
-        // as notifications/progress, in order, all before the result.
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| ProgressForwarder::start(token, context.peer.clone()));
-        let cx = match &progress {
-            Some(forwarder) => cx.with_progress(forwarder.sink()),
-            None => cx,
-        };
-        let input = Value::Object(arguments).to_string();
-        // `notifications/cancelled` (or the connection closing) cancels
-        // `ct`: dropping the call stops the guest at its next epoch check
-        // (within a 10 ms tick) and frees its instance and slot.
-        let report = tokio::select! {
-            report = tools.call_detailed(name, &input, &cx) => report,
-            () = context.ct.cancelled() => {
-                tracing::info!(tool = name, "call cancelled by the client: the guest was stopped");
-                // rmcp drops the answer to a cancelled request.
-                return Err(McpError::internal_error("the call was cancelled", None));
+        let trace_parent = super::metrics::trace_parent(&context);
+        self.conn
+            .call_tool(
+                request,
+                &context.meta,
+                Some(&context),
+                trace_parent,
+                context.ct.cancelled(),
+            )
+            .await
+    }
+
+    /// rmcp cancels the calls it runs itself; the direct ones are ours.
+    async fn on_cancelled(
+        &self,
+        notification: CancelledNotificationParam,
+        _context: NotificationContext<RoleServer>,
+    ) {
+        if let Some(id) = notification.request_id {
+            let calls = self
+                .conn
+                .direct_calls
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(cancel) = calls.get(&id) {
+                cancel.cancel();
             }
-        };
-        drop(cx);
-        if let Some(forwarder) = progress {
-            forwarder.finish().await;
         }
-        Ok(with_handle(mcp_result(report), new_handle).into())
     }
 }
 

@@ -8,13 +8,14 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::direct::{DirectSessions, Front};
 use super::handler::{McpTools, Tools};
 use super::sessions::CappedSessions;
 use super::{ServeError, ServerOptions};
@@ -55,7 +56,7 @@ pub(super) async fn serve(
     listener: TcpListener,
     addr: SocketAddr,
     options: ServerOptions,
-    tools: Tools,
+    mut tools: Tools,
     stop: CancellationToken,
 ) {
     let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
@@ -65,6 +66,15 @@ pub(super) async fn serve(
     hosts.extend(options.allowed_hosts.iter().cloned());
     let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
     origins.extend(options.allowed_origins.iter().cloned());
+    // Calls in a session skip rmcp's session worker (see `direct`); a
+    // stateless server has no sessions.
+    let direct = (!options.stateless).then(|| {
+        Arc::new(DirectSessions::new(
+            hosts.clone(),
+            options.sessions.idle_timeout,
+        ))
+    });
+    tools.direct = direct.clone();
     let sessions = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
@@ -106,9 +116,11 @@ pub(super) async fn serve(
         mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
     }
     let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
-    if let Some(metrics) = metrics {
-        app = super::metrics::count_status(app, metrics);
+    if let Some(metrics) = &metrics {
+        app = super::metrics::count_status(app, metrics.clone());
     }
+    // Direct answers skip the router's layers: the front counts them.
+    let app = Front::new(app, direct, options.token.clone(), metrics);
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
     let budgets = options.connections;
     let shutdown = async move {
@@ -127,22 +139,25 @@ pub(super) async fn serve(
 
 /// Refuse (401) a request without `Authorization: Bearer <token>`.
 async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    match given {
-        Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => {
-            next.run(request).await
-        }
-        _ => (
+    if authorized(request.headers(), &token) {
+        next.run(request).await
+    } else {
+        (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
             "Unauthorized: send Authorization: Bearer <token>\n",
         )
-            .into_response(),
+            .into_response()
     }
+}
+
+/// `headers` carry `Authorization: Bearer <token>`.
+pub(super) fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
 }
 
 /// Compare without an early exit, so the time taken does not say how much

@@ -52,12 +52,23 @@ async fn counted(State(metrics): State<Metrics>, request: Request, next: Next) -
 /// The trace a request continues: `traceparent` in its `_meta` (MCP,
 /// SEP-414), else in the HTTP request's headers.
 pub(super) fn trace_parent(context: &RequestContext<RoleServer>) -> Option<TraceParent> {
-    let meta = |key: &str| context.meta.get(key).and_then(|v| v.as_str());
+    let headers = context
+        .extensions
+        .get::<http::request::Parts>()
+        .map(|parts| &parts.headers);
+    trace_parent_in(&context.meta, headers)
+}
+
+/// [`trace_parent`] from a request's `_meta` and HTTP headers.
+pub(super) fn trace_parent_in(
+    meta: &rmcp::model::JsonObject,
+    headers: Option<&http::HeaderMap>,
+) -> Option<TraceParent> {
+    let meta = |key: &str| meta.get(key).and_then(|v| v.as_str());
     if let Some(parent) = meta(TRACEPARENT) {
         return TraceParent::from_w3c(parent, meta(TRACESTATE));
     }
-    let parts = context.extensions.get::<http::request::Parts>()?;
-    let header = |key: &str| parts.headers.get(key).and_then(|v| v.to_str().ok());
+    let header = |key: &str| headers?.get(key).and_then(|v| v.to_str().ok());
     TraceParent::from_w3c(header(TRACEPARENT)?, header(TRACESTATE))
 }
 

@@ -60,6 +60,7 @@
 
 mod approval;
 mod connections;
+mod direct;
 mod handler;
 mod http;
 mod metrics;
@@ -287,6 +288,7 @@ impl ToolServer {
                 registry,
                 overrides: options.overrides.clone(),
                 approval: options.approval.clone(),
+                direct: None,
             },
             options,
         }

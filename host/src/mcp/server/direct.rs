@@ -1,0 +1,448 @@
+//! `tools/call` in an HTTP session, answered without rmcp's session worker.
+//!
+//! rmcp runs each MCP session as a worker task and passes every request
+//! through channels: HTTP handler → session worker → service loop → a task
+//! for the request → service loop → session worker → an event stream →
+//! HTTP. Each hop is a task wake-up and an allocation or two, and together
+//! they cost several times the call itself (a `text_stats` call runs in
+//! ~10 µs of CPU). The call every client makes most, `tools/call` in a
+//! session that finished its handshake, is answered here instead: the
+//! call runs in the HTTP connection's own task, and the answer is one
+//! `application/json` body, which streamable HTTP allows for any request
+//! (a client must accept both JSON and an event stream, and rmcp checks it
+//! does). Everything else, and any request this path is not sure of, goes
+//! to rmcp unchanged, so rmcp's checks and errors stay the only ones.
+//!
+//! A direct call keeps what a call through rmcp has:
+//!
+//! - `notifications/cancelled` still reaches the session's handler (through
+//!   rmcp), which cancels the direct call with that id; a client that goes
+//!   away drops the call with its connection;
+//! - the end of the session (DELETE, idle expiry, shutdown) drops the
+//!   handler, which cancels its direct calls;
+//! - the session's idle timer: rmcp's worker counts only what reaches it,
+//!   so a session whose requests all went direct sends one through rmcp
+//!   every quarter of its idle timeout;
+//! - the bearer-token and session-cap checks, which run before this one;
+//!   Host and Origin are checked by rmcp, so only a request without an
+//!   `Origin` and with a `Host` the server accepts is answered here.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use rmcp::model::{
+    CallToolRequestParams, JsonRpcVersion2_0, ProtocolVersion, RequestId, ServerJsonRpcMessage,
+    ServerResult,
+};
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::Connection;
+
+/// The header that names a session (a `HeaderName` made once: looking one
+/// up by `&str` parses the name on every request).
+const SESSION_HEADER: HeaderName = HeaderName::from_static("mcp-session-id");
+
+/// The header that names the protocol revision of a request.
+const VERSION_HEADER: HeaderName = HeaderName::from_static("mcp-protocol-version");
+
+/// The largest call body answered here; larger ones go to rmcp, which
+/// holds them to its own limit.
+const LARGEST_CALL: usize = 1 << 20;
+
+/// The HTTP sessions whose calls may be answered directly, by
+/// `Mcp-Session-Id`.
+#[derive(Debug)]
+pub(super) struct DirectSessions {
+    sessions: RwLock<HashMap<Box<str>, Arc<Session>>>,
+    /// The `Host` values (names, or name:port) the server accepts.
+    hosts: Vec<String>,
+    /// How long a session's requests may all go direct before one goes
+    /// through rmcp, to keep its idle timer from running out.
+    refresh: Duration,
+    clock: Instant,
+}
+
+/// One session's entry.
+#[derive(Debug)]
+struct Session {
+    conn: Weak<Connection>,
+    /// When rmcp last saw a request of this session, in milliseconds
+    /// since [`DirectSessions::clock`].
+    rmcp_saw: AtomicU64,
+}
+
+/// A session's place among the direct ones; dropping it (with the
+/// session's handler) takes the session out.
+#[derive(Debug)]
+pub(super) struct DirectEntry {
+    sessions: Arc<DirectSessions>,
+    id: Box<str>,
+}
+
+impl Drop for DirectEntry {
+    fn drop(&mut self) {
+        let mut sessions = self
+            .sessions
+            .sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        sessions.remove(&self.id);
+    }
+}
+
+impl DirectSessions {
+    /// Sessions of a server that accepts `hosts` and ends sessions idle
+    /// for `idle_timeout`.
+    pub(super) fn new(hosts: Vec<String>, idle_timeout: Duration) -> Self {
+        Self {
+            sessions: RwLock::default(),
+            hosts,
+            refresh: idle_timeout / 4,
+            clock: Instant::now(),
+        }
+    }
+
+    /// Let the calls of the session named in `headers` (those of its
+    /// `notifications/initialized`) be answered directly by `conn`.
+    pub(super) fn register(
+        self: &Arc<Self>,
+        headers: &HeaderMap,
+        conn: &Arc<Connection>,
+    ) -> Option<DirectEntry> {
+        let id: Box<str> = headers.get(&SESSION_HEADER)?.to_str().ok()?.into();
+        let session = Arc::new(Session {
+            conn: Arc::downgrade(conn),
+            rmcp_saw: AtomicU64::new(self.now()),
+        });
+        let mut sessions = self.sessions.write().unwrap_or_else(|e| e.into_inner());
+        sessions.insert(id.clone(), session);
+        Some(DirectEntry {
+            sessions: Arc::clone(self),
+            id,
+        })
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
+        let id = headers.get(&SESSION_HEADER)?.to_str().ok()?;
+        let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
+        sessions.get(id).cloned()
+    }
+
+    /// Whether a POST with these headers is one rmcp would take as they
+    /// are: no `Origin`, an accepted `Host`, a JSON body, a client that
+    /// accepts both answers, a revision with a handshake.
+    fn plain(&self, headers: &HeaderMap) -> bool {
+        !headers.contains_key(header::ORIGIN)
+            && headers
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .is_some_and(|h| host_accepted(h, &self.hosts))
+            && headers
+                .get(header::CONTENT_TYPE)
+                .is_some_and(|v| essence_is(v, "application/json"))
+            && accepts_json_and_events(headers)
+            && headers.get(&VERSION_HEADER).is_none_or(|v| {
+                v.to_str().is_ok_and(|v| {
+                    v < ProtocolVersion::V_2026_07_28.as_str()
+                        && ProtocolVersion::KNOWN_VERSIONS
+                            .iter()
+                            .any(|known| known.as_str() == v)
+                })
+            })
+    }
+}
+
+/// `host` (a `Host` header: name or name:port) is one of `accepted`, or its
+/// name is one of those without a port.
+fn host_accepted(host: &str, accepted: &[String]) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host.rsplit_once(':').map_or(host, |(name, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                name
+            } else {
+                host
+            }
+        }),
+    };
+    accepted
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name))
+}
+
+/// The media type of `value`, parameters aside, is `expected`.
+fn essence_is(value: &HeaderValue, expected: &str) -> bool {
+    value.to_str().is_ok_and(|v| {
+        v.split(';')
+            .next()
+            .is_some_and(|e| e.trim().eq_ignore_ascii_case(expected))
+    })
+}
+
+/// `Accept` names both `application/json` and `text/event-stream`, without
+/// parameters (a weight of 0 would refuse one: rmcp reads those).
+fn accepts_json_and_events(headers: &HeaderMap) -> bool {
+    let (mut json, mut events) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else {
+            return false;
+        };
+        for media in value.split(',') {
+            let media = media.trim();
+            if media.contains(';') {
+                return false;
+            }
+            json |= media.eq_ignore_ascii_case("application/json");
+            events |= media.eq_ignore_ascii_case("text/event-stream");
+        }
+    }
+    json && events
+}
+
+/// A JSON-RPC `tools/call` request.
+#[derive(Deserialize)]
+struct CallRequest<'a> {
+    /// Checked by deserializing: it must be "2.0".
+    #[serde(rename = "jsonrpc")]
+    _version: JsonRpcVersion2_0,
+    id: RequestId,
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    params: CallToolRequestParams,
+}
+
+/// What serves each HTTP request: a plain `tools/call` POST of a
+/// registered session here, everything else through the router (rmcp and
+/// its checks).
+#[derive(Debug, Clone)]
+pub(super) struct Front {
+    router: Router,
+    /// `None` when serving stateless: no sessions.
+    direct: Option<Arc<DirectSessions>>,
+    /// The bearer token the router's layer requires, checked here too for
+    /// what never reaches it.
+    token: Option<Arc<str>>,
+    /// Counts the HTTP status of direct answers (the router's layer counts
+    /// the rest).
+    metrics: Option<crate::telemetry::Metrics>,
+}
+
+impl Front {
+    pub(super) fn new(
+        router: Router,
+        direct: Option<Arc<DirectSessions>>,
+        token: Option<Arc<str>>,
+        metrics: Option<crate::telemetry::Metrics>,
+    ) -> Self {
+        Self {
+            router,
+            direct,
+            token,
+            metrics,
+        }
+    }
+
+    /// The answer to `request`.
+    pub(super) async fn answer(mut self, request: Request) -> Response {
+        let authorized = self
+            .token
+            .as_deref()
+            .is_none_or(|token| super::http::authorized(request.headers(), token));
+        let request = match &self.direct {
+            Some(direct) if authorized => match answer_directly(direct, request).await {
+                Ok(response) => {
+                    if let Some(metrics) = &self.metrics {
+                        metrics.record_http(response.status().as_u16());
+                    }
+                    return response;
+                }
+                Err(request) => request,
+            },
+            _ => request,
+        };
+        match tower_service::Service::call(&mut self.router, request).await {
+            Ok(response) => response,
+            Err(infallible) => match infallible {},
+        }
+    }
+}
+
+/// The answer to a plain `tools/call` POST of a registered session, or
+/// the request back to go through the router.
+async fn answer_directly(direct: &DirectSessions, request: Request) -> Result<Response, Request> {
+    let Some(session) = direct.session(request.headers()) else {
+        return Err(request);
+    };
+    let now = direct.now();
+    let fresh = Duration::from_millis(now.saturating_sub(session.rmcp_saw.load(Ordering::Relaxed)))
+        < direct.refresh;
+    let length = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
+        .filter(|n| *n <= LARGEST_CALL);
+    let conn = session.conn.upgrade();
+    let (Some(conn), Some(length), true, true, true) = (
+        conn,
+        length,
+        fresh,
+        request.method() == Method::POST && request.uri().path() == "/mcp",
+        direct.plain(request.headers()),
+    ) else {
+        session.rmcp_saw.store(now, Ordering::Relaxed);
+        return Err(request);
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, length).await else {
+        let ended = (StatusCode::BAD_REQUEST, "the request body ended early\n");
+        return Ok(ended.into_response());
+    };
+    let call = match serde_json::from_slice::<CallRequest>(&bytes) {
+        Ok(call)
+            if call.method == "tools/call"
+                // A revision named in `_meta` is rmcp's to check.
+                && call
+                    .params
+                    .meta
+                    .as_ref()
+                    .is_none_or(|meta| meta.protocol_version().is_none()) =>
+        {
+            call
+        }
+        _ => {
+            session.rmcp_saw.store(now, Ordering::Relaxed);
+            return Err(Request::from_parts(parts, Body::from(bytes)));
+        }
+    };
+    let CallRequest { id, mut params, .. } = call;
+    let meta = params.meta.take().unwrap_or_default();
+    // A call that asks the user (approval) or reports progress needs
+    // rmcp's event stream.
+    if conn.needs_rmcp(&params, &meta) {
+        session.rmcp_saw.store(now, Ordering::Relaxed);
+        return Err(Request::from_parts(parts, Body::from(bytes)));
+    }
+    let trace_parent = super::metrics::trace_parent_in(&meta, Some(&parts.headers));
+    let cancel = CancellationToken::new();
+    let _in_flight = conn.direct_call(id.clone(), cancel.clone());
+    let stopped = conn.stopped();
+    let cancelled = async {
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = stopped.cancelled() => {}
+        }
+    };
+    let message = match conn
+        .call_tool(params, &meta, None, trace_parent, cancelled)
+        .await
+    {
+        Ok(response) => {
+            // As rmcp answers a session of a revision with a handshake.
+            let mut result = ServerResult::from(response);
+            result.strip_result_type_for_legacy_peer();
+            result.strip_non_object_output_for_legacy_peer();
+            ServerJsonRpcMessage::response(result, id)
+        }
+        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+    };
+    Ok(match serde_json::to_vec(&message) {
+        Ok(body) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => {
+            tracing::warn!("cannot serialize an MCP answer: {e}");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the answer could not be serialized; this is a bug, please report it\n",
+            )
+                .into_response()
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    header::HeaderName::from_static(k),
+                    HeaderValue::from_static(v),
+                )
+            })
+            .collect()
+    }
+
+    const PLAIN: [(&str, &str); 4] = [
+        ("host", "127.0.0.1:8080"),
+        ("content-type", "application/json"),
+        ("accept", "application/json, text/event-stream"),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+
+    fn sessions() -> DirectSessions {
+        let hosts = ["localhost", "127.0.0.1", "::1", "example.com:443"];
+        DirectSessions::new(
+            hosts.iter().map(|h| (*h).to_owned()).collect(),
+            Duration::from_secs(60),
+        )
+    }
+
+    #[test]
+    fn a_plain_call_post_is_answered_directly() {
+        assert!(sessions().plain(&headers(&PLAIN)));
+        let mut no_version = headers(&PLAIN);
+        no_version.remove("mcp-protocol-version");
+        assert!(sessions().plain(&no_version));
+        let mut v6 = headers(&PLAIN);
+        v6.insert(header::HOST, HeaderValue::from_static("[::1]:9"));
+        assert!(sessions().plain(&v6));
+        let mut with_port = headers(&PLAIN);
+        with_port.insert(header::HOST, HeaderValue::from_static("example.com:443"));
+        assert!(sessions().plain(&with_port));
+    }
+
+    #[test]
+    fn anything_rmcp_must_check_goes_to_rmcp() {
+        let s = sessions();
+        let with = |name: &'static str, value: &'static str| {
+            let mut h = headers(&PLAIN);
+            h.insert(name, HeaderValue::from_static(value));
+            s.plain(&h)
+        };
+        assert!(!with("origin", "http://localhost:1"), "Origin is rmcp's");
+        assert!(!with("host", "evil.example"), "a foreign Host");
+        assert!(
+            !with("host", "example.com:80"),
+            "an accepted name, another port"
+        );
+        assert!(!with("content-type", "text/plain"));
+        assert!(!with("accept", "application/json"), "no event streams");
+        assert!(!with("accept", "application/json, text/event-stream;q=0"));
+        assert!(!with("mcp-protocol-version", "2026-07-28"), "sessionless");
+        assert!(!with("mcp-protocol-version", "1999-01-01"), "unknown");
+        let mut no_host = headers(&PLAIN);
+        no_host.remove(header::HOST);
+        assert!(!s.plain(&no_host));
+    }
+}
