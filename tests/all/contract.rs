@@ -14,26 +14,12 @@ use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost::tools::{CallContext, Content, ProgressSink, ToolErrorKind};
 use toolhost_tests::mcp::{test_cache_dir, venv_python};
 use toolhost_tests::plugins::{
-    copy_plugin, copy_plugin_from, fixtures_dir, hostile_dir, plugin_subset, toolhost_bin,
-    workspace_root,
+    copy_plugin, copy_plugin_from, fixtures_dir, hostile_dir, plugin_subset, schemas_plugin,
+    toolhost_bin, workspace_root,
 };
 
 fn host(config: HostConfig) -> PluginHost {
     PluginHost::new(config.cache_dir(test_cache_dir())).expect("the sandbox starts")
-}
-
-/// `hostile_schemas` as `NAME.wasm` in `dir`, its tool list chosen by `mode`.
-fn schemas_plugin(dir: &Path, name: &str, mode: &str) {
-    std::fs::copy(
-        hostile_dir().join("hostile_schemas.wasm"),
-        dir.join(format!("{name}.wasm")),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.toml")),
-        format!("[config]\nmode = \"{mode}\"\n"),
-    )
-    .unwrap();
 }
 
 const PNG_MAGIC: [u8; 8] = *b"\x89PNG\r\n\x1a\n";

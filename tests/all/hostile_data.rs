@@ -3,31 +3,15 @@
 //! ends with a per-file (or per-call) error that names the budget or rule it
 //! broke; the host never crashes, and the other plugins load and serve.
 
-use std::path::Path;
-
 use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost::tools::{CallContext, ToolErrorKind};
-use toolhost_tests::plugins::{copy_plugin, hostile_dir, workspace_root};
+use toolhost_tests::plugins::{copy_plugin, schemas_plugin, workspace_root};
 
 fn host(config: HostConfig) -> PluginHost {
     PluginHost::new(config.cache_dir(workspace_root().join("target").join("test-cache")))
         .expect("the sandbox starts")
-}
-
-/// `hostile_schemas` as `NAME.wasm` in `dir`, its tool list chosen by `mode`.
-fn schemas_plugin(dir: &Path, name: &str, mode: &str) {
-    std::fs::copy(
-        hostile_dir().join("hostile_schemas.wasm"),
-        dir.join(format!("{name}.wasm")),
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join(format!("{name}.toml")),
-        format!("[config]\nmode = \"{mode}\"\n"),
-    )
-    .unwrap();
 }
 
 /// The one load error of `report`, for the plugin called `name`.

@@ -145,6 +145,22 @@ pub fn copy_plugin_from(src: &Path, name: &str, dest: &Path) {
     }
 }
 
+/// The `hostile_schemas` fixture as `NAME.wasm` in `dir`, its tool list
+/// (and, for contract 0.2, its output schemas and annotations) chosen by
+/// `mode` (see plugins/hostile/schemas).
+pub fn schemas_plugin(dir: &Path, name: &str, mode: &str) {
+    std::fs::copy(
+        hostile_dir().join("hostile_schemas.wasm"),
+        dir.join(format!("{name}.wasm")),
+    )
+    .expect("copy hostile_schemas.wasm");
+    std::fs::write(
+        dir.join(format!("{name}.toml")),
+        format!("[config]\nmode = \"{mode}\"\n"),
+    )
+    .expect("write its manifest");
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("create dir");
     for entry in std::fs::read_dir(from).expect("read dir") {

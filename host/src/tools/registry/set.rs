@@ -340,7 +340,12 @@ fn check_output(
     if validator.is_valid(value) {
         return Ok(output);
     }
-    let problems: Vec<String> = validator
+    Err(mismatch(problems(validator, value).join("; ")))
+}
+
+/// The first few ways `value` breaks the schema, each with its path.
+fn problems(validator: &jsonschema::Validator, value: &Value) -> Vec<String> {
+    validator
         .iter_errors(value)
         .take(5)
         .map(|e| {
@@ -351,8 +356,7 @@ fn check_output(
                 format!("at {path}: {e}")
             }
         })
-        .collect();
-    Err(mismatch(problems.join("; ")))
+        .collect()
 }
 
 fn validate(validator: &jsonschema::Validator, input: &Value) -> Result<(), ToolError> {
@@ -360,18 +364,7 @@ fn validate(validator: &jsonschema::Validator, input: &Value) -> Result<(), Tool
     if validator.is_valid(input) {
         return Ok(());
     }
-    let problems: Vec<String> = validator
-        .iter_errors(input)
-        .take(5)
-        .map(|e| {
-            let path = e.instance_path.to_string();
-            if path.is_empty() {
-                e.to_string()
-            } else {
-                format!("at {path}: {e}")
-            }
-        })
-        .collect();
+    let problems = problems(validator, input);
     if problems.is_empty() {
         Ok(())
     } else {
