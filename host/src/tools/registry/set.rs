@@ -281,11 +281,12 @@ impl ToolSet {
             None => Ok(out),
         });
         let (output, content, structured) = match output {
-            Ok(out) => {
-                let structured = out.structured.is_some();
-                let value = out.to_json();
-                (Ok(value), out.content, structured)
-            }
+            // Moved out, not cloned: this runs on every call.
+            Ok(ToolOutput {
+                structured: Some(value),
+                content,
+            }) => (Ok(value), content, true),
+            Ok(out) => (Ok(out.to_json()), out.content, false),
             Err(e) => (Err(e), Vec::new(), false),
         };
         CallReport {
