@@ -113,15 +113,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         toolbox.set_metrics(&Metrics::new());
     }
     let server = ToolServer::new(registry, options);
+    let stop = shutdown_signal();
     let served = async move {
         match args.http {
             Some(addr) => {
-                serve_http(&server, addr, telemetry.metrics_addr, args.shutdown_grace).await
+                serve_http(&server, addr, telemetry.metrics_addr, args.shutdown_grace, stop).await
             }
-            None => server
-                .serve_stdio(shutdown_signal())
-                .await
-                .map_err(anyhow::Error::from),
+            None => server.serve_stdio(stop).await.map_err(anyhow::Error::from),
         }
     };
     // The reload loop never ends by itself: serving decides when to stop.
@@ -185,6 +183,7 @@ async fn serve_http(
     addr: SocketAddr,
     metrics_addr: Option<SocketAddr>,
     grace: Duration,
+    stop: impl std::future::Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let refused = |e: ServeError| match e {
         ServeError::Bind { .. } | ServeError::NotLoopback { .. } | ServeError::BlankToken => {
@@ -206,7 +205,7 @@ async fn serve_http(
         }
         _ => None,
     };
-    shutdown_signal().await;
+    stop.await;
     tracing::info!(
         "signal received: finishing answers in flight (up to {}s)",
         grace.as_secs_f64()
@@ -271,26 +270,37 @@ fn shown(path: &std::path::Path) -> String {
     toolhost::text::untrusted(&path.display().to_string(), 1024)
 }
 
-/// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
+/// Ctrl-C or SIGTERM. The handlers are installed when this is called, not
+/// when the future is first polled: call it before the server says it is
+/// listening, so that a signal sent the moment a client (or a supervisor)
+/// sees the address stops the server gracefully instead of killing it.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
+                }
+                (Ok(mut only), Err(_)) | (Err(_), Ok(mut only)) => {
+                    only.recv().await;
+                }
+                (Err(_), Err(_)) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {}
-        () = term => {}
+    {
+        async {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
     }
 }
