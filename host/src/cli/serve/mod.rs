@@ -117,7 +117,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let served = async move {
         match args.http {
             Some(addr) => {
-                serve_http(&server, addr, telemetry.metrics_addr, args.shutdown_grace, stop).await
+                serve_http(
+                    &server,
+                    addr,
+                    telemetry.metrics_addr,
+                    args.shutdown_grace,
+                    stop,
+                )
+                .await
             }
             None => server.serve_stdio(stop).await.map_err(anyhow::Error::from),
         }
