@@ -22,7 +22,10 @@ async fn load(names: &[&str]) -> (ToolRegistry, tempfile::TempDir) {
     let dir = plugin_subset(names);
     let host = PluginHost::new(HostConfig::default().cache_dir(test_cache_dir()))
         .expect("the sandbox starts");
-    let report = host.load_dir(dir.path()).await.expect("the directory lists");
+    let report = host
+        .load_dir(dir.path())
+        .await
+        .expect("the directory lists");
     assert!(
         report.errors.is_empty(),
         "{:?}",
@@ -67,7 +70,9 @@ fn fits(value: &Value, schema: &Value) -> Result<(), String> {
         Value::Object(_) => "object",
     };
     let kind = kind_of(value);
-    if !kinds.is_empty() && !kinds.contains(&kind) && !(kind == "integer" && kinds.contains(&"number"))
+    if !kinds.is_empty()
+        && !kinds.contains(&kind)
+        && !(kind == "integer" && kinds.contains(&"number"))
     {
         return Err(format!("{value} is a {kind}, not {kinds:?}"));
     }
@@ -109,7 +114,10 @@ fn recorder() -> (ProgressSink, Arc<Mutex<Vec<Progress>>>) {
 async fn python_word_count_reports_progress_in_order_and_answers_within_its_schema() {
     let (registry, _dir) = load(&["py_textstats"]).await;
     let tool = registry.get("py_textstats_words").expect("registered");
-    let schema = tool.output_schema().expect("an output schema from the TypedDict").clone();
+    let schema = tool
+        .output_schema()
+        .expect("an output schema from the TypedDict")
+        .clone();
     assert_eq!(schema["type"], "object");
     assert_eq!(
         schema["properties"]["top"]["items"]["required"],
@@ -132,7 +140,10 @@ async fn python_word_count_reports_progress_in_order_and_answers_within_its_sche
         )
         .await;
     let stats = call.output.expect("the words are counted");
-    assert!(call.structured && call.content.is_empty(), "no chart asked for");
+    assert!(
+        call.structured && call.content.is_empty(),
+        "no chart asked for"
+    );
     fits(&stats, &schema).unwrap_or_else(|e| panic!("{e}\n{stats}"));
     assert_eq!(stats["lines"], 6000);
     assert_eq!(stats["sentences"], 12000);
@@ -156,7 +167,10 @@ async fn python_word_count_reports_progress_in_order_and_answers_within_its_sche
     );
     assert!(seen.iter().all(|p| p.total == Some(6000.0)), "{seen:?}");
     assert_eq!(seen[0].done, 500.0);
-    assert_eq!(seen[0].message.as_deref(), Some("counted 500 of 6000 lines"));
+    assert_eq!(
+        seen[0].message.as_deref(),
+        Some("counted 500 of 6000 lines")
+    );
     let last = seen.last().unwrap();
     assert_eq!(
         (last.done, last.message.as_deref()),
@@ -173,7 +187,8 @@ async fn python_csv_statistics_fit_their_schema() {
         .output_schema()
         .expect("an output schema")
         .clone();
-    let table = "city;population;country\nLyon;522000;FR\nGraz;291000;AT\nTurin;848000;IT\nNice;;FR\n";
+    let table =
+        "city;population;country\nLyon;522000;FR\nGraz;291000;AT\nTurin;848000;IT\nNice;;FR\n";
     let stats = registry
         .call_value(
             "py_textstats_csv",
@@ -243,7 +258,10 @@ async fn python_and_js_tools_return_png_images_as_image_parts() {
         .await;
     let stats = words.output.expect("counted");
     assert!(words.structured);
-    assert_eq!(stats["top"][0], json!({"word": "b", "count": 3, "share": 0.5}));
+    assert_eq!(
+        stats["top"][0],
+        json!({"word": "b", "count": 3, "share": 0.5})
+    );
     let [Content::Image { media_type, data }] = words.content.as_slice() else {
         panic!("one image part: {:?}", words.content.len())
     };
@@ -252,7 +270,10 @@ async fn python_and_js_tools_return_png_images_as_image_parts() {
     assert_eq!(png_size(data), (320, 4 + 3 * 18));
 
     let tool = registry.get("js_sparkline_draw").expect("registered");
-    let schema = tool.output_schema().expect("the declared output schema").clone();
+    let schema = tool
+        .output_schema()
+        .expect("the declared output schema")
+        .clone();
     assert_eq!(
         tool.annotations().and_then(|a| a.title.clone()).as_deref(),
         Some("Draw a sparkline")
@@ -267,7 +288,11 @@ async fn python_and_js_tools_return_png_images_as_image_parts() {
     let summary = call.output.expect("drawn");
     fits(&summary, &schema).unwrap_or_else(|e| panic!("{e}\n{summary}"));
     assert_eq!(
-        (summary["min"].clone(), summary["max"].clone(), summary["last"].clone()),
+        (
+            summary["min"].clone(),
+            summary["max"].clone(),
+            summary["last"].clone()
+        ),
         (json!(1), json!(9), json!(6))
     );
     let [Content::Image { media_type, data }] = call.content.as_slice() else {
