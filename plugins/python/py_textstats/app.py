@@ -251,7 +251,9 @@ def _column(name: str, cells: List[str]) -> ColumnStats:
         if len(xs) > 1:
             stats["stdev"] = round(math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1)), 6)
     elif filled:
-        value, count = Counter(filled).most_common(1)[0]
+        # max(), not Counter.most_common: that imports heapq at call time,
+        # and a component only has the modules imported at build time.
+        value, count = max(Counter(filled).items(), key=lambda kv: kv[1])
         stats["most_common"] = {value[:200]: count}
     return stats
 
