@@ -15,7 +15,7 @@
 # suite calls by name) go to target/plugins-fixtures/ for the same reason.
 #
 # For each plugin NAME it writes, beside each other in its directory:
-#   NAME.wasm   the component (exports toolhost:plugin/tool@0.1.0)
+#   NAME.wasm   the component (exports toolhost:plugin/tool@0.2.0, or @0.1.0)
 #   NAME.toml   its manifest (the plugin's plugin.toml)
 #   NAME.data/  the plugin's data/ directory, when it has one (manifests
 #               grant it as `host = "NAME.data"`, relative to the manifest)

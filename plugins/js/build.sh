@@ -6,6 +6,7 @@
 #
 # A plugin is a directory with plugin.js (which exports `tool`, built with
 # sdk-guest/js/toolhost.js) and plugin.toml; NAME is the directory name.
+# Components are built against plugin contract 0.2 (wit/0.2).
 # The JS engine is QuickJS by default (1.7 MB components, sub-ms calls);
 # JS_BACKEND=starlingmonkey selects SpiderMonkey (12 MB, full web APIs).
 # jco comes from plugins/js/package-lock.json (installed here on first use). An output newer than every input is left alone.
@@ -74,7 +75,7 @@ for name in "${names[@]}"; do
     # QuickJS backend resolves a relative one twice.
     (cd "$here" && "$jco" componentize "$src/plugin.js" --bundle \
       --bundle-config "$here/rolldown.config.mjs" "${backend_args[@]}" \
-      --wit "$root/wit" --world-name plugin -o "$wasm.tmp.$$" 2>&1 \
+      --wit "$root/wit/0.2" --world-name plugin -o "$wasm.tmp.$$" 2>&1 \
       | grep -v -e 'Unknown user config' -e '^OK Successfully written' || true)
     [ -f "$wasm.tmp.$$" ] || { echo "plugins/js/build.sh: building $name failed" >&2; exit 1; }
     mv "$wasm.tmp.$$" "$wasm"

@@ -7,6 +7,9 @@
 # Needs componentize-py (.ci/install-guest-toolchains.sh installs the pinned
 # version). A plugin is a directory with app.py (the module that declares its
 # tools with toolhost_sdk) and plugin.toml; NAME is the directory name.
+# It is built against plugin contract 0.2 (wit/0.2), unless a file named
+# `contract` beside app.py says 0.1 (wit/: JSON results only; py_units stays
+# there as the tests' 0.1 Python plugin).
 # An output newer than every input is left alone.
 set -euo pipefail
 
@@ -50,16 +53,23 @@ for name in "${names[@]}"; do
     exit 1
   fi
   wasm="$out/$name.wasm"
+  series="0.2"
+  if [ -f "$src/contract" ]; then series="$(tr -d '[:space:]' <"$src/contract")"; fi
+  case "$series" in
+    0.1) wit="$root/wit" ;;
+    0.2) wit="$root/wit/0.2" ;;
+    *) echo "plugins/python/build.sh: $src/contract says '$series'; expected 0.1 or 0.2" >&2; exit 1 ;;
+  esac
   newer="$(find "$src" "$root/sdk-guest/python" "$root/wit" -type f -newer "$wasm" -not -name plugin.toml -not -path "$src/data/*" \
     -not -path '*/__pycache__/*' -print -quit 2>/dev/null || true)"
   if [ -f "$wasm" ] && [ -z "$newer" ]; then
     echo "python: $name is up to date"
   else
-    echo "python: building $name"
+    echo "python: building $name (contract $series)"
     # componentize-py imports the app at build time (it snapshots the
     # initialised interpreter, so module-level work is done once, here).
     (cd "$src" && PYTHONDONTWRITEBYTECODE=1 componentize-py \
-      -d "$root/wit" -w plugin componentize app \
+      -d "$wit" -w plugin componentize app \
       -p "$src" -p "$root/sdk-guest/python" \
       -o "$wasm.tmp.$$" >/dev/null)
     mv "$wasm.tmp.$$" "$wasm"

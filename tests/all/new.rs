@@ -163,6 +163,7 @@ fn scaffold_builds_and_answers(lang: &str, name: &str) {
         );
     }
     let crash_line = add_crashing_tool(lang, name, &project);
+    let lies = add_lying_tool(lang, name, &project);
 
     // The one documented command, run as the README says (it must be executable).
     let mut build = Command::new(project.join("build.sh"));
@@ -240,6 +241,64 @@ fn scaffold_builds_and_answers(lang: &str, name: &str) {
     if let Some(line) = crash_line {
         crash_shows_where(lang, name, &dist, line);
     }
+    if lies {
+        contract_0_2_samples_work(name, &dist);
+    }
+}
+
+/// Add a tool `NAME_liar` whose answer breaks the output schema it
+/// declares (Python: a TypedDict return type; JS: `output`); false for the
+/// languages whose scaffold this does not cover.
+fn add_lying_tool(lang: &str, name: &str, project: &Path) -> bool {
+    let (file, addition) = match lang {
+        "python" => (
+            "app.py",
+            format!(
+                "\n\nclass Lie(TypedDict):\n    n: int\n\n\n@tool\ndef {name}_liar() -> Lie:\n    \"\"\"Breaks its output schema.\"\"\"\n    return {{\"n\": \"three\"}}\n"
+            ),
+        ),
+        "js" => (
+            "plugin.js",
+            format!(
+                "  {name}_liar: {{\n    description: \"Breaks its output schema.\",\n    output: {{ type: \"object\", properties: {{ n: {{ type: \"integer\" }} }}, required: [\"n\"] }},\n    run: () => ({{ n: \"three\" }}),\n  }},\n"
+            ),
+        ),
+        _ => return false,
+    };
+    let path = project.join(file);
+    let source = std::fs::read_to_string(&path).expect("the scaffold's source");
+    let source = if lang == "python" {
+        source + &addition
+    } else {
+        source.replacen(
+            "export const tool = plugin({\n",
+            &format!("export const tool = plugin({{\n{addition}"),
+            1,
+        )
+    };
+    std::fs::write(&path, source).expect("write the source");
+    true
+}
+
+/// The Python and JS scaffolds build against contract 0.2: the sample
+/// `NAME_count` answers within its output schema, and a result that breaks
+/// its declared schema is `output_schema_mismatch`, an error the model sees.
+fn contract_0_2_samples_work(name: &str, dist: &Path) {
+    let (value, out) = call(
+        dist,
+        &format!("{name}_count"),
+        &json!({"text": "one two\nthree"}),
+    );
+    assert_eq!(
+        value,
+        json!({"ok": true, "output": {"lines": 2, "words": 3}}),
+        "stderr: {}",
+        text(&out.stderr)
+    );
+    let (value, out) = call(dist, &format!("{name}_liar"), &json!({}));
+    assert_eq!(value["ok"], false, "{value}");
+    assert_eq!(value["error"]["kind"], "output_schema_mismatch", "{value}");
+    assert_eq!(out.status.code(), Some(1));
 }
 
 /// Add a tool `NAME_crash` whose bug (an exception, a panic) fires on

@@ -221,7 +221,12 @@ fn sdk_root(flag: Option<&Path>, lang: Lang) -> anyhow::Result<PathBuf> {
         Lang::C => "sdk-guest/c/toolhost.h",
         Lang::Go => "sdk-guest/go/toolhost/toolhost.go",
     };
-    for file in ["wit/plugin.wit", needed] {
+    // Python and JavaScript projects build against contract 0.2 (wit/0.2).
+    let contract = match lang {
+        Lang::Python | Lang::Js => "wit/0.2/plugin.wit",
+        Lang::Rust | Lang::C | Lang::Go => "wit/plugin.wit",
+    };
+    for file in [contract, needed] {
         if !root.join(file).is_file() {
             bail!(
                 "{} (from {origin}) is not a toolhost checkout: it has no {file}; {hint}",
@@ -278,6 +283,9 @@ struct Templates {
     limits: (u64, u64, u64, &'static str),
     /// README lines listing the language's own files.
     files_doc: &'static str,
+    /// README sentences on the scaffold's other tools (after the greeting
+    /// tool's); `{{name}}` is the plugin's name.
+    more_tools: &'static str,
     toolchain: &'static str,
     sdk_note: &'static str,
     gitignore: &'static str,
@@ -298,6 +306,7 @@ fn templates(lang: Lang) -> Templates {
                 ("build.sh", template!("rust/build.sh"), true),
             ],
             lang_title: "Rust",
+            more_tools: "",
             limits: (50_000_000, 1000, 16, "A Rust tool needs little."),
             files_doc: "- `src/lib.rs`: the tool: a typed function, exported with `export_tools!`.\n\
                         - `Cargo.toml`: a workspace of its own; the SDK is a path dependency.\n",
@@ -313,14 +322,17 @@ fn templates(lang: Lang) -> Templates {
                 ("build.sh", template!("python/build.sh"), true),
             ],
             lang_title: "Python",
+            more_tools: " A second tool, `{{name}}_count`, counts the lines and words of a \
+                         text: it declares an output schema, which the host checks every \
+                         result against, and reports its progress on a long text.",
             limits: (
                 200_000_000,
                 2000,
                 32,
                 "A Python component carries the CPython interpreter: it needs more\n# memory and fuel than a Rust one.",
             ),
-            files_doc: "- `app.py`: the tool: a plain function decorated with `@tool`; the schema \
-                        comes from its type hints and docstring.\n",
+            files_doc: "- `app.py`: the tools: plain functions decorated with `@tool`; their \
+                        schemas come from their type hints and docstrings.\n",
             toolchain: "Needs `componentize-py` (`.ci/install-guest-toolchains.sh python` in the \
                         toolhost checkout).",
             sdk_note: "`build.sh` names the checkout at its top; `TOOLHOST_SDK=/path/to/toolhost \
@@ -339,13 +351,17 @@ fn templates(lang: Lang) -> Templates {
                 ("build.sh", template!("js/build.sh"), true),
             ],
             lang_title: "JavaScript",
+            more_tools: " A second tool, `{{name}}_count`, counts the lines and words of a \
+                         text: it declares an output schema, which the host checks every \
+                         result against, and reports its progress on a long text.",
             limits: (
                 200_000_000,
                 2000,
                 32,
                 "Built with the QuickJS engine: a few MiB of memory per call.",
             ),
-            files_doc: "- `plugin.js`: the tool: a `run` function and a JSON Schema for its input.\n\
+            files_doc: "- `plugin.js`: the tools: each a `run` function with JSON Schemas for its \
+                        input and output.\n\
                         - `rolldown.config.mjs`: maps `\"toolhost\"` to the SDK for the bundle step.\n\
                         - `package.json`: packages the plugin imports (`npm install NAME`); the \
                         build bundles them.\n",
@@ -361,6 +377,7 @@ fn templates(lang: Lang) -> Templates {
                 ("build.sh", template!("c/build.sh"), true),
             ],
             lang_title: "C",
+            more_tools: "",
             limits: (50_000_000, 1000, 16, "A C tool needs little."),
             files_doc: "- `plugin.c`: the tool: one function, listed with its schema in \
                         `TOOLHOST_PLUGIN` (every `*.c` here is compiled).\n",
@@ -376,6 +393,7 @@ fn templates(lang: Lang) -> Templates {
                 ("build.sh", template!("go/build.sh"), true),
             ],
             lang_title: "Go",
+            more_tools: "",
             limits: (
                 200_000_000,
                 2000,
@@ -400,7 +418,7 @@ fn render(lang: Lang, name: &str, sdk: &Path) -> anyhow::Result<Vec<File>> {
         .to_str()
         .context("the SDK root is not valid UTF-8; pass --sdk-root with another path")?;
     let (fuel, timeout_ms, memory_mb, limits_note) = t.limits;
-    let values: [(&str, String); 12] = [
+    let values: [(&str, String); 13] = [
         ("name", name.to_owned()),
         ("lang", lang_name(lang).to_owned()),
         ("lang_title", t.lang_title.to_owned()),
@@ -411,6 +429,7 @@ fn render(lang: Lang, name: &str, sdk: &Path) -> anyhow::Result<Vec<File>> {
         ("memory_mb", memory_mb.to_string()),
         ("limits_note", limits_note.to_owned()),
         ("files", t.files_doc.to_owned()),
+        ("more_tools", t.more_tools.replace("{{name}}", name)),
         ("toolchain", t.toolchain.to_owned()),
         ("sdk_note", t.sdk_note.to_owned()),
     ];

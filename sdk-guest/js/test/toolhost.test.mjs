@@ -3,8 +3,11 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { plugin, InvalidInput, Failed, Denied, log, config, describeException } from "../toolhost.js";
-import { logs } from "./host-stub.mjs";
+import {
+  plugin, InvalidInput, Failed, Denied, log, config, describeException,
+  Output, text, image, audio, resource, progress, user, AskError,
+} from "../toolhost.js";
+import { logs, reports } from "./host-stub.mjs";
 
 const schema = { type: "object", properties: { a: { type: "integer" } }, required: ["a"], additionalProperties: false };
 
@@ -20,25 +23,121 @@ const tool = plugin({
   t_host: { description: "x", run: () => { log("warn", "hi"); log("loud", 1); return { c: config("k"), missing: config("nope") }; } },
 });
 
-function err(name, input = "{}") {
+function err(name, input = "{}", from = tool) {
   try {
-    tool.call(name, input);
+    from.call(name, input);
   } catch (e) {
     return e;
   }
   assert.fail(`${name} did not throw`);
 }
 
+const NO_HINTS = { title: null, readOnly: null, destructive: null, idempotent: null, openWorld: null };
+
 test("describe lists names, descriptions and schemas as JSON text", () => {
   const infos = tool.describe();
   assert.equal(infos.length, 9);
-  assert.deepEqual(infos[0], { name: "t_double", description: "Double a.", inputSchema: JSON.stringify(schema) });
+  assert.deepEqual(infos[0], {
+    name: "t_double",
+    description: "Double a.",
+    inputSchema: JSON.stringify(schema),
+    outputSchema: null,
+    annotations: NO_HINTS,
+    meta: null,
+  });
   assert.deepEqual(JSON.parse(infos[1].inputSchema), { type: "object", properties: {}, additionalProperties: false });
 });
 
-test("call returns JSON text", () => {
-  assert.equal(tool.call("t_double", '{"a": 21}'), '{"doubled":42}');
-  assert.equal(tool.call("t_nothing", "{}"), "null");
+test("call returns JSON text and no content", () => {
+  assert.deepEqual(tool.call("t_double", '{"a": 21}'), { json: '{"doubled":42}', content: [] });
+  assert.deepEqual(tool.call("t_nothing", "{}"), { json: "null", content: [] });
+});
+
+test("an output schema and annotations are declared; mistakes in them fail the build", () => {
+  const out = { type: "object", properties: { n: { type: "integer" } }, required: ["n"] };
+  const declared = plugin({
+    t_typed: { description: "x", output: out, annotations: { title: "Typed", readOnly: true, openWorld: false }, run: () => ({ n: 1 }) },
+  });
+  const [info] = declared.describe();
+  assert.deepEqual(JSON.parse(info.outputSchema), out);
+  assert.deepEqual(info.annotations, { ...NO_HINTS, title: "Typed", readOnly: true, openWorld: false });
+  assert.throws(() => plugin({ t: { description: "x", output: { type: "array" }, run() {} } }), /output schema must have type "object"/);
+  assert.throws(() => plugin({ t: { description: "x", annotations: { readonly: true }, run() {} } }), /unknown annotation "readonly"/);
+  assert.throws(() => plugin({ t: { description: "x", annotations: { title: 3 }, run() {} } }), /title must be a string/);
+});
+
+test("content parts travel beside the JSON, or instead of it", () => {
+  const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47]);
+  const parts = plugin({
+    t_both: { description: "x", run: () => new Output({ bytes: 4 }, [image(png), text("a chart")]) },
+    t_only: {
+      description: "x",
+      run: () => new Output(undefined, [audio([1, 2], "audio/wav"), resource("file:///a.txt", "hi", "text/plain"), resource("mem://b", png)]),
+    },
+    t_bad: { description: "x", run: () => new Output(null, [{ tag: "video" }]) },
+  });
+  assert.deepEqual(parts.call("t_both", "{}"), {
+    json: '{"bytes":4}',
+    content: [
+      { tag: "image", val: { mediaType: "image/png", data: png } },
+      { tag: "text", val: "a chart" },
+    ],
+  });
+  const only = parts.call("t_only", "{}");
+  assert.equal(only.json, null);
+  assert.deepEqual(only.content[0], { tag: "audio", val: { mediaType: "audio/wav", data: new Uint8Array([1, 2]) } });
+  assert.deepEqual(only.content[1], { tag: "resource", val: { uri: "file:///a.txt", mediaType: "text/plain", contents: { tag: "text", val: "hi" } } });
+  assert.deepEqual(only.content[2].val.contents, { tag: "blob", val: png });
+  assert.equal(only.content[2].val.mediaType, null);
+  const bad = (() => { try { parts.call("t_bad", "{}"); } catch (e) { return e; } })();
+  assert.equal(bad.tag, "failed");
+  assert.match(bad.val, /TypeError: a content part is made with/);
+  assert.throws(() => image("not bytes"), /Uint8Array/);
+  assert.throws(() => audio(new Uint8Array(1)), /media type/);
+});
+
+test("progress reports reach the host; a bad number is the tool's bug", () => {
+  reports.length = 0;
+  progress.report(1, 4, "one");
+  progress.report(2);
+  assert.deepEqual(reports, [[1, 4, "one"], [2, null, null]]);
+  assert.throws(() => progress.report(NaN), /finite number/);
+  assert.throws(() => progress.report(1, "4"), /total must be a finite number/);
+});
+
+test("ask: an answer, a refusal, and no one to ask", () => {
+  const form = { type: "object", properties: { branch: { type: "string" } }, required: ["branch"] };
+  globalThis.toolhostAsk = (message, schemaText) => {
+    assert.deepEqual(JSON.parse(schemaText), form);
+    return message === "yes?" ? { tag: "accept", val: '{"branch":"main"}' } : { tag: "decline" };
+  };
+  assert.deepEqual(user.ask("yes?", form), { action: "accept", content: { branch: "main" } });
+  assert.deepEqual(user.ask("no?", form), { action: "decline" });
+  // StarlingMonkey wraps the error variant in a ComponentError's payload.
+  globalThis.toolhostAsk = () => {
+    throw Object.assign(new Error("ComponentError"), { payload: { tag: "over-budget", val: "one question per call" } });
+  };
+  assert.throws(() => user.ask("again?", form), (e) => e instanceof AskError && e.reason === "over-budget" && /one question per call/.test(e.message));
+  delete globalThis.toolhostAsk;
+  const asking = plugin({
+    t_handles: {
+      description: "x",
+      run() {
+        try {
+          return user.ask("Which branch?", form);
+        } catch (e) {
+          if (e instanceof AskError && e.reason === "unavailable") throw new InvalidInput(`pass \`branch\`: ${e.detail}`);
+          throw e;
+        }
+      },
+    },
+    t_ignores: { description: "x", run: () => user.ask("Which branch?", form) },
+  });
+  assert.deepEqual(err("t_handles", "{}", asking), { tag: "invalid-input", val: "pass `branch`: no one to ask in this test" });
+  const uncaught = err("t_ignores", "{}", asking);
+  assert.equal(uncaught.tag, "failed");
+  assert.equal(uncaught.val, 'the tool needed an answer to "Which branch?" and could not ask: no one to ask in this test');
+  assert.throws(() => user.ask("x", { type: "string" }), /type "object"/);
 });
 
 test("errors become tool-error variants", () => {
@@ -56,7 +155,7 @@ test("errors become tool-error variants", () => {
 
 test("host imports: log levels are checked, config missing is null", () => {
   globalThis.toolhostConfig = { k: "v" };
-  assert.equal(tool.call("t_host", "{}"), '{"c":"v","missing":null}');
+  assert.equal(tool.call("t_host", "{}").json, '{"c":"v","missing":null}');
   assert.deepEqual(logs.slice(-2), [["warn", "hi"], ["info", "1"]]);
 });
 

@@ -7,13 +7,63 @@ import json
 import os
 import sys
 import unittest
-from typing import Any, Dict, List, Literal, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Literal, Optional, Tuple, TypedDict
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 import toolhost_sdk  # noqa: E402
-from toolhost_sdk import Denied, InvalidInput, SchemaError, ToolFailure, tool  # noqa: E402
-from toolhost_sdk._schema import function_schema, parse_docstring  # noqa: E402
+from toolhost_sdk import (  # noqa: E402
+    Annotations,
+    Audio,
+    Denied,
+    Image,
+    InvalidInput,
+    Output,
+    Resource,
+    SchemaError,
+    Text,
+    ToolFailure,
+    progress,
+    tool,
+    user,
+)
+from toolhost_sdk._schema import function_schema, output_schema, parse_docstring, return_schema  # noqa: E402
+
+
+class Point(TypedDict):
+    """A point.
+
+    Attributes:
+        x: Across.
+        y: Down.
+    """
+
+    x: int
+    y: int
+
+
+class Partial(TypedDict, total=False):
+    label: str
+
+
+@dataclass
+class Summary:
+    """Attributes:
+    count: How many.
+    points: Where.
+    note: Optional words.
+    """
+
+    count: int
+    points: List[Point]
+    note: Optional[str] = None
+    tags: List[str] = field(default_factory=list)
+
+
+@dataclass
+class Loop:
+    next: Optional["Loop"]
 
 
 class SchemaFromHints(unittest.TestCase):
@@ -196,6 +246,207 @@ class Calls(unittest.TestCase):
         toolhost_sdk.set_local_config({"k": "v"})
         self.assertEqual(toolhost_sdk.config("k"), "v")
         self.assertIsNone(toolhost_sdk.config("other"))
+
+
+class OutputSchemas(unittest.TestCase):
+    def test_typeddict_and_dataclass_returns_declare_object_schemas(self):
+        def f() -> Point:
+            """F."""
+
+        self.assertEqual(
+            return_schema(f),
+            {
+                "type": "object",
+                "properties": {"x": {"type": "integer", "description": "Across."}, "y": {"type": "integer", "description": "Down."}},
+                "required": ["x", "y"],
+                "description": "A point.",
+            },
+        )
+        schema = output_schema(Summary, "s")
+        self.assertEqual(schema["required"], ["count", "points"])
+        self.assertEqual(schema["properties"]["count"], {"type": "integer", "description": "How many."})
+        self.assertEqual(schema["properties"]["points"]["items"]["properties"]["x"]["type"], "integer")
+        self.assertEqual(schema["properties"]["note"]["type"], ["string", "null"])
+        self.assertNotIn("description", schema, "the generated dataclass __doc__ is not a description")
+        self.assertNotIn("required", output_schema(Partial, "p"))
+
+        def g() -> Output[Point]:
+            """G."""
+
+        self.assertEqual(return_schema(g)["required"], ["x", "y"])
+
+    def test_loose_returns_declare_none(self):
+        def a() -> dict:
+            """A."""
+
+        def b():
+            """B."""
+
+        def c() -> List[Point]:
+            """C."""
+
+        def d() -> Output:
+            """D."""
+
+        for f in (a, b, c, d):
+            self.assertIsNone(return_schema(f), f.__name__)
+
+    def test_mistakes_fail_at_declaration(self):
+        with self.assertRaisesRegex(SchemaError, "contains itself"):
+            output_schema(Loop, "loop")
+
+        def takes_dataclass(s: Summary) -> None:
+            """T."""
+
+        with self.assertRaisesRegex(SchemaError, "use a TypedDict"):
+            function_schema(takes_dataclass)
+        with self.assertRaisesRegex(SchemaError, "object schema"):
+            tool(name="t_out_bad", output_schema={"type": "array"})(lambda: None)
+        with self.assertRaisesRegex(SchemaError, "Annotations"):
+            tool(name="t_hints_bad", annotations={"title": "x"})(lambda: None)
+
+    def test_describe_carries_output_schema_and_annotations(self):
+        @tool(annotations=Annotations(title="Where", read_only=True))
+        def t_where() -> Point:
+            """Where."""
+            return {"x": 1, "y": 2}
+
+        @tool(name="t_where_raw", output_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+        def raw() -> dict:
+            """Raw."""
+            return {"n": 1}
+
+        @tool
+        def t_plain() -> dict:
+            """Plain."""
+            return {}
+
+        described = {d["name"]: d for d in toolhost_sdk.describe()}
+        self.assertEqual(described["t_where"]["output_schema"]["required"], ["x", "y"])
+        self.assertEqual(described["t_where"]["annotations"], {"title": "Where", "read_only": True})
+        self.assertEqual(described["t_where_raw"]["output_schema"]["properties"], {"n": {"type": "integer"}})
+        self.assertIsNone(described["t_plain"]["output_schema"])
+        self.assertEqual(described["t_plain"]["annotations"], {})
+
+
+class Results(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        @tool
+        def t_chart(n: int) -> Output[Summary]:
+            """A summary and an image."""
+            return Output(Summary(count=n, points=[{"x": 0, "y": n}]), content=[Image(b"\x89PNG"), Text("drawn")])
+
+        @tool
+        def t_parts() -> Output:
+            """Parts only."""
+            return Output(content=[Audio(b"RIFF", "audio/wav"), Resource("file:///a", "text", "text/plain")])
+
+        @tool
+        def t_bad_part() -> Output:
+            """A part that is not one."""
+            return Output(content=["just a string"])
+
+    def test_content_parts_travel_beside_the_value_or_alone(self):
+        out = toolhost_sdk.call_output("t_chart", '{"n": 2}')
+        self.assertEqual(out.value, {"count": 2, "points": [{"x": 0, "y": 2}], "note": None, "tags": []})
+        self.assertEqual(out.content, (Image(b"\x89PNG", "image/png"), Text("drawn")))
+        self.assertEqual(json.loads(toolhost_sdk.call("t_chart", '{"n": 2}'))["count"], 2)
+        only = toolhost_sdk.call_output("t_parts", "{}")
+        self.assertFalse(only.has_value)
+        self.assertIsNone(toolhost_sdk.call("t_parts", "{}"))
+        self.assertEqual(only.content[0].media_type, "audio/wav")
+        self.assertEqual(only.content[1].contents, "text")
+        with self.assertRaises(ToolFailure) as caught:
+            toolhost_sdk.call("t_bad_part", "{}")
+        self.assertIn("TypeError: a content part is Text, Image, Audio or Resource", str(caught.exception))
+        with self.assertRaisesRegex(TypeError, "must be bytes"):
+            Output(content=[Image("not bytes")])  # type: ignore[arg-type]
+
+
+class Progress(unittest.TestCase):
+    def tearDown(self):
+        progress.set_local_listener(None)
+
+    def test_reports_reach_the_local_listener_in_order(self):
+        seen = []
+        progress.set_local_listener(lambda *r: seen.append(r))
+
+        @tool
+        def t_slow(steps: int) -> dict:
+            """Counts up."""
+            for i in range(1, steps + 1):
+                progress.report(i, steps, f"step {i}")
+            return {"steps": steps}
+
+        toolhost_sdk.call("t_slow", '{"steps": 3}')
+        self.assertEqual(seen, [(1.0, 3.0, "step 1"), (2.0, 3.0, "step 2"), (3.0, 3.0, "step 3")])
+        progress.report(4)
+        self.assertEqual(seen[-1], (4.0, None, None))
+
+    def test_a_bad_report_is_the_tool_s_bug(self):
+        with self.assertRaisesRegex(ValueError, "finite"):
+            progress.report(float("nan"))
+        with self.assertRaisesRegex(TypeError, "number"):
+            progress.report("1")  # type: ignore[arg-type]
+        with self.assertRaisesRegex(TypeError, "message"):
+            progress.report(1, 2, 3)  # type: ignore[arg-type]
+
+
+class Question(TypedDict):
+    """Attributes:
+    branch: The branch to push.
+    """
+
+    branch: Literal["main", "dev"]
+
+
+class Ask(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        @tool
+        def t_ask_handles() -> dict:
+            """Asks, and handles no one being there."""
+            try:
+                answer = user.ask("Which branch?", Question)
+            except user.Unavailable as e:
+                raise InvalidInput(f"pass `branch`; could not ask: {e.detail}") from None
+            return {"action": answer.action, "content": answer.content}
+
+        @tool
+        def t_ask_ignores() -> dict:
+            """Asks and lets an error through."""
+            user.ask("Which branch?", {"type": "object", "properties": {"branch": {"type": "string"}}})
+            return {}
+
+    def tearDown(self):
+        user.set_local_answerer(None)
+
+    def test_no_one_to_ask_is_an_error_the_tool_handles_or_fails_with(self):
+        with self.assertRaises(ToolFailure) as caught:
+            toolhost_sdk.call("t_ask_handles", "{}")
+        self.assertEqual(caught.exception.kind, "invalid_input")
+        self.assertIn("pass `branch`; could not ask: no one to ask outside a toolhost", str(caught.exception))
+        with self.assertRaises(user.AskError) as uncaught:
+            toolhost_sdk.call("t_ask_ignores", "{}")
+        self.assertEqual(uncaught.exception.kind, "failed")
+        self.assertTrue(str(uncaught.exception).startswith("the tool needed an answer to 'Which branch?' and could not ask"))
+
+    def test_an_answer_comes_back_with_the_question_s_schema(self):
+        asked = []
+
+        def answer(message, schema):
+            asked.append((message, schema))
+            return user.Answer("accept", {"branch": "main"})
+
+        user.set_local_answerer(answer)
+        self.assertEqual(json.loads(toolhost_sdk.call("t_ask_handles", "{}")), {"action": "accept", "content": {"branch": "main"}})
+        message, schema = asked[0]
+        self.assertEqual(message, "Which branch?")
+        self.assertEqual(schema["properties"]["branch"], {"enum": ["main", "dev"], "description": "The branch to push."})
+        self.assertEqual(schema["required"], ["branch"])
+        user.set_local_answerer(lambda m, s: user.Answer("decline"))
+        self.assertFalse(user.ask("?", Question).accepted)
 
 
 class Denial(unittest.TestCase):

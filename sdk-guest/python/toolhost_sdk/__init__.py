@@ -3,11 +3,14 @@
 A plugin is one module that declares its tools with ``@tool`` and re-exports
 ``Tool`` (the class componentize-py looks for)::
 
-    from typing import Literal
-    from toolhost_sdk import Tool, tool, InvalidInput
+    from typing import Literal, TypedDict
+    from toolhost_sdk import Tool, tool, InvalidInput, progress
+
+    class Greeting(TypedDict):
+        greeting: str
 
     @tool
-    def py_greet(name: str, style: Literal["short", "long"] = "short") -> dict:
+    def py_greet(name: str, style: Literal["short", "long"] = "short") -> Greeting:
         \"\"\"Greet someone.
 
         Args:
@@ -16,89 +19,93 @@ A plugin is one module that declares its tools with ``@tool`` and re-exports
         \"\"\"
         if not name:
             raise InvalidInput("name must not be empty")
+        progress.report(1, 1, "greeted")
         return {"greeting": f"Hello, {name}!"}
 
 The input schema comes from the signature (see ``_schema.py`` for the types
-that map), the description from the docstring, and the return value is sent
-back as JSON. Raise ``InvalidInput``, ``Failed`` or ``Denied`` to return a
-structured tool error; any other exception becomes ``Failed`` with its type,
-message and traceback (file and line of each frame, innermost last, bounded)
-so that ``toolhost call`` shows where it was raised (a ``PermissionError``
-becomes ``Denied``).
+that map), the description from the docstring, the output schema from the
+return annotation when it is a ``TypedDict`` or dataclass (the host checks
+every result against it), and the return value is sent back as JSON. Return
+an ``Output`` to add content parts (``Image``, ``Audio``, ``Text``,
+``Resource``) beside or instead of the JSON. ``progress.report`` tells the
+caller how far a long call is; ``user.ask`` asks the person behind the call.
+
+Raise ``InvalidInput``, ``Failed`` or ``Denied`` to return a structured tool
+error; any other exception becomes ``Failed`` with its type, message and
+traceback (file and line of each frame, innermost last, bounded) so that
+``toolhost call`` shows where it was raised (a ``PermissionError`` becomes
+``Denied``).
 
 Outside a component (plain CPython, for an author's own tests) the module
-still works: ``call`` runs a tool by name, ``log`` writes to stderr and
-``config`` reads from ``set_local_config``.
+still works: ``call`` / ``call_output`` run a tool by name, ``log`` writes to
+stderr, ``config`` reads from ``set_local_config``, progress goes to
+``progress.set_local_listener`` and questions to
+``user.set_local_answerer``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import os
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, TypeVar, overload
+from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union, overload
 
-from ._schema import SchemaError, function_schema, type_schema
+from . import _bindings, progress, user
+from ._errors import Denied, Failed, InvalidInput, ToolFailure, UnknownTool
+from ._output import Audio, Content, Image, Output, Resource, Text
+from ._schema import SchemaError, function_schema, output_schema, return_schema, type_schema
 
 __all__ = [
     "Tool",
     "tool",
+    "Annotations",
+    "Output",
+    "Text",
+    "Image",
+    "Audio",
+    "Resource",
     "ToolFailure",
     "InvalidInput",
     "Failed",
     "Denied",
     "log",
     "config",
+    "progress",
+    "user",
     "call",
+    "call_output",
     "describe",
     "set_local_config",
     "SchemaError",
     "type_schema",
 ]
 
-try:  # inside componentize-py: the bindings for the toolhost:plugin world
-    from componentize_py_types import Err
-    from wit_world.exports import Tool as _ToolProtocol
-    from wit_world.imports import host as _host
-    from wit_world.imports import types as _types
-
-    _IN_COMPONENT = True
-except ImportError:  # plain CPython: local stand-ins
-    _IN_COMPONENT = False
-    _ToolProtocol = object  # type: ignore[assignment,misc]
+_IN_COMPONENT = _bindings.IN_COMPONENT
+_types = _bindings.types
+_host = _bindings.host
 
 
-class ToolFailure(Exception):
-    """Base of the errors a tool raises to return a structured tool error."""
+@dataclass(frozen=True)
+class Annotations:
+    """Hints about how a tool behaves, for clients and people (MCP's tool annotations).
 
-    kind = "failed"
+    Hints only, never a grant: what needs a person's approval is the
+    operator's policy. Leave a hint out (None) when it does not apply.
+    """
 
+    title: Optional[str] = None
+    read_only: Optional[bool] = None
+    destructive: Optional[bool] = None
+    idempotent: Optional[bool] = None
+    open_world: Optional[bool] = None
 
-class InvalidInput(ToolFailure):
-    """The input matches the schema but its values make no sense; the model should fix them."""
-
-    kind = "invalid_input"
-
-
-class Failed(ToolFailure):
-    """The tool ran and could not do its job."""
-
-    kind = "failed"
-
-
-class Denied(ToolFailure):
-    """The sandbox refused something the tool needed (a file, an env var)."""
-
-    kind = "denied"
-
-
-class UnknownTool(ToolFailure):
-    """``call`` was asked for a tool this plugin does not declare."""
-
-    kind = "unknown_tool"
+    def as_dict(self) -> Dict[str, Any]:
+        """The hints that are set, by field name."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -111,28 +118,43 @@ class _Declared:
     # Computed once at import (inside the pre-initialized snapshot), not per
     # call: building a Signature is most of what a fresh-instance call costs.
     signature: Optional[inspect.Signature]
+    output_schema: Optional[Dict[str, Any]]
+    annotations: Annotations
+    # The describe() answer's schema texts, serialized once at import too.
+    schema_json: str
+    output_schema_json: Optional[str]
 
 
 _TOOLS: Dict[str, _Declared] = {}
 _LOCAL_CONFIG: Dict[str, str] = {}
 
 F = TypeVar("F", bound=Callable[..., Any])
+SchemaSource = Union[Dict[str, Any], type]
 
 
 @overload
 def tool(func: F) -> F: ...
 @overload
 def tool(
-    *, name: Optional[str] = None, description: Optional[str] = None, schema: Optional[Dict[str, Any]] = None
+    *,
+    name: Optional[str] = None,
+    description: Optional[str] = None,
+    schema: Optional[Dict[str, Any]] = None,
+    output_schema: Optional[SchemaSource] = None,
+    annotations: Optional[Annotations] = None,
 ) -> Callable[[F], F]: ...
 
 
-def tool(func=None, *, name=None, description=None, schema=None):
+def tool(func=None, *, name=None, description=None, schema=None, output_schema=None, annotations=None):
     """Declare a function as a tool.
 
-    ``@tool`` derives everything from the function. ``@tool(name=...,
-    description=..., schema=...)`` overrides parts: with ``schema`` given,
-    the function receives the whole input object as its one argument.
+    ``@tool`` derives everything from the function: the input schema from
+    its parameters, the output schema from its return annotation when that
+    is a ``TypedDict`` or dataclass (or ``Output[...]`` of one).
+    ``@tool(name=..., description=..., schema=..., output_schema=...,
+    annotations=...)`` overrides parts: with ``schema`` given, the function
+    receives the whole input object as its one argument; ``output_schema``
+    is a JSON Schema dict (an object schema) or a ``TypedDict``/dataclass.
     """
 
     def register(f):
@@ -142,13 +164,27 @@ def tool(func=None, *, name=None, description=None, schema=None):
         if tool_name in _TOOLS:
             raise SchemaError(f"tool {tool_name!r} is declared twice")
         if schema is not None:
-            doc_description = (f.__doc__ or "").strip()
-            declared = _Declared(tool_name, description or doc_description, dict(schema), f, True, None)
+            tool_description, input_schema = (f.__doc__ or "").strip(), dict(schema)
+            signature = None
         else:
-            derived_description, derived = function_schema(f)
-            declared = _Declared(
-                tool_name, description or derived_description, derived, f, False, inspect.signature(f)
-            )
+            tool_description, input_schema = function_schema(f)
+            signature = inspect.signature(f)
+        out = _declared_output_schema(tool_name, f, output_schema)
+        hints = annotations if annotations is not None else Annotations()
+        if not isinstance(hints, Annotations):
+            raise SchemaError(f"tool {tool_name!r}: annotations must be an Annotations(...), not {type(hints).__name__}")
+        declared = _Declared(
+            name=tool_name,
+            description=description or tool_description,
+            schema=input_schema,
+            func=f,
+            raw_input=schema is not None,
+            signature=signature,
+            output_schema=out,
+            annotations=hints,
+            schema_json=json.dumps(input_schema, separators=(",", ":")),
+            output_schema_json=None if out is None else json.dumps(out, separators=(",", ":")),
+        )
         if not declared.description:
             raise SchemaError(f"tool {tool_name!r} needs a description: write a docstring or pass description=")
         _TOOLS[tool_name] = declared
@@ -159,16 +195,56 @@ def tool(func=None, *, name=None, description=None, schema=None):
     return register
 
 
+def _declared_output_schema(tool_name: str, f: Callable[..., Any], given: Optional[SchemaSource]) -> Optional[Dict[str, Any]]:
+    if given is None:
+        return return_schema(f)
+    if isinstance(given, dict):
+        if given.get("type") != "object":
+            raise SchemaError(f"tool {tool_name!r}: an output schema's root must be an object schema (\"type\": \"object\")")
+        return dict(given)
+    derived = output_schema(given, f"{tool_name} output_schema")
+    if derived is None:
+        raise SchemaError(f"tool {tool_name!r}: output_schema must be a JSON Schema dict, a TypedDict or a dataclass")
+    return derived
+
+
 def describe() -> List[Dict[str, Any]]:
-    """Every declared tool as ``{"name", "description", "input_schema"}``."""
-    return [{"name": t.name, "description": t.description, "input_schema": t.schema} for t in _TOOLS.values()]
+    """Every declared tool as ``{"name", "description", "input_schema", "output_schema", "annotations"}``."""
+    return [
+        {
+            "name": t.name,
+            "description": t.description,
+            "input_schema": t.schema,
+            "output_schema": t.output_schema,
+            "annotations": t.annotations.as_dict(),
+        }
+        for t in _TOOLS.values()
+    ]
 
 
-def call(name: str, input_json: str) -> str:
-    """Run tool ``name`` on ``input_json``; return its output as JSON text.
+def call(name: str, input_json: str) -> Optional[str]:
+    """Run tool ``name`` on ``input_json``; return its structured result as JSON text.
 
-    Raises a ``ToolFailure`` subclass for a tool error.
+    None when the result has no structured value (an ``Output`` of content
+    parts only); ``call_output`` gives the content parts too. Raises a
+    ``ToolFailure`` subclass for a tool error.
     """
+    return _invoke(name, input_json)[0]
+
+
+def call_output(name: str, input_json: str) -> Output:
+    """Run tool ``name`` on ``input_json``; return its whole result.
+
+    The ``Output``'s value is the structured result as the host gets it
+    (dataclasses become dicts), and its content the parts in order.
+    """
+    text, parts = _invoke(name, input_json)
+    if text is None:
+        return Output(content=parts)
+    return Output(json.loads(text), content=parts)
+
+
+def _invoke(name: str, input_json: str) -> Tuple[Optional[str], Tuple[Content, ...]]:
     declared = _TOOLS.get(name)
     if declared is None:
         raise UnknownTool(f"no tool named {name!r}; this plugin has {sorted(_TOOLS)}")
@@ -191,10 +267,23 @@ def call(name: str, input_json: str) -> str:
         raise Denied(str(e)) from None
     except Exception as e:
         raise Failed(_describe_exception(e)) from None
+    parts: Tuple[Content, ...] = ()
+    if isinstance(result, Output):
+        parts = result.content
+        if not result.has_value:
+            return None, parts
+        result = result.value
     try:
-        return json.dumps(result, ensure_ascii=False, allow_nan=False)
+        return json.dumps(result, ensure_ascii=False, allow_nan=False, default=_plain), parts
     except (TypeError, ValueError) as e:
         raise Failed(f"tool {name!r} returned a value that is not JSON: {e}") from None
+
+
+def _plain(value: Any) -> Any:
+    """A dataclass instance as a dict (json.dumps asks for what it cannot encode)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 # An error message is read by a person and a model, and the host caps it
@@ -260,22 +349,49 @@ def set_local_config(values: Dict[str, str]) -> None:
     _LOCAL_CONFIG.update(values)
 
 
-class Tool(_ToolProtocol):  # type: ignore[misc,valid-type]
-    """The ``tool`` export; re-export it from the plugin's module."""
+class Tool(_bindings.ToolProtocol):  # type: ignore[misc,valid-type]
+    """The ``tool`` export; re-export it from the plugin's module.
+
+    Built against contract 0.2 (``wit/0.2``, the default) it answers with the
+    output schemas, annotations and content parts; built against 0.1
+    (``wit/``) with JSON text only, and a result with content parts is a
+    ``failed`` error that says to build against 0.2.
+    """
 
     def describe(self):
-        infos = []
-        for t in _TOOLS.values():
-            schema_json = json.dumps(t.schema, separators=(",", ":"))
-            if _IN_COMPONENT:
-                infos.append(_types.ToolInfo(name=t.name, description=t.description, input_schema=schema_json))
-            else:
-                infos.append({"name": t.name, "description": t.description, "input_schema": schema_json})
-        return infos
+        if _bindings.SERIES == "0.2":
+            return [
+                _types.ToolInfo(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.schema_json,
+                    output_schema=t.output_schema_json,
+                    annotations=_types.Annotations(
+                        title=t.annotations.title,
+                        read_only=t.annotations.read_only,
+                        destructive=t.annotations.destructive,
+                        idempotent=t.annotations.idempotent,
+                        open_world=t.annotations.open_world,
+                    ),
+                    meta=None,
+                )
+                for t in _TOOLS.values()
+            ]
+        if _bindings.SERIES == "0.1":
+            return [_types.ToolInfo(name=t.name, description=t.description, input_schema=t.schema_json) for t in _TOOLS.values()]
+        return [{"name": t.name, "description": t.description, "input_schema": t.schema_json} for t in _TOOLS.values()]
 
-    def call(self, name: str, input: str) -> str:
+    def call(self, name: str, input: str):
         try:
-            return call(name, input)
+            text, parts = _invoke(name, input)
+            if _bindings.SERIES == "0.2":
+                return _types.ToolOutput(json=text, content=[_wit_content(p) for p in parts])
+            if parts:
+                raise Failed(
+                    f"tool {name!r} returned content parts, but this plugin is built against contract 0.1 "
+                    "(wit/), which carries JSON only; build it against wit/0.2"
+                )
+            return "null" if text is None else text
         except ToolFailure as e:
             if not _IN_COMPONENT:
                 raise
@@ -285,4 +401,19 @@ class Tool(_ToolProtocol):  # type: ignore[misc,valid-type]
                 "denied": _types.ToolError_Denied,
                 "unknown_tool": _types.ToolError_UnknownTool,
             }.get(e.kind, _types.ToolError_Failed)
-            raise Err(variant(message)) from None
+            raise _bindings.Err(variant(message)) from None
+
+
+def _wit_content(part: Content) -> Any:
+    """One content part as the 0.2 contract's ``content`` variant."""
+    if isinstance(part, Text):
+        return _types.Content_Text(part.text)
+    if isinstance(part, Image):
+        return _types.Content_Image(_types.Media(media_type=part.media_type, data=bytes(part.data)))
+    if isinstance(part, Audio):
+        return _types.Content_Audio(_types.Media(media_type=part.media_type, data=bytes(part.data)))
+    if isinstance(part.contents, str):
+        contents = _types.ResourceContents_Text(part.contents)
+    else:
+        contents = _types.ResourceContents_Blob(bytes(part.contents))
+    return _types.Content_Resource(_types.EmbeddedResource(uri=part.uri, media_type=part.media_type, contents=contents))

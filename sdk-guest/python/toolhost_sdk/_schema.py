@@ -6,11 +6,14 @@ tested with a plain CPython.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import types
 import typing
 from typing import Any, Callable, Dict, List, Literal, Optional, Tuple, Union
+
+from ._output import Output
 
 _SCALARS: Dict[Any, str] = {
     str: "string",
@@ -34,9 +37,16 @@ def type_schema(hint: Any, where: str) -> Dict[str, Any]:
 
     Supported: ``str``, ``int``, ``float``, ``bool``, ``None``, ``list[T]`` /
     ``List[T]``, ``dict[str, T]`` / ``Dict[str, T]``, ``Optional[T]``,
-    ``Union[...]`` and ``Literal[...]``; a bare ``list`` or ``dict`` accepts
-    any items or values, and ``Any`` accepts anything.
+    ``Union[...]``, ``Literal[...]``, and a ``TypedDict`` or dataclass (an
+    object with its fields as properties); a bare ``list`` or ``dict``
+    accepts any items or values, and ``Any`` accepts anything.
     """
+    return _type_schema(hint, where, ())
+
+
+def _type_schema(hint: Any, where: str, enclosing: Tuple[type, ...]) -> Dict[str, Any]:
+    if _is_record(hint):
+        return _record_schema(hint, where, enclosing)
     if hint is Any or hint is inspect.Parameter.empty:
         return {}
     if hint is None or hint is type(None):
@@ -59,13 +69,13 @@ def type_schema(hint: Any, where: str) -> Dict[str, Any]:
     if origin in (list, List):
         if not args:
             return {"type": "array"}
-        return {"type": "array", "items": type_schema(args[0], where)}
+        return {"type": "array", "items": _type_schema(args[0], where, enclosing)}
     if origin in (tuple, Tuple):
         if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": type_schema(args[0], where)}
+            return {"type": "array", "items": _type_schema(args[0], where, enclosing)}
         return {
             "type": "array",
-            "prefixItems": [type_schema(a, where) for a in args],
+            "prefixItems": [_type_schema(a, where, enclosing) for a in args],
             "minItems": len(args),
             "maxItems": len(args),
         }
@@ -73,12 +83,12 @@ def type_schema(hint: Any, where: str) -> Dict[str, Any]:
         if args and args[0] is not str:
             raise SchemaError(f"{where}: JSON object keys are strings; use dict[str, T], not {hint!r}")
         if len(args) == 2:
-            return {"type": "object", "additionalProperties": type_schema(args[1], where)}
+            return {"type": "object", "additionalProperties": _type_schema(args[1], where, enclosing)}
         return {"type": "object"}
     if origin is Union or origin is getattr(types, "UnionType", None):
         members = [a for a in args if a is not type(None)]
         nullable = len(members) != len(args)
-        schemas = [type_schema(m, where) for m in members]
+        schemas = [_type_schema(m, where, enclosing) for m in members]
         if nullable and len(schemas) == 1 and set(schemas[0]) == {"enum"}:
             return {"enum": schemas[0]["enum"] + [None]}
         if nullable:
@@ -88,8 +98,101 @@ def type_schema(hint: Any, where: str) -> Dict[str, Any]:
         return {"anyOf": schemas}
     raise SchemaError(
         f"{where}: type {hint!r} has no JSON Schema here; use str, int, float, bool, "
-        "list[T], dict[str, T], Optional[T], Literal[...] or declare schema= explicitly"
+        "list[T], dict[str, T], Optional[T], Literal[...], a TypedDict or a dataclass, or declare the schema explicitly"
     )
+
+
+def _is_record(hint: Any) -> bool:
+    """A ``TypedDict`` class or a dataclass (the class, not an instance)."""
+    return isinstance(hint, type) and (typing.is_typeddict(hint) or dataclasses.is_dataclass(hint))
+
+
+def _record_schema(cls: type, where: str, enclosing: Tuple[type, ...]) -> Dict[str, Any]:
+    """An object schema with one property per field of a TypedDict or dataclass.
+
+    A field is required unless it has a default (dataclass), is
+    ``NotRequired`` / the class is ``total=False`` (TypedDict), or its type
+    is ``Optional``. The class docstring's summary describes the object and
+    its ``Attributes:`` section (Google style) the fields. Recursive types
+    have no finite schema here and are refused.
+    """
+    if cls in enclosing:
+        raise SchemaError(f"{where}: {cls.__name__} contains itself; recursive types have no schema here")
+    inner = f"{where}.{cls.__name__}"
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception as e:  # a forward reference that does not resolve
+        raise SchemaError(f"{inner}: cannot resolve type hints: {e}") from e
+    description, field_docs = parse_docstring(_own_doc(cls))
+    if typing.is_typeddict(cls):
+        names = list(hints)
+        optional = {n for n in names if n not in cls.__required_keys__}
+    else:
+        fields = [f for f in dataclasses.fields(cls) if f.init]
+        names = [f.name for f in fields]
+        optional = {
+            f.name
+            for f in fields
+            if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        }
+    properties: Dict[str, Any] = {}
+    required: List[str] = []
+    for field in names:
+        hint = hints.get(field, Any)
+        prop = _type_schema(hint, f"{inner}.{field}", enclosing + (cls,))
+        if field_docs.get(field):
+            prop["description"] = field_docs[field]
+        if field not in optional and not _is_optional(hint):
+            required.append(field)
+        properties[field] = prop
+    schema: Dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = required
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _own_doc(cls: type) -> Optional[str]:
+    """The class's own docstring, not the ``Name(field: type, ...)`` line dataclass writes."""
+    doc = cls.__dict__.get("__doc__")
+    if doc and dataclasses.is_dataclass(cls) and doc.startswith(f"{cls.__name__}("):
+        return None
+    return doc
+
+
+def output_schema(hint: Any, where: str) -> Optional[Dict[str, Any]]:
+    """The output schema a return annotation declares, or None.
+
+    Only a ``TypedDict`` or a dataclass (or ``Output[...]`` of one, see
+    ``toolhost_sdk.Output``) declares one: an output schema's root is an
+    object with known fields. ``dict``, ``Any``, a list or no annotation
+    declare none, so the tool's result is not checked.
+    """
+    if hint is Output or typing.get_origin(hint) is Output:
+        args = typing.get_args(hint)
+        hint = args[0] if args else Any
+    if _is_record(hint):
+        return _record_schema(hint, where, ())
+    return None
+
+
+def return_schema(func: Callable[..., Any]) -> Optional[Dict[str, Any]]:
+    """The output schema of a tool function, from its return annotation (see ``output_schema``)."""
+    name = getattr(func, "__name__", "tool")
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception as e:
+        raise SchemaError(f"{name}: cannot resolve type hints: {e}") from e
+    return output_schema(hints.get("return", Any), f"{name}() ->")
+
+
+def _refuse_dataclasses(hint: Any, where: str) -> None:
+    """An input arrives as JSON objects (dicts): a dataclass parameter would not get one."""
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        raise SchemaError(f"{where}: {hint.__name__} is a dataclass, but inputs arrive as dicts; use a TypedDict")
+    for arg in typing.get_args(hint):
+        _refuse_dataclasses(arg, where)
 
 
 def _is_optional(hint: Any) -> bool:
@@ -99,7 +202,7 @@ def _is_optional(hint: Any) -> bool:
     return False
 
 
-_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters)\s*:\s*$")
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Attributes)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
 _SECTION = re.compile(r"^\s*(Returns|Raises|Yields|Examples?|Notes?)\s*:\s*$")
 
@@ -107,9 +210,9 @@ _SECTION = re.compile(r"^\s*(Returns|Raises|Yields|Examples?|Notes?)\s*:\s*$")
 def parse_docstring(doc: Optional[str]) -> Tuple[str, Dict[str, str]]:
     """Split a docstring into the tool description and per-argument text.
 
-    The description is everything before a Google-style ``Args:`` section;
-    each ``name: text`` line in that section (with indented continuation
-    lines) describes one argument.
+    The description is everything before a Google-style ``Args:`` section
+    (``Attributes:`` for a class); each ``name: text`` line in that section
+    (with indented continuation lines) describes one argument or field.
     """
     if not doc:
         return "", {}
@@ -164,6 +267,7 @@ def function_schema(func: Callable[..., Any]) -> Tuple[str, Dict[str, Any]]:
         if param.kind is param.POSITIONAL_ONLY:
             raise SchemaError(f"{name}: parameter {param.name!r} is positional-only; inputs are passed by name")
         hint = hints.get(param.name, Any)
+        _refuse_dataclasses(hint, f"{name}({param.name})")
         prop = type_schema(hint, f"{name}({param.name})")
         if param.name in arg_docs and arg_docs[param.name]:
             prop["description"] = arg_docs[param.name]

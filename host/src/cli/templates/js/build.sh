@@ -10,7 +10,8 @@
 # (`npm install NAME`): the build bundles them. The JS engine is QuickJS
 # (small components, sub-ms calls); JS_BACKEND=starlingmonkey selects
 # SpiderMonkey (12 MB, web APIs such as TextEncoder and URL).
-# TOOLHOST_SDK=/path/to/toolhost overrides the checkout below.
+# The SDK and the plugin contract (0.2, wit/0.2) come from the checkout
+# below; TOOLHOST_SDK=/path/to/toolhost overrides it.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,7 +19,7 @@ name={{name}}
 sdk={{sdk_sh}}
 if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
 
-if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -f "$sdk/sdk-guest/js/toolhost.js" ]; then
+if [ ! -f "$sdk/wit/0.2/plugin.wit" ] || [ ! -f "$sdk/sdk-guest/js/toolhost.js" ]; then
     echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
     exit 1
 fi
@@ -49,7 +50,7 @@ rm -f "$here/dist/$name.wasm.tmp"
 # backend resolves a relative one twice.
 (cd "$here" && TOOLHOST_SDK_JS="$sdk/sdk-guest/js/toolhost.js" "$jco" componentize \
     "$here/plugin.js" --bundle --bundle-config "$here/rolldown.config.mjs" \
-    "${backend_args[@]}" --wit "$sdk/wit" --world-name plugin \
+    "${backend_args[@]}" --wit "$sdk/wit/0.2" --world-name plugin \
     -o "$here/dist/$name.wasm.tmp" 2>&1 \
     | grep -v -e 'Unknown user config' -e '^OK Successfully written' || true)
 if [ ! -f "$here/dist/$name.wasm.tmp" ]; then

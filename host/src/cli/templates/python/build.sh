@@ -5,8 +5,9 @@
 #   ./build.sh
 #
 # Needs componentize-py (`.ci/install-guest-toolchains.sh python` in the
-# toolhost checkout installs the pinned version). The toolhost SDK comes
-# from the checkout below; TOOLHOST_SDK=/path/to/toolhost overrides it.
+# toolhost checkout installs the pinned version). The toolhost SDK and the
+# plugin contract (0.2, wit/0.2) come from the checkout below;
+# TOOLHOST_SDK=/path/to/toolhost overrides it.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -17,7 +18,7 @@ if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
 # (.ci/install-guest-toolchains.sh there); use them when they are there.
 if [ -f "$sdk/.ci/toolchains.sh" ]; then . "$sdk/.ci/toolchains.sh"; fi
 
-if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -d "$sdk/sdk-guest/python/toolhost_sdk" ]; then
+if [ ! -f "$sdk/wit/0.2/plugin.wit" ] || [ ! -d "$sdk/sdk-guest/python/toolhost_sdk" ]; then
     echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
     exit 1
 fi
@@ -30,7 +31,7 @@ mkdir -p "$here/dist"
 # componentize-py imports app.py at build time and snapshots the initialised
 # interpreter, so module-level work is done once, here.
 (cd "$here" && PYTHONDONTWRITEBYTECODE=1 componentize-py \
-    -d "$sdk/wit" -w plugin componentize app \
+    -d "$sdk/wit/0.2" -w plugin componentize app \
     -p "$here" -p "$sdk/sdk-guest/python" \
     -o "$here/dist/$name.wasm.tmp" >/dev/null)
 # Rename into place: a toolhost watching dist/ never sees half a file.
