@@ -4,6 +4,7 @@ mod approvals;
 mod cache;
 mod cli;
 mod contract;
+mod contract_guests;
 mod deadline;
 mod examples;
 mod hostile_data;

@@ -143,9 +143,12 @@ static th_status text_to_encode(const th_input *in, th_output *out, th_str *text
         case TH_ASK_DECLINE:
         case TH_ASK_CANCEL:
             return th_error(out, TH_FAILED, "the user did not say what the barcode should encode");
+        case TH_ASK_UNAVAILABLE:
+            return th_error(out, TH_INVALID_INPUT, "`text` is missing, and no one can be asked for it here (%s): pass `text`",
+                            answer.error);
         default:
-            return th_error(out, TH_INVALID_INPUT, "`text` is missing and the user could not be asked for it (%s): pass `text`",
-                            answer.error ? answer.error : "no answer");
+            return th_error(out, TH_INVALID_INPUT, "`text` is missing, and asking the user for it failed (%s): pass `text`",
+                            answer.error);
     }
 }
 

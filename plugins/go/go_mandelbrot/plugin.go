@@ -7,6 +7,7 @@ package plugin
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -64,10 +65,13 @@ func render(in renderInput) (toolhost.Output[summary], error) {
 		question := fmt.Sprintf("Render a %d x %d view at %d iterations? That is up to %d M steps; it takes a while.",
 			w, h, iterations, work/1_000_000)
 		answer, err := toolhost.Ask[goAhead](question)
-		if err != nil {
+		var askErr *toolhost.AskError
+		if errors.As(err, &askErr) && askErr.Kind == toolhost.AskUnavailable {
 			return none, toolhost.InvalidInput("a render of %d x %d at %d iterations needs the user's go-ahead, "+
-				"and they could not be asked (%v): keep width x height x max_iterations within %d",
-				w, h, iterations, err, workBudget)
+				"and no one can be asked here (%s): keep width x height x max_iterations within %d",
+				w, h, iterations, askErr.Message, workBudget)
+		} else if err != nil {
+			return none, toolhost.Failed("could not ask the user for a go-ahead: %v", err)
 		}
 		if answer.Action != toolhost.Accept || !answer.Value.GoAhead {
 			return none, toolhost.Failed("the user did not want a render this large")

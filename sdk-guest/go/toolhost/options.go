@@ -9,7 +9,7 @@ import (
 // people. Hints only, never a grant. Set them with the options Title,
 // ReadOnly, Destructive, Idempotent and OpenWorld.
 type Annotations struct {
-	Title                                      string
+	Title                                        string
 	ReadOnly, Destructive, Idempotent, OpenWorld *bool
 }
 
