@@ -58,7 +58,7 @@ typedef struct {
 } bytes;
 
 static void put(bytes *b, const void *s, size_t n) {
-    if (b->oom) return;
+    if (b->oom || n == 0) return;
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 1024;
         while (cap < b->len + n) cap *= 2;
