@@ -44,9 +44,7 @@ async fn call_with_progress(
         ProgressSink::new(move |p| seen.lock().unwrap().push(p))
     };
     let cx = CallContext::default().with_progress(sink);
-    let report = registry
-        .call_detailed(tool, &input.to_string(), &cx)
-        .await;
+    let report = registry.call_detailed(tool, &input.to_string(), &cx).await;
     let seen = seen.lock().unwrap().clone();
     (report, seen)
 }
@@ -98,7 +96,11 @@ async fn a_c_tool_declares_its_output_schema_and_answers_a_png_with_progress() {
     let hints = tool.annotations().expect("annotations");
     assert_eq!(hints.title.as_deref(), Some("Draw a barcode"));
     assert_eq!(
-        (hints.read_only_hint, hints.idempotent_hint, hints.open_world_hint),
+        (
+            hints.read_only_hint,
+            hints.idempotent_hint,
+            hints.open_world_hint
+        ),
         (Some(true), Some(true), Some(false))
     );
     assert_eq!(hints.destructive_hint, None, "not set, not sent");
@@ -169,13 +171,23 @@ async fn a_go_tool_derives_its_output_schema_and_answers_a_png_with_progress() {
     let png = png_part(&call.content, 64, 48);
     assert_eq!(summary["bytes"], json!(png.len()));
     assert_eq!(
-        (&summary["width"], &summary["height"], &summary["max_iterations"]),
+        (
+            &summary["width"],
+            &summary["height"],
+            &summary["max_iterations"]
+        ),
         (&json!(64), &json!(48), &json!(40))
     );
     let inside = summary["inside"].as_f64().unwrap();
-    assert!(inside > 0.05 && inside < 0.95, "the default view shows the set: {inside}");
+    assert!(
+        inside > 0.05 && inside < 0.95,
+        "the default view shows the set: {inside}"
+    );
     assert_progress_in_order(&progress, 48.0);
-    assert_eq!(progress.last().unwrap().message.as_deref(), Some("row 48 of 48"));
+    assert_eq!(
+        progress.last().unwrap().message.as_deref(),
+        Some("row 48 of 48")
+    );
 }
 
 #[tokio::test]
@@ -188,7 +200,8 @@ async fn a_go_tool_that_needs_a_go_ahead_hears_that_no_one_can_be_asked() {
     let e = call.output.unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e}");
     assert!(
-        e.message.contains("needs the user's go-ahead, and no one can be asked here ("),
+        e.message
+            .contains("needs the user's go-ahead, and no one can be asked here ("),
         "{e}"
     );
     assert!(progress.is_empty(), "nothing rendered: {progress:?}");
@@ -238,7 +251,10 @@ async fn scaffold_and_liar(lang: &str, name: &str, add: impl FnOnce(&str) -> Str
         .output_schema()
         .expect("the scaffold declares an output schema")
         .clone();
-    assert_eq!(schema["properties"]["greeting"]["type"], "string", "{schema}");
+    assert_eq!(
+        schema["properties"]["greeting"]["type"], "string",
+        "{schema}"
+    );
     assert_eq!(schema["required"], json!(["greeting"]), "{schema}");
     let (call, progress) = call_with_progress(&registry, &greet, &json!({"name": "Ada"})).await;
     assert_eq!(call.output.unwrap(), json!({"greeting": "Hello, Ada!"}));
@@ -254,7 +270,10 @@ async fn scaffold_and_liar(lang: &str, name: &str, add: impl FnOnce(&str) -> Str
         .await
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::OutputSchemaMismatch, "{lang}: {e}");
-    assert!(e.message.contains("does not match its output schema"), "{e}");
+    assert!(
+        e.message.contains("does not match its output schema"),
+        "{e}"
+    );
 }
 
 const LIAR_OUTPUT_SCHEMA: &str =
