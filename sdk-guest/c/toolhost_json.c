@@ -1,7 +1,8 @@
 /*
  * The JSON half of the toolhost C SDK: a reader for the input object's
- * top-level keys and a writer for the output. No dependency on the
- * generated bindings, so it also builds natively for tests.
+ * top-level keys, a writer for the output, and the output's content parts.
+ * No dependency on the generated bindings, so it also builds natively for
+ * tests.
  */
 #include "toolhost_internal.h"
 
@@ -287,6 +288,12 @@ bool th_utf8_valid(const char *s, size_t len) {
 void th_output_free(th_output *out) {
     free(out->buf);
     free(out->message);
+    for (size_t i = 0; i < out->part_count; i++) {
+        free(out->parts[i].media_type);
+        free(out->parts[i].uri);
+        free(out->parts[i].data);
+    }
+    free(out->parts);
     memset(out, 0, sizeof(*out));
 }
 
@@ -407,6 +414,93 @@ th_status th_error(th_output *out, th_status status, const char *fmt, ...) {
     out->message = th_vformat(fmt, ap);
     va_end(ap);
     return status;
+}
+
+/* ---------- content parts ---------- */
+
+static char *copy_cstring(th_output *out, const char *s) {
+    if (!s) return NULL;
+    size_t n = strlen(s);
+    char *copy = malloc(n + 1);
+    if (!copy) { out->oom = 1; return NULL; }
+    memcpy(copy, s, n + 1);
+    return copy;
+}
+
+static void add_part(th_output *out, th_part_kind kind, const char *uri, const char *media_type,
+                     const void *data, size_t len) {
+    if (out->oom) return;
+    if (out->part_count == out->part_cap) {
+        size_t cap = out->part_cap ? out->part_cap * 2 : 4;
+        th_part *grown = realloc(out->parts, cap * sizeof *grown);
+        if (!grown) { out->oom = 1; return; }
+        out->parts = grown;
+        out->part_cap = cap;
+    }
+    th_part part = {kind, NULL, NULL, NULL, len};
+    part.media_type = copy_cstring(out, media_type);
+    part.uri = copy_cstring(out, uri);
+    if (len > 0) {
+        part.data = malloc(len);
+        if (part.data) memcpy(part.data, data, len);
+        else out->oom = 1;
+    }
+    if (out->oom) {
+        free(part.media_type);
+        free(part.uri);
+        free(part.data);
+        return;
+    }
+    out->parts[out->part_count++] = part;
+}
+
+void th_add_text(th_output *out, const char *text, size_t len) {
+    add_part(out, TH_PART_TEXT, NULL, NULL, text, len);
+}
+
+void th_add_image(th_output *out, const char *media_type, const void *data, size_t len) {
+    add_part(out, TH_PART_IMAGE, NULL, media_type ? media_type : "", data, len);
+}
+
+void th_add_audio(th_output *out, const char *media_type, const void *data, size_t len) {
+    add_part(out, TH_PART_AUDIO, NULL, media_type ? media_type : "", data, len);
+}
+
+void th_add_resource_text(th_output *out, const char *uri, const char *media_type, const char *text, size_t len) {
+    add_part(out, TH_PART_RESOURCE_TEXT, uri ? uri : "", media_type, text, len);
+}
+
+void th_add_resource_blob(th_output *out, const char *uri, const char *media_type, const void *data, size_t len) {
+    add_part(out, TH_PART_RESOURCE_BLOB, uri ? uri : "", media_type, data, len);
+}
+
+static bool cstring_utf8(const char *s) { return !s || th_utf8_valid(s, strlen(s)); }
+
+const char *th_output_problem(const th_output *out) {
+    if (out->oom) return "out of memory while writing the output";
+    if (!th_utf8_valid(out->buf, out->len)) return "the tool's output is not valid UTF-8";
+    for (size_t i = 0; i < out->part_count; i++) {
+        const th_part *p = &out->parts[i];
+        if (!cstring_utf8(p->media_type) || !cstring_utf8(p->uri))
+            return "a content part's media type or URI is not valid UTF-8";
+        switch (p->kind) {
+            case TH_PART_TEXT:
+            case TH_PART_RESOURCE_TEXT:
+                if (!th_utf8_valid((const char *)p->data, p->len))
+                    return "a text content part is not valid UTF-8";
+                break;
+            case TH_PART_IMAGE:
+            case TH_PART_AUDIO:
+                if (p->media_type[0] == 0)
+                    return "an image or audio part needs its media type (e.g. image/png)";
+                break;
+            case TH_PART_RESOURCE_BLOB:
+                break;
+        }
+        if ((p->kind == TH_PART_RESOURCE_TEXT || p->kind == TH_PART_RESOURCE_BLOB) && p->uri[0] == 0)
+            return "an embedded resource needs its URI";
+    }
+    return NULL;
 }
 
 char *th_vformat(const char *fmt, va_list ap) {

@@ -4,6 +4,7 @@ mod approvals;
 mod cache;
 mod cli;
 mod contract;
+mod contract_guests;
 mod contract_sdks;
 mod deadline;
 mod examples;

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::{Value, json};
-use toolhost_tests::plugins::{toolhost_bin, workspace_root};
+use toolhost_tests::plugins::{toolchain_path, toolhost_bin, workspace_root};
 
 fn toolhost(args: &[&str]) -> Output {
     Command::new(toolhost_bin())
@@ -50,18 +50,6 @@ fn text(bytes: &[u8]) -> String {
 
 fn path(p: &Path) -> &str {
     p.to_str().expect("temp paths are UTF-8")
-}
-
-/// PATH with the project-local toolchains (`.ci/toolchains.sh`) first.
-fn toolchain_path() -> std::ffi::OsString {
-    let venv = workspace_root()
-        .join("target")
-        .join("toolchains")
-        .join("venv")
-        .join("bin");
-    let rest = std::env::var_os("PATH").unwrap_or_default();
-    std::env::join_paths(std::iter::once(venv).chain(std::env::split_paths(&rest)))
-        .expect("PATH entries join")
 }
 
 fn has(tool: &str) -> bool {

@@ -80,6 +80,20 @@ fn build_plugins() {
     });
 }
 
+/// PATH with the project-local guest toolchains (`target/toolchains/venv/bin`,
+/// where `.ci/install-guest-toolchains.sh` puts them) first, as
+/// `.ci/toolchains.sh` sets it for the build scripts.
+pub fn toolchain_path() -> std::ffi::OsString {
+    let venv = workspace_root()
+        .join("target")
+        .join("toolchains")
+        .join("venv")
+        .join("bin");
+    let rest = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(std::iter::once(venv).chain(std::env::split_paths(&rest)))
+        .expect("PATH entries join")
+}
+
 /// The directory with every bundled example plugin built (`target/plugins`).
 ///
 /// # Panics

@@ -379,8 +379,8 @@ fn templates(lang: Lang) -> Templates {
             lang_title: "C",
             more_tools: "",
             limits: (50_000_000, 1000, 16, "A C tool needs little."),
-            files_doc: "- `plugin.c`: the tool: one function, listed with its schema in \
-                        `TOOLHOST_PLUGIN` (every `*.c` here is compiled).\n",
+            files_doc: "- `plugin.c`: the tool: one function, listed with its input and output \
+                        schemas in `TOOLHOST_PLUGIN` (every `*.c` here is compiled).\n",
             toolchain: "Needs clang, lld, wasi-libc and wasm-tools \
                         (`.ci/install-guest-toolchains.sh c` in the toolhost checkout).",
             sdk_note: "`build.sh` names the checkout at its top; `TOOLHOST_SDK=/path/to/toolhost \
@@ -400,8 +400,9 @@ fn templates(lang: Lang) -> Templates {
                 32,
                 "Go's runtime and GC make a Go tool heavier than a C one.",
             ),
-            files_doc: "- `plugin.go`: the tool: a typed function registered in `init()` \
-                        (every `*.go` here is built, as `package plugin`).\n",
+            files_doc: "- `plugin.go`: the tool: a typed function registered in `init()`, \
+                        its schemas derived from its input and result types (every `*.go` \
+                        here is built, as `package plugin`).\n",
             toolchain: "Needs go and wasm-tools (`.ci/install-guest-toolchains.sh go` in the \
                         toolhost checkout).",
             sdk_note: "`build.sh` names the checkout at its top; `TOOLHOST_SDK=/path/to/toolhost \

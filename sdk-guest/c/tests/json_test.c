@@ -1,4 +1,4 @@
-/* Native tests of the C SDK's JSON reader and writer:
+/* Native tests of the C SDK's JSON reader and writer and of content parts:
  *   cc -std=c11 -Wall -Werror -Isdk-guest/c sdk-guest/c/tests/json_test.c sdk-guest/c/toolhost_json.c -lm && ./a.out
  * Prints "N passed, N failed" and exits non-zero on a failure. */
 #include <stdio.h>
@@ -79,11 +79,52 @@ static void checks_utf8(void) {
     CHECK(!th_utf8_valid("\xff", 1));
 }
 
+static void collects_content_parts(void) {
+    th_output out;
+    memset(&out, 0, sizeof out);
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G', 0, 0xff};
+    char media[] = "image/png";
+    th_add_image(&out, media, png, sizeof png);
+    media[0] = 'X'; /* the part holds its own copy */
+    th_add_text(&out, "caption \xc3\xa9", 10);
+    th_add_audio(&out, "audio/wav", "RIFF", 4);
+    th_add_resource_text(&out, "file:///notes.md", "text/markdown", "# hi", 4);
+    th_add_resource_blob(&out, "file:///a.bin", NULL, "", 0);
+    CHECK(out.part_count == 5);
+    CHECK(out.parts[0].kind == TH_PART_IMAGE && strcmp(out.parts[0].media_type, "image/png") == 0);
+    CHECK(out.parts[0].len == sizeof png && memcmp(out.parts[0].data, png, sizeof png) == 0);
+    CHECK(out.parts[1].kind == TH_PART_TEXT && out.parts[1].len == 10 && !out.parts[1].media_type);
+    CHECK(out.parts[3].kind == TH_PART_RESOURCE_TEXT && strcmp(out.parts[3].uri, "file:///notes.md") == 0);
+    CHECK(out.parts[4].kind == TH_PART_RESOURCE_BLOB && !out.parts[4].media_type && out.parts[4].len == 0);
+    CHECK(th_output_problem(&out) == NULL);
+    th_output_free(&out);
+    CHECK(out.part_count == 0 && out.parts == NULL);
+}
+
+static void names_what_cannot_be_sent(void) {
+    th_output out;
+    memset(&out, 0, sizeof out);
+    th_add_text(&out, "\xff", 1);
+    CHECK(th_output_problem(&out) && strstr(th_output_problem(&out), "not valid UTF-8"));
+    th_output_free(&out);
+    th_add_image(&out, "", "x", 1);
+    CHECK(th_output_problem(&out) && strstr(th_output_problem(&out), "media type"));
+    th_output_free(&out);
+    th_add_resource_blob(&out, NULL, "application/octet-stream", "x", 1);
+    CHECK(th_output_problem(&out) && strstr(th_output_problem(&out), "URI"));
+    th_output_free(&out);
+    th_cstring(&out, "\xc0\xaf");
+    CHECK(th_output_problem(&out) && strstr(th_output_problem(&out), "output is not valid UTF-8"));
+    th_output_free(&out);
+}
+
 int main(void) {
     checks_utf8();
     reads_values();
     rejects_non_objects();
     writes_json();
+    collects_content_parts();
+    names_what_cannot_be_sent();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

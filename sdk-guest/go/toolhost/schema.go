@@ -1,6 +1,8 @@
 package toolhost
 
 import (
+	"encoding"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -24,12 +26,56 @@ func SchemaOf(t reflect.Type) (map[string]any, error) {
 	if t.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("the input type must be a struct, not %s", t)
 	}
-	return schemaOf(t, 0)
+	return schemaOf(t, 0, false)
 }
 
-func schemaOf(t reflect.Type, depth int) (map[string]any, error) {
+// OutputSchemaOf derives the JSON Schema of what encoding/json writes for a
+// value of type t, a struct or a pointer to one: the same rules as
+// SchemaOf, except that a field is required unless it has `omitempty`
+// (encoding/json writes every other field), a pointer, slice or map field
+// may be null, []byte is a base64 string, and a type with its own
+// MarshalJSON or MarshalText may be any value.
+func OutputSchemaOf(t reflect.Type) (map[string]any, error) {
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("an output schema needs a struct type, not %v", t)
+	}
+	return schemaOf(t, 0, true)
+}
+
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+)
+
+// orNull lets a schema's value also be null.
+func orNull(schema map[string]any) map[string]any {
+	if kind, ok := schema["type"].(string); ok {
+		schema["type"] = []any{kind, "null"}
+	}
+	return schema
+}
+
+func schemaOf(t reflect.Type, depth int, output bool) (map[string]any, error) {
 	if depth > 32 {
 		return nil, fmt.Errorf("type %s nests too deeply (recursive types have no schema here)", t)
+	}
+	if output && depth > 0 {
+		switch {
+		case t.Implements(jsonMarshaler) || t.Implements(textMarshaler) ||
+			reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler):
+			return map[string]any{}, nil
+		case t.Kind() == reflect.Pointer:
+			schema, err := schemaOf(t.Elem(), depth+1, output)
+			if err != nil {
+				return nil, err
+			}
+			return orNull(schema), nil
+		case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
+			return map[string]any{"type": []any{"string", "null"}}, nil
+		}
 	}
 	switch t.Kind() {
 	case reflect.Bool:
@@ -42,24 +88,32 @@ func schemaOf(t reflect.Type, depth int) (map[string]any, error) {
 	case reflect.String:
 		return map[string]any{"type": "string"}, nil
 	case reflect.Pointer:
-		return schemaOf(t.Elem(), depth+1)
+		return schemaOf(t.Elem(), depth+1, output)
 	case reflect.Interface:
 		return map[string]any{}, nil
 	case reflect.Slice, reflect.Array:
-		items, err := schemaOf(t.Elem(), depth+1)
+		items, err := schemaOf(t.Elem(), depth+1, output)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"type": "array", "items": items}, nil
+		schema := map[string]any{"type": "array", "items": items}
+		if output && t.Kind() == reflect.Slice {
+			orNull(schema) // a nil slice is written as null
+		}
+		return schema, nil
 	case reflect.Map:
 		if t.Key().Kind() != reflect.String {
 			return nil, fmt.Errorf("map %s: JSON object keys are strings", t)
 		}
-		values, err := schemaOf(t.Elem(), depth+1)
+		values, err := schemaOf(t.Elem(), depth+1, output)
 		if err != nil {
 			return nil, err
 		}
-		return map[string]any{"type": "object", "additionalProperties": values}, nil
+		schema := map[string]any{"type": "object", "additionalProperties": values}
+		if output {
+			orNull(schema) // a nil map is written as null
+		}
+		return schema, nil
 	case reflect.Struct:
 		props := map[string]any{}
 		required := []string{}
@@ -75,7 +129,7 @@ func schemaOf(t reflect.Type, depth int) (map[string]any, error) {
 			if name == "" {
 				name = f.Name
 			}
-			prop, err := schemaOf(f.Type, depth+1)
+			prop, err := schemaOf(f.Type, depth+1, output)
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.Name, err)
 			}
@@ -87,10 +141,14 @@ func schemaOf(t reflect.Type, depth int) (map[string]any, error) {
 				for _, v := range strings.Split(e, ",") {
 					values = append(values, v)
 				}
+				if _, nullable := prop["type"].([]any); nullable {
+					values = append(values, nil)
+				}
 				prop["enum"] = values
 			}
 			props[name] = prop
-			optional := f.Type.Kind() == reflect.Pointer || strings.Contains(","+opts+",", ",omitempty,")
+			omitempty := strings.Contains(","+opts+",", ",omitempty,")
+			optional := omitempty || (!output && f.Type.Kind() == reflect.Pointer)
 			if !optional {
 				required = append(required, name)
 			}

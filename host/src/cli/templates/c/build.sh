@@ -5,9 +5,10 @@
 #   ./build.sh
 #
 # clang (wasm32-wasi, reactor) compiles every *.c here with the toolhost C
-# SDK and its committed wit-bindgen bindings into a WASI preview1 core
-# module; `wasm-tools component new` turns it into a component, with the
-# preview1 reactor adapter mapping WASI to preview2. Needs clang-14, lld-14,
+# SDK and its committed wit-bindgen bindings (contract
+# toolhost:plugin@0.2.0) into a WASI preview1 core module; `wasm-tools
+# component new` turns it into a component, with the preview1 reactor
+# adapter mapping WASI to preview2. Needs clang-14, lld-14,
 # wasi-libc, libclang-rt-14-dev-wasm32 and wasm-tools
 # (`.ci/install-guest-toolchains.sh c` in the toolhost checkout). CC=...
 # picks another compiler that takes clang's flags; WASI_SYSROOT=... another
@@ -22,8 +23,9 @@ if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
 # (.ci/install-guest-toolchains.sh there); use them when they are there.
 if [ -f "$sdk/.ci/toolchains.sh" ]; then . "$sdk/.ci/toolchains.sh"; fi
 c_sdk="$sdk/sdk-guest/c"
+bindings="$c_sdk/bindings/0.2"
 
-if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -f "$c_sdk/toolhost.h" ]; then
+if [ ! -f "$sdk/wit/0.2/plugin.wit" ] || [ ! -f "$c_sdk/toolhost.h" ] || [ ! -f "$bindings/plugin.c" ]; then
     echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
     exit 1
 fi
@@ -56,9 +58,9 @@ mkdir -p "$here/dist"
 # component-type object carries the WIT world into the module.
 "$cc" --target=wasm32-wasi -mexec-model=reactor "${sysroot_args[@]}" \
     -O2 -std=c11 -Wall -Wextra -Werror -fvisibility=hidden \
-    -I "$c_sdk" -I "$c_sdk/bindings" \
+    -I "$c_sdk" -I "$bindings" \
     "$here"/*.c "$c_sdk/toolhost.c" "$c_sdk/toolhost_json.c" \
-    "$c_sdk/bindings/plugin.c" "$c_sdk/bindings/plugin_component_type.o" \
+    "$bindings/plugin.c" "$bindings/plugin_component_type.o" \
     -Wl,--strip-debug -o "$tmp/$name.core.wasm"
 wasm-tools component new "$tmp/$name.core.wasm" \
     --adapt "wasi_snapshot_preview1=$adapter" -o "$tmp/$name.wasm"

@@ -7,8 +7,10 @@
  * Every tool is one function that reads its input with th_get_* and writes
  * its JSON output with the th_* writers (toolhost.h, in the toolhost
  * checkout's sdk-guest/c). TOOLHOST_PLUGIN lists the tools, each with its
- * input JSON Schema; the host validates every input against it before the
- * function runs.
+ * input JSON Schema, which the host checks every input against before the
+ * function runs, and its output schema, which the host checks every output
+ * against after. th_progress tells whoever waits how far a call is;
+ * th_add_image and friends add content parts beside the JSON.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +31,7 @@ static th_status greet(const th_input *in, th_output *out) {
     while (name.len > 0 && is_space(name.ptr[name.len - 1])) name.len--;
     if (name.len == 0) return th_error(out, TH_INVALID_INPUT, "`name` must not be blank");
 
+    th_progress(0, 1, "looking up the greeting");
     /* The manifest's [config] greeting; th_config's result is ours to free. */
     char *configured = th_config("greeting");
     const char *greeting = configured ? configured : "Hello";
@@ -52,14 +55,18 @@ static th_status greet(const th_input *in, th_output *out) {
     th_object_end(out);
     free(text);
     free(configured);
+    th_progress(1, 1, "greeted");
     return TH_OK;
 }
 
 TOOLHOST_PLUGIN(
-    {"{{name}}_greet",
-     "Greet someone by name.",
-     "{\"type\":\"object\",\"properties\":{"
-     "\"name\":{\"type\":\"string\",\"description\":\"Who to greet.\"}},"
-     "\"required\":[\"name\"],\"additionalProperties\":false}",
-     greet},
+    {.name = "{{name}}_greet",
+     .description = "Greet someone by name.",
+     .input_schema = "{\"type\":\"object\",\"properties\":{"
+                     "\"name\":{\"type\":\"string\",\"description\":\"Who to greet.\"}},"
+                     "\"required\":[\"name\"],\"additionalProperties\":false}",
+     .run = greet,
+     .output_schema = "{\"type\":\"object\",\"properties\":{\"greeting\":{\"type\":\"string\"}},"
+                      "\"required\":[\"greeting\"],\"additionalProperties\":false}",
+     .annotations = {.title = "Greet", .read_only = TH_YES}},
 )

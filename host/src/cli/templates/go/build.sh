@@ -9,8 +9,9 @@
 # from the toolhost checkout's sdk-guest/go; the Go module proxy is not
 # used) are assembled into one module; `GOOS=wasip1 GOARCH=wasm go build
 # -buildmode=c-shared` makes a preview1 reactor module; wasm-tools embeds
-# the WIT world and adapts it to a component. Needs go and wasm-tools
-# (`.ci/install-guest-toolchains.sh go` in the toolhost checkout).
+# the WIT world (toolhost:plugin@0.2.0) and adapts it to a component.
+# Needs go and wasm-tools (`.ci/install-guest-toolchains.sh go` in the
+# toolhost checkout).
 # TOOLHOST_SDK=/path/to/toolhost overrides the checkout below.
 set -euo pipefail
 
@@ -23,7 +24,7 @@ if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
 if [ -f "$sdk/.ci/toolchains.sh" ]; then . "$sdk/.ci/toolchains.sh"; fi
 go_sdk="$sdk/sdk-guest/go"
 
-if [ ! -f "$sdk/wit/plugin.wit" ] || [ ! -d "$go_sdk/toolhost" ]; then
+if [ ! -f "$sdk/wit/0.2/plugin.wit" ] || [ ! -d "$go_sdk/toolhost" ]; then
     echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
     exit 1
 fi
@@ -62,7 +63,7 @@ GO
 # -checklinkname=0: the wit runtime links to Go runtime internals.
 (cd "$mod" && GOOS=wasip1 GOARCH=wasm GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-mod=mod \
     go build -buildmode=c-shared -trimpath -ldflags="-checklinkname=0 -s -w" -o "$tmp/$name.core.wasm" .)
-wasm-tools component embed --world plugin "$sdk/wit" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
+wasm-tools component embed --world plugin "$sdk/wit/0.2" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
 wasm-tools component new "$tmp/$name.embed.wasm" \
     --adapt "wasi_snapshot_preview1=$adapter" -o "$tmp/$name.wasm"
 wasm-tools validate "$tmp/$name.wasm"
