@@ -160,7 +160,7 @@ fn show(name: &str, field: &Map<String, Value>, required: bool) {
     if choices.is_empty() {
         let _ = write!(err, " [{ty}]");
     } else {
-        let _ = write!(err, "\n");
+        let _ = writeln!(err);
         for (i, (_, label)) in choices.iter().enumerate() {
             let _ = writeln!(err, "    {}) {}", i + 1, untrusted(label, SHOWN_TEXT_BYTES));
         }
@@ -210,7 +210,7 @@ fn typed(field: &Map<String, Value>, required: bool, line: Option<String>) -> Ty
             .map_or_else(|| Value::String(word.to_owned()), |(v, _)| Value::String(v.clone()))
     };
     let value = match field.get("type").and_then(Value::as_str) {
-        Some("array") => Value::Array(line.split(',').filter(|w| !w.trim().is_empty()).map(pick).collect()),
+        Some("array") => Value::Array(line.split(',').filter(|w| !w.trim().is_empty()).map(&pick).collect()),
         Some("string") if !choices.is_empty() => pick(line),
         Some("integer") => line
             .parse::<i64>()

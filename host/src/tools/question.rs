@@ -129,7 +129,7 @@ impl QuestionSink {
         Fut: Future<Output = Answer> + Send + 'static,
     {
         Self {
-            answer: Arc::new(move |q| Box::pin(f(q))),
+            answer: Arc::new(move |q| -> BoxFuture<'static, Answer> { Box::pin(f(q)) }),
             time_limit: Self::TIME_LIMIT,
         }
     }
@@ -277,7 +277,7 @@ fn only(field: &Map<String, Value>, extra: &[&str]) -> Result<(), String> {
 }
 
 /// The values of a `[{const, title}]` list.
-fn titled(list: Option<&Value>, key: &str) -> Result<Vec<&str>, String> {
+fn titled<'a>(list: Option<&'a Value>, key: &str) -> Result<Vec<&'a str>, String> {
     let list = list
         .and_then(Value::as_array)
         .ok_or_else(|| format!("`{key}` is not an array"))?;
