@@ -73,7 +73,7 @@ fn ask(question: &Question) -> Answer {
                             fields.insert(name.to_owned(), value);
                             break;
                         }
-                        Err(e) => eprintln!("  not an answer: {e}"),
+                        Err(e) => eprintln!("  that does not fit: {e}"),
                     }
                 }
             }
@@ -134,7 +134,10 @@ fn choices(field: &Map<String, Value>) -> Vec<(String, String)> {
     }
     match field.get("items") {
         Some(items) if items.get("anyOf").is_some() => titled(&items["anyOf"]),
-        Some(items) => items.get("enum").map(|v| plain(v, None)).unwrap_or_default(),
+        Some(items) => items
+            .get("enum")
+            .map(|v| plain(v, None))
+            .unwrap_or_default(),
         None => Vec::new(),
     }
 }
@@ -155,7 +158,10 @@ fn show(name: &str, field: &Map<String, Value>, required: bool) {
     if let Some(description) = text("description") {
         let _ = write!(err, " ({description})");
     }
-    let ty = field.get("type").and_then(Value::as_str).unwrap_or("string");
+    let ty = field
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("string");
     let choices = choices(field);
     if choices.is_empty() {
         let _ = write!(err, " [{ty}]");
@@ -175,9 +181,17 @@ fn show(name: &str, field: &Map<String, Value>, required: bool) {
         );
     }
     if let Some(default) = field.get("default") {
-        let _ = write!(err, " [default {}]", untrusted(&default.to_string(), SHOWN_TEXT_BYTES));
+        let _ = write!(
+            err,
+            " [default {}]",
+            untrusted(&default.to_string(), SHOWN_TEXT_BYTES)
+        );
     }
-    let _ = write!(err, "{} answer: ", if required { " (required)" } else { "" });
+    let _ = write!(
+        err,
+        "{} answer: ",
+        if required { " (required)" } else { "" }
+    );
     let _ = err.flush();
 }
 
@@ -207,10 +221,18 @@ fn typed(field: &Map<String, Value>, required: bool, line: Option<String>) -> Ty
             .ok()
             .and_then(|n| n.checked_sub(1))
             .and_then(|i| choices.get(i))
-            .map_or_else(|| Value::String(word.to_owned()), |(v, _)| Value::String(v.clone()))
+            .map_or_else(
+                || Value::String(word.to_owned()),
+                |(v, _)| Value::String(v.clone()),
+            )
     };
     let value = match field.get("type").and_then(Value::as_str) {
-        Some("array") => Value::Array(line.split(',').filter(|w| !w.trim().is_empty()).map(&pick).collect()),
+        Some("array") => Value::Array(
+            line.split(',')
+                .filter(|w| !w.trim().is_empty())
+                .map(&pick)
+                .collect(),
+        ),
         Some("string") if !choices.is_empty() => pick(line),
         Some("integer") => line
             .parse::<i64>()

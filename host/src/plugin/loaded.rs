@@ -10,8 +10,8 @@ use super::session;
 use crate::sandbox::{CacheStatus, CallSinks, Guest, Limits, Permissions};
 use crate::sandbox::{GuestContent, GuestOutput};
 use crate::tools::{
-    CallContext, Content, ResourceContents, SessionId, Tool, ToolAnnotations,
-    ToolError, ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
+    CallContext, Content, ResourceContents, SessionId, Tool, ToolAnnotations, ToolError,
+    ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
 };
 
 /// What a tool of a 0.2 plugin declares besides its [`ToolSpec`]: the

@@ -7,7 +7,9 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::ask::Asking;
-use super::bindings::{HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2};
+use super::bindings::{
+    HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2,
+};
 use super::capture::StderrCapture;
 use super::files::OpenHandles;
 use super::http::HttpState;

@@ -196,8 +196,15 @@ pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, Strin
         return Err("the schema's `type` must be \"object\"".to_owned());
     }
     for key in root.keys() {
-        if !["type", "properties", "required", "title", "description", "$schema"]
-            .contains(&key.as_str())
+        if ![
+            "type",
+            "properties",
+            "required",
+            "title",
+            "description",
+            "$schema",
+        ]
+        .contains(&key.as_str())
         {
             return Err(format!(
                 "the schema has `{}`; a question's schema has only type, properties, required, title and description",
@@ -242,7 +249,10 @@ pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, Strin
     let mut schema = root.clone();
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         for field in properties.values_mut().filter_map(Value::as_object_mut) {
-            if matches!(field.get("type").and_then(Value::as_str), Some("number" | "integer")) {
+            if matches!(
+                field.get("type").and_then(Value::as_str),
+                Some("number" | "integer")
+            ) {
                 field.remove("format");
             }
         }
@@ -320,12 +330,18 @@ fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
         Some("string") => {
             only(field, &["minLength", "maxLength", "format"])?;
             for key in ["minLength", "maxLength"] {
-                if field.get(key).is_some_and(|v| v.as_u64().is_none_or(|n| n > u64::from(u32::MAX))) {
+                if field
+                    .get(key)
+                    .is_some_and(|v| v.as_u64().is_none_or(|n| n > u64::from(u32::MAX)))
+                {
                     return Err(format!("`{key}` is not a whole number"));
                 }
             }
             if let Some(format) = field.get("format")
-                && !matches!(format.as_str(), Some("email" | "uri" | "date" | "date-time"))
+                && !matches!(
+                    format.as_str(),
+                    Some("email" | "uri" | "date" | "date-time")
+                )
             {
                 return Err("`format` must be one of email, uri, date, date-time".to_owned());
             }
@@ -366,8 +382,7 @@ fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
                 }
                 titled(items.get("anyOf"), "anyOf")?
             } else {
-                if items.len() != 2 || items.get("type").and_then(Value::as_str) != Some("string")
-                {
+                if items.len() != 2 || items.get("type").and_then(Value::as_str) != Some("string") {
                     return Err(
                         "`items` must be {\"type\": \"string\", \"enum\": [...]} or {\"anyOf\": [...]}"
                             .to_owned(),
@@ -417,16 +432,29 @@ fn check_value(kind: &Kind<'_>, field: &Map<String, Value>, value: &Value) -> Re
             let text = value.as_str().ok_or("not a string")?;
             let chars = text.chars().count() as u64;
             if count("minLength").is_some_and(|n| chars < n) {
-                return Err(format!("shorter than {} characters", count("minLength").unwrap_or(0)));
+                return Err(format!(
+                    "shorter than {} characters",
+                    count("minLength").unwrap_or(0)
+                ));
             }
             if count("maxLength").is_some_and(|n| chars > n) {
-                return Err(format!("longer than {} characters", count("maxLength").unwrap_or(0)));
+                return Err(format!(
+                    "longer than {} characters",
+                    count("maxLength").unwrap_or(0)
+                ));
             }
         }
         Kind::Number { integer } => {
-            let ok = if *integer { value.is_i64() || value.is_u64() } else { value.is_number() };
+            let ok = if *integer {
+                value.is_i64() || value.is_u64()
+            } else {
+                value.is_number()
+            };
             if !ok {
-                return Err(format!("not {}", if *integer { "an integer" } else { "a number" }));
+                return Err(format!(
+                    "not {}",
+                    if *integer { "an integer" } else { "a number" }
+                ));
             }
             let n = value.as_f64().unwrap_or(f64::NAN);
             if bound("minimum").is_some_and(|m| n < m) {
@@ -447,7 +475,10 @@ fn check_value(kind: &Kind<'_>, field: &Map<String, Value>, value: &Value) -> Re
         }
         Kind::Choices(values) => {
             let picked = value.as_array().ok_or("not an array")?;
-            if !picked.iter().all(|p| p.as_str().is_some_and(|p| values.contains(&p))) {
+            if !picked
+                .iter()
+                .all(|p| p.as_str().is_some_and(|p| values.contains(&p)))
+            {
                 return Err("not a list of the choices".to_owned());
             }
             let n = picked.len() as u64;
@@ -544,9 +575,7 @@ mod tests {
             assert!(schema(bad.clone()).is_err(), "{bad}");
         }
         assert!(check_question_schema(&json!({"type": "object", "$defs": {}})).is_err());
-        assert!(
-            check_question_schema(&json!({"type": "object", "required": ["nope"]})).is_err()
-        );
+        assert!(check_question_schema(&json!({"type": "object", "required": ["nope"]})).is_err());
         let many: Map<String, Value> = (0..=MAX_QUESTION_FIELDS)
             .map(|i| (format!("f{i}"), json!({"type": "boolean"})))
             .collect();
@@ -564,7 +593,10 @@ mod tests {
         assert!(check_answer(&s, &json!({"n": 5})).is_ok());
         assert!(check_answer(&s, &json!({"n": 6})).is_err());
         assert!(check_answer(&s, &json!({"n": 1.5})).is_err());
-        assert!(check_answer(&s, &json!({"c": "a"})).is_err(), "n is required");
+        assert!(
+            check_answer(&s, &json!({"c": "a"})).is_err(),
+            "n is required"
+        );
         assert!(check_answer(&s, &json!({"n": 1, "c": "b"})).is_err());
         assert!(check_answer(&s, &json!({"n": 1, "extra": 1})).is_err());
         assert!(check_answer(&s, &json!([1])).is_err());

@@ -31,7 +31,10 @@ fn run_args(fake: &FakeOpenAi, plugins: &Path) -> Vec<String> {
 fn command(program: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(program);
     command
-        .env("TOOLHOST_CACHE_DIR", workspace_root().join("target").join("test-cache"))
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            workspace_root().join("target").join("test-cache"),
+        )
         .env("TOOLHOST_TEST_KEY", "test-key")
         .env_remove("TOOLHOST_PLUGINS")
         .env_remove("TOOLHOST_CONFIG");
@@ -41,7 +44,9 @@ fn command(program: &Path) -> std::process::Command {
 /// A fake model that calls `hostile_ask` once, then answers "done".
 async fn fake() -> FakeOpenAi {
     let fake = FakeOpenAi::start().await;
-    fake.push(Turn::calls(vec![FakeCall::new("hostile_ask", json!({})).with_id("call_ask")]));
+    fake.push(Turn::calls(vec![
+        FakeCall::new("hostile_ask", json!({})).with_id("call_ask"),
+    ]));
     fake.push(Turn::text("done"));
     fake
 }
@@ -64,12 +69,21 @@ async fn on_terminal(args: Vec<String>, typed: &[&str]) -> Value {
     let typed = json!(typed).to_string();
     let bin = toolhost_bin().to_owned();
     let out = tokio::task::spawn_blocking(move || {
-        command(Path::new("python3")).arg(script).arg(typed).arg(bin).args(&args).output()
+        command(Path::new("python3"))
+            .arg(script)
+            .arg(typed)
+            .arg(bin)
+            .args(&args)
+            .output()
     })
     .await
     .unwrap()
     .expect("python3 starts");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("the helper's JSON")
 }
 
@@ -80,16 +94,25 @@ async fn on_a_terminal_each_field_is_asked_and_the_answer_reaches_the_tool() {
     let fake = fake().await;
     // Fields in the schema's order: count (11 is over its maximum: asked
     // again), gift (empty: its default), name, size (choice 3: L).
-    let out = on_terminal(run_args(&fake, plugins.path()), &["11", "2", "", "Ada", "3"]).await;
+    let out = on_terminal(
+        run_args(&fake, plugins.path()),
+        &["11", "2", "", "Ada", "3"],
+    )
+    .await;
     let output = out["output"].as_str().unwrap();
     assert_eq!(out["exit"], 0, "{output}");
     assert_eq!(out["asked"], 5, "{output}");
-    assert!(output.contains("the tool `hostile_ask` asks: Who is this order for?"), "{output}");
+    assert!(
+        output.contains("the tool `hostile_ask` asks: Who is this order for?"),
+        "{output}"
+    );
     assert!(output.contains("3) L"), "the choices are listed: {output}");
-    assert!(output.contains("not an answer"), "{output}");
+    assert!(output.contains("that does not fit"), "{output}");
     assert_eq!(
         answers(&fake),
-        [json!({"action": "accept", "content": {"name": "Ada", "size": "L", "count": 2, "gift": false}})],
+        [
+            json!({"action": "accept", "content": {"name": "Ada", "size": "L", "count": 2, "gift": false}})
+        ],
         "{output}"
     );
 }
@@ -112,12 +135,20 @@ async fn without_a_terminal_the_tool_hears_that_no_one_can_be_asked() {
     let fake = fake().await;
     let args = run_args(&fake, plugins.path());
     let out = tokio::task::spawn_blocking(move || {
-        command(toolhost_bin()).args(&args).stdin(std::process::Stdio::null()).output()
+        command(toolhost_bin())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
     })
     .await
     .unwrap()
     .expect("toolhost starts");
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let answers = answers(&fake);
     let error = answers[0]["error"].as_str().unwrap();
     assert!(error.starts_with("no one to ask"), "{error}");

@@ -21,11 +21,14 @@ async fn registry(dir: &Path) -> Arc<ToolRegistry> {
         .expect("the sandbox starts");
     let report = host.load_dir(dir).await.expect("the directory loads");
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    report.registry().expect("a registry")
+    Arc::new(report.registry().expect("a registry"))
 }
 
 /// Call `hostile_ask` with `input`; its answer list, or the error.
-async fn ask(input: Value, sink: Option<QuestionSink>) -> Result<Vec<Value>, (ToolErrorKind, String)> {
+async fn ask(
+    input: Value,
+    sink: Option<QuestionSink>,
+) -> Result<Vec<Value>, (ToolErrorKind, String)> {
     let dir = tempfile::tempdir().unwrap();
     let registry = registry(dir.path()).await;
     let cx = CallContext {
@@ -56,34 +59,55 @@ fn fields(value: Value) -> Map<String, Value> {
 
 #[tokio::test]
 async fn an_accepted_answer_reaches_the_tool_with_the_question_it_asked() {
-    let (sink, asked) = answering(Answer::Accept(fields(json!({"name": "Ada", "size": "L", "count": 3}))));
+    let (sink, asked) = answering(Answer::Accept(fields(
+        json!({"name": "Ada", "size": "L", "count": 3}),
+    )));
     let answers = ask(json!({}), Some(sink)).await.unwrap();
     assert_eq!(
         answers,
-        [json!({"action": "accept", "content": {"name": "Ada", "size": "L", "count": 3, "gift": null}})]
+        [
+            json!({"action": "accept", "content": {"name": "Ada", "size": "L", "count": 3, "gift": null}})
+        ]
     );
     let asked = asked.lock().unwrap();
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].tool, "hostile_ask");
     assert_eq!(asked[0].message, "Who is this order for?");
-    assert_eq!(asked[0].schema["properties"]["size"]["enum"], json!(["S", "M", "L"]));
+    assert_eq!(
+        asked[0].schema["properties"]["size"]["enum"],
+        json!(["S", "M", "L"])
+    );
     assert!(asked[0].requires("name") && !asked[0].requires("size"));
 }
 
 #[tokio::test]
 async fn decline_and_cancel_reach_the_tool_as_they_are() {
     let (sink, _) = answering(Answer::Decline);
-    assert_eq!(ask(json!({}), Some(sink)).await.unwrap(), [json!({"action": "decline"})]);
+    assert_eq!(
+        ask(json!({}), Some(sink)).await.unwrap(),
+        [json!({"action": "decline"})]
+    );
     let (sink, _) = answering(Answer::Cancel);
-    assert_eq!(ask(json!({}), Some(sink)).await.unwrap(), [json!({"action": "cancel"})]);
+    assert_eq!(
+        ask(json!({}), Some(sink)).await.unwrap(),
+        [json!({"action": "cancel"})]
+    );
 }
 
 #[tokio::test]
 async fn an_answer_that_does_not_fit_the_schema_is_a_cancel_for_the_tool() {
     // `size` is not one of the choices; `count` is over its maximum.
-    for wrong in [json!({"name": "Ada", "size": "XL"}), json!({"name": "Ada", "count": 11}), json!({"size": "S"})] {
+    for wrong in [
+        json!({"name": "Ada", "size": "XL"}),
+        json!({"name": "Ada", "count": 11}),
+        json!({"size": "S"}),
+    ] {
         let (sink, _) = answering(Answer::Accept(fields(wrong.clone())));
-        assert_eq!(ask(json!({}), Some(sink)).await.unwrap(), [json!({"action": "cancel"})], "{wrong}");
+        assert_eq!(
+            ask(json!({}), Some(sink)).await.unwrap(),
+            [json!({"action": "cancel"})],
+            "{wrong}"
+        );
     }
 }
 
@@ -95,24 +119,40 @@ async fn a_question_past_its_time_limit_is_cancelled() {
     })
     .with_time_limit(Duration::from_millis(100));
     let started = Instant::now();
-    assert_eq!(ask(json!({}), Some(sink)).await.unwrap(), [json!({"action": "cancel"})]);
-    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    assert_eq!(
+        ask(json!({}), Some(sink)).await.unwrap(),
+        [json!({"action": "cancel"})]
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
 async fn without_a_sink_the_tool_hears_that_no_one_can_be_asked() {
     let answers = ask(json!({}), None).await.unwrap();
     let error = answers[0]["error"].as_str().unwrap();
-    assert!(error.starts_with("no one to ask: no one can be asked here"), "{error}");
+    assert!(
+        error.starts_with("no one to ask: no one can be asked here"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
 async fn schemas_of_another_shape_or_over_budget_are_refused_without_asking() {
-    for (shape, why) in [("nested", "`type` must be string"), ("huge", "bytes; the most is")] {
+    for (shape, why) in [
+        ("nested", "`type` must be string"),
+        ("huge", "bytes; the most is"),
+    ] {
         let (sink, asked) = answering(Answer::Decline);
         let answers = ask(json!({"shape": shape}), Some(sink)).await.unwrap();
         let error = answers[0]["error"].as_str().unwrap();
-        assert!(error.starts_with("the question cannot be asked") && error.contains(why), "{shape}: {error}");
+        assert!(
+            error.starts_with("the question cannot be asked") && error.contains(why),
+            "{shape}: {error}"
+        );
         assert!(asked.lock().unwrap().is_empty(), "{shape}: nobody is asked");
     }
 }
@@ -123,7 +163,11 @@ async fn a_call_asks_at_most_its_budget_of_questions() {
     let times = MAX_QUESTIONS_PER_CALL + 2;
     let answers = ask(json!({"times": times}), Some(sink)).await.unwrap();
     assert_eq!(answers.len(), times);
-    assert!(answers[..MAX_QUESTIONS_PER_CALL].iter().all(|a| a["action"] == "decline"));
+    assert!(
+        answers[..MAX_QUESTIONS_PER_CALL]
+            .iter()
+            .all(|a| a["action"] == "decline")
+    );
     for over in &answers[MAX_QUESTIONS_PER_CALL..] {
         let error = over["error"].as_str().unwrap();
         assert!(error.starts_with("too many questions"), "{error}");
@@ -144,6 +188,8 @@ async fn the_wait_for_an_answer_does_not_count_against_the_call_s_deadline() {
     assert_eq!(answers, [json!({"action": "decline"})]);
     // The deadline still holds for what the tool does after the answer:
     // 1.5 s of sleep is past its 1 s.
-    let (kind, message) = ask(json!({"then_sleep_ms": 1500}), Some(slow())).await.unwrap_err();
+    let (kind, message) = ask(json!({"then_sleep_ms": 1500}), Some(slow()))
+        .await
+        .unwrap_err();
     assert_eq!(kind, ToolErrorKind::Timeout, "{message}");
 }

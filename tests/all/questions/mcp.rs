@@ -35,7 +35,10 @@ fn ask(mode: &str, answer: &str) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("no JSON from the client ({e}): {}", String::from_utf8_lossy(&out.stdout))
+        panic!(
+            "no JSON from the client ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
     })
 }
 
@@ -53,7 +56,11 @@ fn check(got: &Value, version: &str, answer: &str) {
     assert_eq!(asked.len(), 2, "each question asked once: {got}");
     assert_eq!(asked[0]["message"], "Who is this order for?", "{got}");
     let schema = &asked[0]["schema"];
-    assert_eq!(schema["properties"]["size"]["enum"], json!(["S", "M", "L"]), "{got}");
+    assert_eq!(
+        schema["properties"]["size"]["enum"],
+        json!(["S", "M", "L"]),
+        "{got}"
+    );
     assert_eq!(schema["required"], json!(["name"]), "{got}");
     let answers = answers(got);
     match answer {
@@ -64,7 +71,11 @@ fn check(got: &Value, version: &str, answer: &str) {
                 assert_eq!(a["content"]["size"], "S", "{got}");
             }
         }
-        other => assert_eq!(answers, [json!({"action": other}), json!({"action": other})], "{got}"),
+        other => assert_eq!(
+            answers,
+            [json!({"action": other}), json!({"action": other})],
+            "{got}"
+        ),
     }
 }
 

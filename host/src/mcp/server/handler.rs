@@ -36,8 +36,8 @@ use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
-use super::question::Questions;
 use super::direct::{DirectEntry, DirectSessions};
+use super::question::Questions;
 use crate::approval::ApprovalPolicy;
 use crate::telemetry::TraceParent;
 use crate::tools::{

@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::RoleServer;
 use rmcp::model::{
-    ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationSchema, InputRequest, InputRequiredResult, InputResponses, ProtocolVersion, Request, ServerRequest,
+    ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, InputRequiredResult, InputResponses, ProtocolVersion, Request, ServerRequest,
 };
 use rmcp::service::RequestContext;
 use serde_json::Value;
@@ -103,8 +103,7 @@ impl Questions {
             None => Vec::new(),
             Some(state) => answers_so_far(state)?,
         };
-        if let Some(latest) = input_responses.and_then(|r| r.get(QUESTION_INPUT_KEY))
-        {
+        if let Some(latest) = input_responses.and_then(|r| r.get(QUESTION_INPUT_KEY)) {
             if answers.len() >= MAX_QUESTIONS_PER_CALL {
                 return Err(format!(
                     "more answers than the {MAX_QUESTIONS_PER_CALL} questions one call may ask"

@@ -141,19 +141,22 @@ fn ask(input: AskInput) -> Result<Asked, ToolError> {
     for _ in 0..input.times {
         answers.push(match input.shape {
             Shape::Form => entry(toolhost_guest::ask::<Form>("Who is this order for?")),
-            Shape::Nested => entry(
-                toolhost_guest::ask::<Nested>("A nested question")
-                    .map(|a| match a {
+            Shape::Nested => {
+                entry(
+                    toolhost_guest::ask::<Nested>("A nested question").map(|a| match a {
                         Answer::Accept(_) => Answer::Accept(()),
                         Answer::Decline => Answer::Decline,
                         Answer::Cancel => Answer::Cancel,
                     }),
+                )
+            }
+            Shape::Huge => entry(
+                toolhost_guest::ask::<Huge>("A huge question").map(|a| match a {
+                    Answer::Accept(_) => Answer::Accept(()),
+                    Answer::Decline => Answer::Decline,
+                    Answer::Cancel => Answer::Cancel,
+                }),
             ),
-            Shape::Huge => entry(toolhost_guest::ask::<Huge>("A huge question").map(|a| match a {
-                Answer::Accept(_) => Answer::Accept(()),
-                Answer::Decline => Answer::Decline,
-                Answer::Cancel => Answer::Cancel,
-            })),
         });
     }
     std::thread::sleep(Duration::from_millis(input.then_sleep_ms));
