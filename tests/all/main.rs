@@ -25,6 +25,7 @@ mod mcp_untrusted;
 mod new;
 mod oci;
 mod owner;
+mod questions;
 mod rest;
 mod rest_secrets;
 mod run_cli;

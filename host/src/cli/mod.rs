@@ -11,6 +11,7 @@ mod oci;
 mod progress;
 mod run;
 mod run_approval;
+mod run_question;
 mod serve;
 mod sign;
 mod telemetry;

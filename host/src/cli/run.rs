@@ -33,6 +33,7 @@ use toolhost::tools::CallLog;
 
 use super::generation::GenerationArgs;
 use super::run_approval::{ApprovalArgs, CliApprover, report_pending};
+use super::run_question;
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
 
 /// Exit code of a run that paused: a call waits for approval, and the
@@ -363,8 +364,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let on_result = progress.clone();
     let on_iteration = progress.clone();
     let approver = CliApprover::new(args.approval.clone(), args.transcript.is_some());
-    let mut runner = ToolRunner::resume(provider, registry, config, start)
-        .approver(approver)
+    let mut runner = ToolRunner::resume(provider, registry, config, start).approver(approver);
+    // A tool's questions go to the person at the terminal; without one,
+    // the tool hears that no one can be asked.
+    if let Some(answerer) = run_question::terminal_answerer() {
+        runner = runner.answerer(answerer);
+    }
+    let mut runner = runner
         .on_tool_result(move |record| {
             if let Ok(mut seen) = seen.lock() {
                 seen.push(call_summary(record));

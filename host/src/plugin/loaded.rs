@@ -7,11 +7,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::session;
-use crate::sandbox::{CacheStatus, Guest, Limits, Permissions};
+use crate::sandbox::{CacheStatus, CallSinks, Guest, Limits, Permissions};
 use crate::sandbox::{GuestContent, GuestOutput};
 use crate::tools::{
-    CallContext, Content, ProgressSink, ResourceContents, SessionId, Tool, ToolAnnotations,
-    ToolError, ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
+    CallContext, Content, ResourceContents, SessionId, Tool, ToolAnnotations, ToolError,
+    ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
 };
 
 /// What a tool of a 0.2 plugin declares besides its [`ToolSpec`]: the
@@ -43,6 +43,8 @@ pub struct Plugin {
     pub(super) extras: Vec<ToolExtras>,
     pub(super) tools_from_cache: bool,
     pub(super) interface: ComponentInterface,
+    /// Whether it imports `user` (contract 0.2): its calls may ask.
+    pub(super) asks_user: bool,
     pub(super) sessions: session::Sessions,
     pub(super) guest: Guest,
 }
@@ -155,15 +157,15 @@ impl Plugin {
         name: &str,
         input: &str,
         session: Option<&SessionId>,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
         match session {
             Some(session) if self.stateful => {
                 self.sessions
-                    .call(&self.guest, session, name, input, progress)
+                    .call(&self.guest, session, name, input, sinks)
                     .await
             }
-            _ => self.guest.call_fresh(name, input, progress).await,
+            _ => self.guest.call_fresh(name, input, sinks).await,
         }
     }
 
@@ -194,6 +196,14 @@ pub struct ComponentInterface {
 }
 
 impl ComponentInterface {
+    /// Whether the component imports the `user` interface (contract 0.2),
+    /// so that its calls may ask the user questions.
+    pub fn asks_user(&self) -> bool {
+        self.imports
+            .iter()
+            .any(|i| i.starts_with("toolhost:plugin/user@"))
+    }
+
     /// The names `component` imports and exports. Names come from the
     /// component: untrusted text, escaped where it is shown.
     pub(super) fn of(
@@ -240,16 +250,11 @@ impl Tool for WasmTool {
         let plugin = Arc::clone(&self.plugin);
         let index = self.index;
         let session = cx.session.clone();
-        let progress = cx.progress.clone();
+        let sinks = CallSinks::from(cx);
         Box::pin(async move {
             let name = &plugin.tools[index].name;
             let output = plugin
-                .call(
-                    name,
-                    &input.to_string(),
-                    session.as_ref(),
-                    progress.as_ref(),
-                )
+                .call(name, &input.to_string(), session.as_ref(), &sinks)
                 .await?;
             let structured = match output.json {
                 None => None,
@@ -265,6 +270,10 @@ impl Tool for WasmTool {
                 content: output.content.into_iter().map(content).collect(),
             })
         })
+    }
+
+    fn may_ask_user(&self) -> bool {
+        self.plugin.asks_user
     }
 
     fn output_schema(&self) -> Option<&Value> {

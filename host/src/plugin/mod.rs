@@ -293,6 +293,7 @@ impl PluginHost {
                 .idle_ttl_secs
                 .unwrap_or(self.config.session_idle_ttl_secs),
         );
+        let interface = ComponentInterface::of(component, self.sandbox.engine());
         Ok(Arc::new(Plugin {
             name,
             path: path.to_owned(),
@@ -306,7 +307,8 @@ impl PluginHost {
             tools,
             extras,
             tools_from_cache,
-            interface: ComponentInterface::of(component, self.sandbox.engine()),
+            asks_user: interface.asks_user(),
+            interface,
             sessions: session::Sessions::new(idle_ttl, Arc::clone(&self.session_cap)),
             guest,
         }))

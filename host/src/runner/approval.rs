@@ -17,7 +17,7 @@ use super::execute::OnToolCall;
 use super::outcome::{CallRecord, CallStatus};
 use crate::approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, Denial};
 use crate::llm::{AssistantMessage, ToolCall};
-use crate::tools::{ExecOverrides, ToolErrorKind, ToolSet};
+use crate::tools::{ExecOverrides, QuestionSink, ToolErrorKind, ToolSet};
 
 /// What a sync [`on_tool_call`](super::ToolRunner::on_tool_call) callback
 /// decides about a call: the synchronous case of an
@@ -168,6 +168,8 @@ pub(super) struct Approval {
     pub on_tool_call: Option<OnToolCall>,
     /// Decisions by call id, for the round a resumed run starts with.
     pub decisions: BTreeMap<String, Decision>,
+    /// Who answers the tools' own questions for the user, if anyone.
+    pub questions: Option<QuestionSink>,
 }
 
 impl Approval {

@@ -14,7 +14,7 @@ use super::{RunnerConfig, Transcript};
 use crate::approval::{Approver, Decision};
 use crate::llm::{FinishReason, Message, Provider, ToolCall, Usage};
 use crate::telemetry::TraceParent;
-use crate::tools::{CallContext, ToolErrorKind, ToolRegistry, ToolSet};
+use crate::tools::{CallContext, QuestionSink, ToolErrorKind, ToolRegistry, ToolSet};
 
 impl ToolRunner {
     /// Continue a run saved in `transcript`: from its messages, and, when
@@ -92,6 +92,35 @@ impl ToolRunner {
     pub fn approver(mut self, approver: impl Approver + 'static) -> Self {
         let approver: Arc<dyn Approver> = Arc::new(approver);
         self.update(move |d| d.approval.approver = Some(approver));
+        self
+    }
+
+    /// Who answers the questions a tool asks its user while it runs
+    /// (contract 0.2 `user.ask`): a program's own UI, asked through the
+    /// same path as the [`approver`](Self::approver). Without one, each
+    /// question gets `unavailable` and the tool goes on without the answer.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(provider: std::sync::Arc<dyn toolhost::llm::Provider>,
+    /// #               registry: std::sync::Arc<toolhost::tools::ToolRegistry>) {
+    /// use toolhost::llm::Message;
+    /// use toolhost::runner::{RunnerConfig, ToolRunner};
+    /// use toolhost::tools::{Answer, Question, QuestionSink};
+    ///
+    /// let runner = ToolRunner::new(provider, registry, RunnerConfig::default(),
+    ///     vec![Message::user("book a table")])
+    ///     .answerer(QuestionSink::new(|question: Question| async move {
+    ///         // Show `question.message` and its fields in the program's UI ...
+    ///         let _ = question;
+    ///         Answer::Decline
+    ///     }));
+    /// # let _ = runner;
+    /// # }
+    /// ```
+    pub fn answerer(mut self, sink: QuestionSink) -> Self {
+        self.update(move |d| d.approval.questions = Some(sink));
         self
     }
 }
@@ -203,6 +232,7 @@ impl Driver {
         // The calls continue the model request that asked for them (none
         // for a round resumed after a pause: that request is gone).
         cx.trace_parent = trace_parent;
+        cx.questions.clone_from(&self.approval.questions);
         let slots = gates
             .into_iter()
             .map(|gate| match gate {

@@ -21,6 +21,7 @@
 //! and the compile cache stay inside; they are used through
 //! [`PluginHost`](crate::plugin::PluginHost).
 
+mod ask;
 mod bindings;
 mod cache;
 mod call;
@@ -50,6 +51,7 @@ pub use http::HttpGrant;
 pub use limits::{LimitError, Limits, OverCeiling};
 pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;
+pub(crate) use state::CallSinks;
 
 use crate::tools::ToolError;
 use state::StoreState;

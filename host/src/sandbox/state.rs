@@ -6,16 +6,16 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::ask::Asking;
 use super::bindings::{
-    HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2, UserHost,
-    WitAnswer, WitAskError,
+    HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2,
 };
 use super::capture::StderrCapture;
 use super::files::OpenHandles;
 use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
 use crate::text::untrusted;
-use crate::tools::{Progress, ProgressSink};
+use crate::tools::{CallContext, Progress, ProgressSink, QuestionSink};
 
 /// Most bytes of a progress message; longer ones are cut.
 const MAX_PROGRESS_MESSAGE: usize = 512;
@@ -45,6 +45,25 @@ pub(crate) struct StoreState {
     /// one passed on.
     progress: Option<ProgressSink>,
     progress_last: Option<(f64, Instant)>,
+    /// Where this call's questions for the user go (contract 0.2).
+    pub(super) asking: Asking,
+}
+
+/// Where a call's reports and questions go: the sinks of its
+/// [`CallContext`], owned so that they can travel into the call's future.
+#[derive(Clone, Default)]
+pub(crate) struct CallSinks {
+    pub(crate) progress: Option<ProgressSink>,
+    pub(crate) questions: Option<QuestionSink>,
+}
+
+impl From<&CallContext> for CallSinks {
+    fn from(cx: &CallContext) -> Self {
+        Self {
+            progress: cx.progress.clone(),
+            questions: cx.questions.clone(),
+        }
+    }
 }
 
 impl StoreState {
@@ -70,15 +89,17 @@ impl StoreState {
             http,
             progress: None,
             progress_last: None,
+            asking: Asking::default(),
         }
     }
 
-    /// Send this call's progress reports to `sink` (none: nowhere). Set for
-    /// every call, so an instance kept for a session never reports to an
-    /// earlier call's listener.
-    pub(crate) fn report_progress_to(&mut self, sink: Option<ProgressSink>) {
-        self.progress = sink;
+    /// Send the progress reports and questions of this call of `tool` to
+    /// `sinks` (none: nowhere). Set for every call, so an instance kept for
+    /// a session never reports to an earlier call's listener.
+    pub(crate) fn attach(&mut self, sinks: &CallSinks, tool: &str) {
+        self.progress.clone_from(&sinks.progress);
         self.progress_last = None;
+        self.asking.start(sinks.questions.as_ref(), tool);
     }
 
     /// Reset per-call budgets that are not wasmtime's (fuel and epochs are).
@@ -157,14 +178,6 @@ impl ProgressHost for StoreState {
             total,
             message,
         });
-    }
-}
-
-impl UserHost for StoreState {
-    async fn ask(&mut self, _message: String, _schema: String) -> Result<WitAnswer, WitAskError> {
-        Err(WitAskError::Unavailable(
-            "this host has no one to ask questions of yet; go on without the answer, or fail saying what input the tool needs".to_owned(),
-        ))
     }
 }
 

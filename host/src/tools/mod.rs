@@ -15,6 +15,7 @@ mod native;
 mod options;
 mod output;
 mod progress;
+mod question;
 mod registry;
 pub mod rest;
 pub(crate) mod retry_after;
@@ -36,6 +37,10 @@ pub use native::NativeTool;
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
 pub use progress::{Progress, ProgressSink};
+pub use question::{
+    Answer, MAX_QUESTION_CHOICES, MAX_QUESTION_FIELDS, MAX_QUESTIONS_PER_CALL, Question,
+    QuestionSink, check_answer, check_question_schema,
+};
 pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{
     InputBudget, InputOverBudget, SchemaBudget, SchemaError, check_input, check_schema,
@@ -139,6 +144,9 @@ pub struct CallContext {
     pub call_id: Option<String>,
     /// Where the call's progress reports go; none: nowhere.
     pub progress: Option<ProgressSink>,
+    /// Who answers the call's questions for the user; none: each question
+    /// gets `unavailable`.
+    pub questions: Option<QuestionSink>,
 }
 
 impl CallContext {
@@ -161,6 +169,13 @@ impl CallContext {
     #[must_use]
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// The same context with its questions for the user going to `sink`.
+    #[must_use]
+    pub fn with_questions(mut self, sink: QuestionSink) -> Self {
+        self.questions = Some(sink);
         self
     }
 }
@@ -210,6 +225,13 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Whether a call may ask its user questions through
+    /// [`CallContext::questions`] (a plugin that imports `user`), so that a
+    /// server sends it where a person can be reached.
+    fn may_ask_user(&self) -> bool {
+        false
+    }
+
     /// Where the tool comes from.
     fn origin(&self) -> ToolOrigin {
         ToolOrigin::Native
@@ -252,6 +274,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn annotations(&self) -> Option<&ToolAnnotations> {
         (**self).annotations()
+    }
+    fn may_ask_user(&self) -> bool {
+        (**self).may_ask_user()
     }
     fn origin(&self) -> ToolOrigin {
         (**self).origin()

@@ -37,6 +37,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
 use super::direct::{DirectEntry, DirectSessions};
+use super::question::Questions;
 use crate::approval::ApprovalPolicy;
 use crate::telemetry::TraceParent;
 use crate::tools::{
@@ -163,15 +164,19 @@ impl Connection {
     }
 
     /// Whether a call must go through rmcp rather than the direct path
-    /// ([`super::direct`]): it needs the client's user (approval through
-    /// elicitation) or sends the client notifications (progress), which
-    /// need rmcp's event stream.
+    /// ([`super::direct`]): it needs the client's user (approval, or a
+    /// tool's questions, through elicitation) or sends the client
+    /// notifications (progress), which need rmcp's event stream.
     pub(super) fn needs_rmcp(&self, request: &CallToolRequestParams, meta: &JsonObject) -> bool {
+        let tools = self.tools.registry.snapshot();
         meta.contains_key("progressToken")
+            || tools
+                .get(request.name.as_ref())
+                .is_some_and(|tool| tool.may_ask_user())
             || approval::needs(
                 &self.tools.approval,
                 &self.tools.overrides,
-                &self.tools.registry.snapshot(),
+                &tools,
                 request.name.as_ref(),
             )
     }
@@ -220,6 +225,18 @@ impl Connection {
                 return Ok(answer);
             }
         }
+        // A tool that may ask its user asks the client's (a direct call
+        // never comes here: `needs_rmcp` sends it to rmcp).
+        let mut questions = match rmcp {
+            Some(context) if tool.may_ask_user() => Questions::of(
+                context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+            )
+            .map_err(|e| McpError::invalid_params(e, None))?,
+            _ => Questions::none(),
+        };
+        cx.questions = questions.sink.take();
         // A request with a progress token gets the tool's progress reports
         // as notifications/progress, in order, all before the result.
         let progress = rmcp.and_then(|context| {
@@ -236,6 +253,9 @@ impl Connection {
         // check (within a 10 ms tick) and frees its instance and slot.
         let report = tokio::select! {
             report = tools.call_detailed(name, &input, &cx) => report,
+            // 2026-07-28: the call stops at a question not answered yet,
+            // and the client is asked to answer it and call again.
+            input = questions.unanswered() => return Ok(input.into()),
             () = cancelled => {
                 tracing::info!(tool = name, "call cancelled by the client: the guest was stopped");
                 // rmcp drops the answer to a cancelled request.

@@ -64,6 +64,7 @@ mod direct;
 mod handler;
 mod http;
 mod metrics;
+mod question;
 mod sessions;
 mod sse;
 mod stdio;
@@ -83,6 +84,7 @@ use crate::tools::{ExecOverrides, ToolRegistry};
 pub use approval::APPROVAL_INPUT_KEY;
 pub use connections::ConnectionBudgets;
 pub use handler::{SESSION_ARG, SESSION_META_KEY};
+pub use question::QUESTION_INPUT_KEY;
 pub use sessions::SessionBudgets;
 
 /// How a [`ToolServer`] serves. [`new`](Self::new) says every default:

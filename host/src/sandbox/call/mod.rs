@@ -12,9 +12,9 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::{GuestContent, GuestOutput, GuestTool, Plugin, PluginPre, WitToolError};
 use super::capture::StderrCapture;
 use super::http::{self, HttpState};
-use super::state::StoreState;
+use super::state::{CallSinks, StoreState};
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
-use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
+use crate::tools::{ToolError, ToolErrorKind};
 
 mod classify;
 mod spares;
@@ -224,10 +224,23 @@ impl Inner {
         f: impl AsyncFnOnce(&mut Store<StoreState>) -> wasmtime::Result<T>,
     ) -> Result<T, ToolError> {
         let deadline = self.start_call(store)?;
-        let _armed = self.sandbox.inner.watchdog.arm(deadline);
+        let watchdog = &self.sandbox.inner.watchdog;
+        let mut armed = watchdog.arm(deadline);
         // The epoch stops a guest that computes; this stops one that waits
-        // on the host (a sleep, a blocking read).
-        let outcome = tokio::time::timeout_at(deadline.into(), f(store)).await;
+        // on the host (a sleep, a blocking read). A call that can ask the
+        // user has a deadline that moves while it waits for the answer.
+        let outcome = match store.data_mut().deadline_moves() {
+            None => tokio::time::timeout_at(deadline.into(), f(store))
+                .await
+                .ok(),
+            Some(moves) => {
+                until_moving(deadline, moves, f(store), |moved| {
+                    armed = watchdog.arm(moved);
+                })
+                .await
+            }
+        };
+        drop(armed);
         // What the call used, for the registry's metrics and span.
         let fuel_left = store.get_fuel().unwrap_or(0);
         crate::telemetry::note_usage(
@@ -235,9 +248,9 @@ impl Inner {
             store.data().limiter.used(),
         );
         match outcome {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(classify(e, &self.limits, store)),
-            Err(_) => Err(timeout_error(&self.limits)),
+            Some(Ok(value)) => Ok(value),
+            Some(Err(e)) => Err(classify(e, &self.limits, store)),
+            None => Err(timeout_error(&self.limits)),
         }
     }
 
@@ -258,11 +271,11 @@ impl Inner {
         &self,
         name: &str,
         input: &str,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
         let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
-        store.data_mut().report_progress_to(progress.cloned());
+        store.data_mut().attach(sinks, name);
         let result = self
             .bounded(&mut store, async |store| {
                 let plugin = self.pre.instantiate_async(&mut *store).await?;
@@ -301,16 +314,16 @@ impl Inner {
         live: &mut Live,
         name: &str,
         input: &str,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
-        live.store.data_mut().report_progress_to(progress.cloned());
+        live.store.data_mut().attach(sinks, name);
         let plugin = &live.plugin;
         let result = self
             .bounded(&mut live.store, async |store| {
                 plugin.call_call(&mut *store, name, input).await
             })
             .await;
-        live.store.data_mut().report_progress_to(None);
+        live.store.data_mut().attach(&CallSinks::default(), name);
         let refusal = live.store.data_mut().http.take_refusal();
         http::explain(self.finish(result), refusal)
     }
@@ -346,5 +359,27 @@ impl Inner {
             ));
         }
         Ok(output)
+    }
+}
+
+/// `call`, or `None` once its deadline passes; the deadline starts at
+/// `deadline` and goes where `moves` says, each move passed to `rearm`.
+async fn until_moving<T>(
+    mut deadline: Instant,
+    mut moves: tokio::sync::watch::Receiver<Instant>,
+    call: impl Future<Output = T>,
+    mut rearm: impl FnMut(Instant),
+) -> Option<T> {
+    let mut call = std::pin::pin!(call);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut call => return Some(out),
+            Ok(()) = moves.changed() => {
+                deadline = *moves.borrow_and_update();
+                rearm(deadline);
+            }
+            () = tokio::time::sleep_until(deadline.into()) => return None,
+        }
     }
 }

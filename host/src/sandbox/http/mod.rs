@@ -195,6 +195,12 @@ impl HttpState {
         self.hooks.call = Arc::new(CallRecord::new(Arc::clone(&last.plugin), last.response_cap));
     }
 
+    /// The call's deadline moved (it waited for a person): requests made
+    /// from now on end at `deadline`.
+    pub(crate) fn move_deadline(&mut self, deadline: Instant) {
+        self.hooks.deadline = deadline;
+    }
+
     /// The first refusal of the call that ran, if any.
     pub(crate) fn take_refusal(&mut self) -> Option<Refusal> {
         self.hooks

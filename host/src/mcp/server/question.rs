@@ -1,0 +1,246 @@
+//! A tool's questions over MCP: each goes to the client's user through
+//! elicitation, the way approvals do ([`super::approval`]).
+//!
+//! - 2025-11-25 (sessions): the server sends `elicitation/create` while
+//!   the call waits, and hands the answer to the tool.
+//! - 2026-07-28 (sessionless): a call that asks a question not answered yet
+//!   is stopped and answered with an `input_required` result whose input
+//!   request, under [`QUESTION_INPUT_KEY`], is the elicitation. The client
+//!   asks its user and calls again with the answer in `inputResponses` and
+//!   the answers so far in `requestState`; the call runs again from the
+//!   start and its questions are answered from those, in order.
+//!
+//! A client that did not declare the elicitation capability (form mode)
+//! gets no question sink: each question of the tool answers `unavailable`,
+//! and the tool goes on without it. Never a hang.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::RoleServer;
+use rmcp::model::{
+    ClientResult, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationSchema,
+    InputRequest, InputRequiredResult, InputResponses, ProtocolVersion, Request, ServerRequest,
+};
+use rmcp::service::RequestContext;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::tools::{Answer, MAX_QUESTIONS_PER_CALL, Question, QuestionSink};
+
+/// The key of a tool's question among a call's input requests
+/// (2026-07-28), and of its answer among the retried call's input
+/// responses.
+pub const QUESTION_INPUT_KEY: &str = "toolhost.dev/question";
+
+/// Most bytes of the `requestState` a retried call may carry (the answers
+/// so far).
+const MAX_REQUEST_STATE: usize = 64 << 10;
+
+/// How a call's questions reach the client's user.
+pub(super) struct Questions {
+    /// What the call's context asks; none when the client cannot be asked.
+    pub sink: Option<QuestionSink>,
+    /// 2026-07-28: the first question not answered yet, once the tool asks
+    /// it, and the answers so far, for the `input_required` result.
+    unanswered: Option<(oneshot::Receiver<ElicitRequestParams>, Vec<Value>)>,
+}
+
+impl Questions {
+    /// No one to ask: the call's questions answer `unavailable`.
+    pub fn none() -> Self {
+        Self {
+            sink: None,
+            unanswered: None,
+        }
+    }
+
+    /// The questions of a call made through rmcp's `context`, with the
+    /// request's `inputResponses` and `requestState` (2026-07-28).
+    ///
+    /// # Errors
+    ///
+    /// A `requestState` that is not the answers this server sent.
+    pub fn of(
+        context: &RequestContext<RoleServer>,
+        input_responses: Option<&InputResponses>,
+        request_state: Option<&str>,
+    ) -> Result<Self, String> {
+        let form = context
+            .client_capabilities()
+            .and_then(|c| c.elicitation)
+            // A capability that names neither mode is form mode (2025-06-18).
+            .is_some_and(|e| e.form.is_some() || e.url.is_none());
+        if !form {
+            return Ok(Self::none());
+        }
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+        if !modern {
+            let peer = context.peer.clone();
+            let sink = QuestionSink::new(move |question: Question| {
+                let peer = peer.clone();
+                async move {
+                    let Some(params) = params(question) else {
+                        return Answer::Cancel;
+                    };
+                    match peer
+                        .send_request(ServerRequest::ElicitRequest(Request::new(params)))
+                        .await
+                    {
+                        Ok(ClientResult::ElicitResult(result)) => answer(result),
+                        Ok(_) | Err(_) => Answer::Cancel,
+                    }
+                }
+            });
+            return Ok(Self {
+                sink: Some(sink),
+                unanswered: None,
+            });
+        }
+        let mut answers = match request_state {
+            None => Vec::new(),
+            Some(state) => answers_so_far(state)?,
+        };
+        if let Some(latest) = input_responses.and_then(|r| r.get(QUESTION_INPUT_KEY)) {
+            if answers.len() >= MAX_QUESTIONS_PER_CALL {
+                return Err(format!(
+                    "more answers than the {MAX_QUESTIONS_PER_CALL} questions one call may ask"
+                ));
+            }
+            answers.push(latest.clone());
+        }
+        let (ask, asked) = oneshot::channel();
+        let ask = Arc::new(Mutex::new(Some(ask)));
+        let next = Arc::new(AtomicUsize::new(0));
+        let known = Arc::new(answers.clone());
+        let sink = QuestionSink::new(move |question: Question| {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            let known = Arc::clone(&known);
+            let ask = Arc::clone(&ask);
+            async move {
+                if let Some(given) = known.get(n) {
+                    return serde_json::from_value::<ElicitResult>(given.clone())
+                        .map_or(Answer::Cancel, answer);
+                }
+                let Some(params) = params(question) else {
+                    return Answer::Cancel;
+                };
+                let sender = ask.lock().unwrap_or_else(|p| p.into_inner()).take();
+                if let Some(sender) = sender {
+                    let _ = sender.send(params);
+                }
+                // The call is stopped and answered with the question.
+                std::future::pending().await
+            }
+        });
+        Ok(Self {
+            sink: Some(sink),
+            unanswered: Some((asked, answers)),
+        })
+    }
+
+    /// 2026-07-28: the `input_required` result once the tool asks a
+    /// question not answered yet; never for 2025-11-25 (the answer comes
+    /// while the call waits).
+    pub async fn unanswered(&mut self) -> InputRequiredResult {
+        let Some((asked, answers)) = &mut self.unanswered else {
+            return std::future::pending().await;
+        };
+        let Ok(params) = asked.await else {
+            return std::future::pending().await;
+        };
+        let requests = std::collections::BTreeMap::from([(
+            QUESTION_INPUT_KEY.to_owned(),
+            InputRequest::Elicitation(Request::new(params)),
+        )]);
+        let mut result = InputRequiredResult::from_input_requests(requests);
+        result.request_state = Some(Value::Array(std::mem::take(answers)).to_string());
+        result
+    }
+}
+
+/// The answers a retried call carries in its `requestState`.
+fn answers_so_far(state: &str) -> Result<Vec<Value>, String> {
+    let wrong = || {
+        "`requestState` is not the answers this server sent with its question; send it back as \
+         it came"
+            .to_owned()
+    };
+    if state.len() > MAX_REQUEST_STATE {
+        return Err(wrong());
+    }
+    match serde_json::from_str::<Value>(state) {
+        Ok(Value::Array(answers)) if answers.len() < MAX_QUESTIONS_PER_CALL => Ok(answers),
+        _ => Err(wrong()),
+    }
+}
+
+/// The elicitation of `question`, when its schema is one rmcp takes (the
+/// sandbox checked its shape already).
+fn params(question: Question) -> Option<ElicitRequestParams> {
+    let schema = serde_json::from_value::<ElicitationSchema>(Value::Object(question.schema))
+        .map_err(|e| tracing::warn!(tool = %question.tool, "a question's schema could not be sent as an elicitation ({e}); the tool is told it was cancelled"))
+        .ok()?;
+    Some(ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: question.message,
+        requested_schema: schema,
+    })
+}
+
+fn answer(result: ElicitResult) -> Answer {
+    match result.action {
+        ElicitationAction::Accept => match result.content {
+            Some(Value::Object(fields)) => Answer::Accept(fields),
+            None => Answer::Accept(serde_json::Map::new()),
+            Some(_) => Answer::Cancel,
+        },
+        ElicitationAction::Decline => Answer::Decline,
+        // Cancel, and any action a later revision adds.
+        _ => Answer::Cancel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::check_question_schema;
+
+    /// Every field kind the sandbox lets through is one rmcp sends as it
+    /// came (the conformance suite's schemas among them).
+    #[test]
+    fn every_accepted_schema_goes_out_unchanged() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe", "format": "email", "minLength": 1},
+                "age": {"type": "integer", "default": 30, "minimum": 0},
+                "score": {"type": "number", "default": 95.5},
+                "status": {"type": "string", "enum": ["active", "inactive"], "default": "active"},
+                "verified": {"type": "boolean", "default": true},
+                "titledSingle": {"type": "string", "oneOf": [{"const": "v1", "title": "One"}]},
+                "legacyEnum": {"type": "string", "enum": ["a"], "enumNames": ["A"]},
+                "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["o1", "o2"]}},
+                "titledMulti": {"type": "array", "items": {"anyOf": [{"const": "v1", "title": "One"}]}}
+            },
+            "required": ["name"]
+        });
+        let checked = check_question_schema(&schema).expect("accepted");
+        let question = Question {
+            tool: "t".into(),
+            message: "m".into(),
+            schema: checked,
+        };
+        let Some(ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        }) = params(question)
+        else {
+            panic!("rmcp refused the schema");
+        };
+        assert_eq!(serde_json::to_value(requested_schema).unwrap(), schema);
+    }
+}

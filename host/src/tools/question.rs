@@ -1,0 +1,604 @@
+//! A tool's questions for the person using it (contract 0.2 `user.ask`):
+//! what is asked ([`Question`]), what comes back ([`Answer`]) and who
+//! answers ([`QuestionSink`]).
+//!
+//! The shape of a question is MCP elicitation's: a message and the JSON
+//! Schema of a flat object whose properties are strings, numbers,
+//! integers, booleans, or enums of strings (single or multiple choice).
+//! [`check_question_schema`] holds a schema to that shape and to a budget;
+//! [`check_answer`] holds an accepted answer to its schema, so a tool only
+//! ever sees an answer of the shape it asked for.
+//!
+//! # Examples
+//!
+//! ```
+//! use serde_json::json;
+//! use toolhost::tools::{check_answer, check_question_schema};
+//!
+//! let schema = check_question_schema(&json!({
+//!     "type": "object",
+//!     "properties": {
+//!         "name": {"type": "string", "maxLength": 40},
+//!         "size": {"type": "string", "enum": ["S", "M", "L"], "default": "M"}
+//!     },
+//!     "required": ["name"]
+//! }))
+//! .unwrap();
+//! assert!(check_answer(&schema, &json!({"name": "Ada", "size": "L"})).is_ok());
+//! assert!(check_answer(&schema, &json!({"size": "XL"})).is_err());
+//! assert!(check_question_schema(&json!({"type": "array"})).is_err());
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A tool's question for the person using it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Question {
+    /// The tool that asks.
+    pub tool: String,
+    /// What the tool asks (plugin text: clipped, control characters
+    /// escaped).
+    pub message: String,
+    /// The JSON Schema of the answer, as [`check_question_schema`] accepts
+    /// it. Its titles, descriptions and choices are plugin text: escape
+    /// them before showing them on a terminal.
+    pub schema: Map<String, Value>,
+}
+
+impl Question {
+    /// The answer's fields, in the schema's order: each name with its
+    /// schema.
+    pub fn fields(&self) -> impl Iterator<Item = (&str, &Map<String, Value>)> {
+        self.schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(name, field)| Some((name.as_str(), field.as_object()?)))
+    }
+
+    /// Whether the answer must have the field `name`.
+    pub fn requires(&self, name: &str) -> bool {
+        self.schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|n| n == name))
+    }
+}
+
+/// What the person answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", content = "content", rename_all = "snake_case")]
+pub enum Answer {
+    /// The answer: an object of the question's schema.
+    Accept(Map<String, Value>),
+    /// The person said no.
+    Decline,
+    /// The person dismissed the question, or no answer came in time.
+    Cancel,
+}
+
+/// Who answers a call's questions: an MCP client's user, the person at a
+/// terminal, a program's own UI. Set it on the
+/// [`CallContext`](super::CallContext) of a call; a call without one gets
+/// `unavailable` for each question, saying that no one can be asked.
+///
+/// Each question has a time limit ([`TIME_LIMIT`](Self::TIME_LIMIT)
+/// unless set with [`with_time_limit`](Self::with_time_limit)); when it
+/// passes the tool gets [`Answer::Cancel`]. The time spent waiting does not
+/// count against the call's deadline.
+///
+/// # Examples
+///
+/// ```
+/// use toolhost::tools::{Answer, Question, QuestionSink};
+///
+/// // A program that answers every question with the schema's defaults.
+/// let sink = QuestionSink::new(|question: Question| async move {
+///     let defaults = question
+///         .fields()
+///         .filter_map(|(name, field)| Some((name.to_owned(), field.get("default")?.clone())))
+///         .collect();
+///     Answer::Accept(defaults)
+/// });
+/// # let _ = sink;
+/// ```
+#[derive(Clone)]
+pub struct QuestionSink {
+    answer: Arc<dyn Fn(Question) -> BoxFuture<'static, Answer> + Send + Sync>,
+    time_limit: Duration,
+}
+
+impl QuestionSink {
+    /// How long a question waits for its answer unless set otherwise.
+    pub const TIME_LIMIT: Duration = Duration::from_secs(300);
+
+    /// A sink whose answers come from `f`. It may take as long as a person
+    /// takes (the call waits without blocking a thread), up to the time
+    /// limit.
+    pub fn new<F, Fut>(f: F) -> Self
+    where
+        F: Fn(Question) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Answer> + Send + 'static,
+    {
+        Self {
+            answer: Arc::new(move |q| -> BoxFuture<'static, Answer> { Box::pin(f(q)) }),
+            time_limit: Self::TIME_LIMIT,
+        }
+    }
+
+    /// The same sink with each question waiting at most `limit`.
+    #[must_use]
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = limit;
+        self
+    }
+
+    /// How long a question waits for its answer.
+    pub fn time_limit(&self) -> Duration {
+        self.time_limit
+    }
+
+    /// Ask `question`; [`Answer::Cancel`] once the time limit passes.
+    pub async fn ask(&self, question: Question) -> Answer {
+        tokio::time::timeout(self.time_limit, (self.answer)(question))
+            .await
+            .unwrap_or(Answer::Cancel)
+    }
+}
+
+impl fmt::Debug for QuestionSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QuestionSink")
+            .field("time_limit", &self.time_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Most questions one call may ask.
+pub const MAX_QUESTIONS_PER_CALL: usize = 8;
+/// Most fields (properties) a question's schema may have.
+pub const MAX_QUESTION_FIELDS: usize = 32;
+/// Most choices one enum field may offer.
+pub const MAX_QUESTION_CHOICES: usize = 64;
+
+/// Keywords every field may have.
+const COMMON: &[&str] = &["type", "title", "description", "default"];
+
+/// Whether `schema` is a question's schema: a flat object of MCP
+/// elicitation's field kinds. It answers the schema as an object, less the
+/// `format` of number and integer fields.
+///
+/// Fields: `string` (`minLength`, `maxLength`, `format` one of `email`,
+/// `uri`, `date`, `date-time`), `number` and `integer` (`minimum`,
+/// `maximum`), `boolean`, single choice (`string` with `enum`, optionally
+/// `enumNames`, or with `oneOf` of `{const, title}`), multiple choice
+/// (`array` with `items` of `{type: string, enum}` or `{anyOf: [{const,
+/// title}]}`, `minItems`, `maxItems`). Each may have `title`,
+/// `description` and a `default` of its type. At most
+/// [`MAX_QUESTION_FIELDS`] fields of [`MAX_QUESTION_CHOICES`] choices.
+///
+/// # Errors
+///
+/// What is wrong with the schema, naming the field.
+pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, String> {
+    let Some(root) = schema.as_object() else {
+        return Err("the schema is not a JSON object".to_owned());
+    };
+    if root.get("type").and_then(Value::as_str) != Some("object") {
+        return Err("the schema's `type` must be \"object\"".to_owned());
+    }
+    for key in root.keys() {
+        if ![
+            "type",
+            "properties",
+            "required",
+            "title",
+            "description",
+            "$schema",
+        ]
+        .contains(&key.as_str())
+        {
+            return Err(format!(
+                "the schema has `{}`; a question's schema has only type, properties, required, title and description",
+                clip_name(key)
+            ));
+        }
+    }
+    for key in ["title", "description", "$schema"] {
+        if root.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("the schema's `{key}` is not a string"));
+        }
+    }
+    let empty = Map::new();
+    let properties = match root.get("properties") {
+        None => &empty,
+        Some(Value::Object(p)) => p,
+        Some(_) => return Err("the schema's `properties` is not an object".to_owned()),
+    };
+    if properties.len() > MAX_QUESTION_FIELDS {
+        return Err(format!(
+            "the schema has {} fields; a question may have {MAX_QUESTION_FIELDS}",
+            properties.len()
+        ));
+    }
+    for (name, field) in properties {
+        check_field(field).map_err(|e| format!("field `{}`: {e}", clip_name(name)))?;
+    }
+    if let Some(required) = root.get("required") {
+        let Some(required) = required.as_array() else {
+            return Err("the schema's `required` is not an array".to_owned());
+        };
+        for name in required {
+            let known = name.as_str().is_some_and(|n| properties.contains_key(n));
+            if !known {
+                return Err(format!(
+                    "`required` names {}, which is not one of the schema's properties",
+                    clip_name(&name.to_string())
+                ));
+            }
+        }
+    }
+    let mut schema = root.clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        for field in properties.values_mut().filter_map(Value::as_object_mut) {
+            if matches!(
+                field.get("type").and_then(Value::as_str),
+                Some("number" | "integer")
+            ) {
+                field.remove("format");
+            }
+        }
+    }
+    Ok(schema)
+}
+
+fn clip_name(name: &str) -> String {
+    crate::text::untrusted(name, 64)
+}
+
+/// The kind of one field of a question.
+enum Kind<'a> {
+    Text,
+    Number { integer: bool },
+    Boolean,
+    Choice(Vec<&'a str>),
+    Choices(Vec<&'a str>),
+}
+
+fn only(field: &Map<String, Value>, extra: &[&str]) -> Result<(), String> {
+    match field
+        .keys()
+        .find(|k| !COMMON.contains(&k.as_str()) && !extra.contains(&k.as_str()))
+    {
+        Some(k) => Err(format!(
+            "`{}` is not a keyword of this kind of field",
+            clip_name(k)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The values of a `[{const, title}]` list.
+fn titled<'a>(list: Option<&'a Value>, key: &str) -> Result<Vec<&'a str>, String> {
+    let list = list
+        .and_then(Value::as_array)
+        .ok_or_else(|| format!("`{key}` is not an array"))?;
+    list.iter()
+        .map(|o| {
+            let o = o.as_object().filter(|o| o.len() == 2);
+            match o.map(|o| (o.get("const"), o.get("title"))) {
+                Some((Some(Value::String(c)), Some(Value::String(_)))) => Ok(c.as_str()),
+                _ => Err(format!(
+                    "each entry of `{key}` must be {{\"const\": string, \"title\": string}}"
+                )),
+            }
+        })
+        .collect()
+}
+
+fn strings<'a>(list: Option<&'a Value>, key: &str) -> Result<Vec<&'a str>, String> {
+    list.and_then(Value::as_array)
+        .and_then(|l| l.iter().map(Value::as_str).collect::<Option<Vec<_>>>())
+        .ok_or_else(|| format!("`{key}` is not an array of strings"))
+}
+
+fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
+    let ty = field.get("type").and_then(Value::as_str);
+    let kind = match ty {
+        Some("string") if field.contains_key("enum") => {
+            only(field, &["enum", "enumNames"])?;
+            let values = strings(field.get("enum"), "enum")?;
+            if let Some(names) = field.get("enumNames") {
+                if strings(Some(names), "enumNames")?.len() != values.len() {
+                    return Err("`enumNames` must name each value of `enum`".to_owned());
+                }
+            }
+            Kind::Choice(values)
+        }
+        Some("string") if field.contains_key("oneOf") => {
+            only(field, &["oneOf"])?;
+            Kind::Choice(titled(field.get("oneOf"), "oneOf")?)
+        }
+        Some("string") => {
+            only(field, &["minLength", "maxLength", "format"])?;
+            for key in ["minLength", "maxLength"] {
+                if field
+                    .get(key)
+                    .is_some_and(|v| v.as_u64().is_none_or(|n| n > u64::from(u32::MAX)))
+                {
+                    return Err(format!("`{key}` is not a whole number"));
+                }
+            }
+            if let Some(format) = field.get("format")
+                && !matches!(
+                    format.as_str(),
+                    Some("email" | "uri" | "date" | "date-time")
+                )
+            {
+                return Err("`format` must be one of email, uri, date, date-time".to_owned());
+            }
+            Kind::Text
+        }
+        Some(t @ ("number" | "integer")) => {
+            // `format` (`int32`, `double`, ... as schema generators write
+            // it) says nothing a person answers by; it is dropped.
+            only(field, &["minimum", "maximum", "format"])?;
+            let integer = t == "integer";
+            for key in ["minimum", "maximum"] {
+                if let Some(v) = field.get(key)
+                    && !(if integer { v.is_i64() } else { v.is_number() })
+                {
+                    return Err(format!("`{key}` is not a {t}"));
+                }
+            }
+            Kind::Number { integer }
+        }
+        Some("boolean") => {
+            only(field, &[])?;
+            Kind::Boolean
+        }
+        Some("array") => {
+            only(field, &["items", "minItems", "maxItems"])?;
+            for key in ["minItems", "maxItems"] {
+                if field.get(key).is_some_and(|v| !v.is_u64()) {
+                    return Err(format!("`{key}` is not a whole number"));
+                }
+            }
+            let items = field
+                .get("items")
+                .and_then(Value::as_object)
+                .ok_or("a multiple-choice field needs `items`")?;
+            let values = if items.contains_key("anyOf") {
+                if items.len() != 1 {
+                    return Err("`items` with `anyOf` has nothing else".to_owned());
+                }
+                titled(items.get("anyOf"), "anyOf")?
+            } else {
+                if items.len() != 2 || items.get("type").and_then(Value::as_str) != Some("string") {
+                    return Err(
+                        "`items` must be {\"type\": \"string\", \"enum\": [...]} or {\"anyOf\": [...]}"
+                            .to_owned(),
+                    );
+                }
+                strings(items.get("enum"), "items.enum")?
+            };
+            Kind::Choices(values)
+        }
+        _ => {
+            return Err(
+                "`type` must be string, number, integer, boolean, or array (multiple choice)"
+                    .to_owned(),
+            );
+        }
+    };
+    if let Kind::Choice(values) | Kind::Choices(values) = &kind
+        && (values.is_empty() || values.len() > MAX_QUESTION_CHOICES)
+    {
+        return Err(format!(
+            "a choice offers 1 to {MAX_QUESTION_CHOICES} values, not {}",
+            values.len()
+        ));
+    }
+    Ok(kind)
+}
+
+fn check_field(field: &Value) -> Result<(), String> {
+    let field = field.as_object().ok_or("its schema is not an object")?;
+    for key in ["title", "description"] {
+        if field.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(format!("`{key}` is not a string"));
+        }
+    }
+    let kind = kind(field)?;
+    if let Some(default) = field.get("default") {
+        check_value(&kind, field, default).map_err(|e| format!("its default: {e}"))?;
+    }
+    Ok(())
+}
+
+fn check_value(kind: &Kind<'_>, field: &Map<String, Value>, value: &Value) -> Result<(), String> {
+    let bound = |key: &str| field.get(key).and_then(Value::as_f64);
+    let count = |key: &str| field.get(key).and_then(Value::as_u64);
+    match kind {
+        Kind::Text => {
+            let text = value.as_str().ok_or("not a string")?;
+            let chars = text.chars().count() as u64;
+            if count("minLength").is_some_and(|n| chars < n) {
+                return Err(format!(
+                    "shorter than {} characters",
+                    count("minLength").unwrap_or(0)
+                ));
+            }
+            if count("maxLength").is_some_and(|n| chars > n) {
+                return Err(format!(
+                    "longer than {} characters",
+                    count("maxLength").unwrap_or(0)
+                ));
+            }
+        }
+        Kind::Number { integer } => {
+            let ok = if *integer {
+                value.is_i64() || value.is_u64()
+            } else {
+                value.is_number()
+            };
+            if !ok {
+                return Err(format!(
+                    "not {}",
+                    if *integer { "an integer" } else { "a number" }
+                ));
+            }
+            let n = value.as_f64().unwrap_or(f64::NAN);
+            if bound("minimum").is_some_and(|m| n < m) {
+                return Err("below the minimum".to_owned());
+            }
+            if bound("maximum").is_some_and(|m| n > m) {
+                return Err("above the maximum".to_owned());
+            }
+        }
+        Kind::Boolean => {
+            value.as_bool().ok_or("not true or false")?;
+        }
+        Kind::Choice(values) => {
+            let v = value.as_str().ok_or("not a string")?;
+            if !values.contains(&v) {
+                return Err("not one of the choices".to_owned());
+            }
+        }
+        Kind::Choices(values) => {
+            let picked = value.as_array().ok_or("not an array")?;
+            if !picked
+                .iter()
+                .all(|p| p.as_str().is_some_and(|p| values.contains(&p)))
+            {
+                return Err("not a list of the choices".to_owned());
+            }
+            let n = picked.len() as u64;
+            if count("minItems").is_some_and(|m| n < m) || count("maxItems").is_some_and(|m| n > m)
+            {
+                return Err("picks too few or too many choices".to_owned());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `answer` answers a question whose schema is `schema` (one that
+/// [`check_question_schema`] accepted): an object with every required
+/// field, no other fields than the schema's, each of its field's kind and
+/// bounds.
+///
+/// # Errors
+///
+/// Which field is wrong, and how.
+pub fn check_answer(schema: &Map<String, Value>, answer: &Value) -> Result<(), String> {
+    let answer = answer.as_object().ok_or("the answer is not an object")?;
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    for (name, value) in answer {
+        let field = properties
+            .get(name)
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("the answer has `{}`, which was not asked", clip_name(name)))?;
+        check_value(&kind(field)?, field, value)
+            .map_err(|e| format!("field `{}`: {e}", clip_name(name)))?;
+    }
+    for name in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if !answer.contains_key(name) {
+            return Err(format!("the answer has no `{}`", clip_name(name)));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn schema(properties: Value) -> Result<Map<String, Value>, String> {
+        check_question_schema(&json!({"type": "object", "properties": properties}))
+    }
+
+    #[test]
+    fn every_elicitation_field_kind_is_accepted() {
+        let s = schema(json!({
+            "name": {"type": "string", "title": "Name", "minLength": 1, "maxLength": 9, "format": "email", "default": "a@b.c"},
+            "age": {"type": "integer", "minimum": 0, "maximum": 150, "default": 30},
+            "score": {"type": "number", "default": 95.5},
+            "ok": {"type": "boolean", "default": true},
+            "one": {"type": "string", "enum": ["a", "b"], "default": "a"},
+            "legacy": {"type": "string", "enum": ["a", "b"], "enumNames": ["A", "B"]},
+            "titled": {"type": "string", "oneOf": [{"const": "v", "title": "V"}]},
+            "many": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}, "maxItems": 2, "default": ["x"]},
+            "many_titled": {"type": "array", "items": {"anyOf": [{"const": "v", "title": "V"}]}}
+        }))
+        .expect("accepted");
+        let answer = json!({"name": "x@y.z", "age": 3, "score": 1, "ok": false, "one": "b",
+            "legacy": "a", "titled": "v", "many": ["y", "x"], "many_titled": []});
+        check_answer(&s, &answer).expect("a good answer");
+    }
+
+    #[test]
+    fn other_shapes_are_refused() {
+        for bad in [
+            json!({"a": {"type": "object"}}),
+            json!({"a": {"type": "string", "pattern": "x"}}),
+            json!({"a": {"type": "string", "format": "ipv4"}}),
+            json!({"a": {"type": "integer", "minimum": 1.5}}),
+            json!({"a": {"type": "integer", "default": 1.5}}),
+            json!({"a": {"type": "string", "enum": ["x"], "default": "y"}}),
+            json!({"a": {"type": "string", "enum": []}}),
+            json!({"a": {"type": "string", "enum": ["x"], "enumNames": []}}),
+            json!({"a": {"type": "array", "items": {"type": "integer"}}}),
+            json!({"a": {"$ref": "#/x"}}),
+            json!({"a": 5}),
+        ] {
+            assert!(schema(bad.clone()).is_err(), "{bad}");
+        }
+        assert!(check_question_schema(&json!({"type": "object", "$defs": {}})).is_err());
+        assert!(check_question_schema(&json!({"type": "object", "required": ["nope"]})).is_err());
+        let many: Map<String, Value> = (0..=MAX_QUESTION_FIELDS)
+            .map(|i| (format!("f{i}"), json!({"type": "boolean"})))
+            .collect();
+        assert!(schema(Value::Object(many)).is_err());
+    }
+
+    #[test]
+    fn answers_are_held_to_their_schema() {
+        let s = check_question_schema(&json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer", "maximum": 5}, "c": {"type": "string", "enum": ["a"]}},
+            "required": ["n"]
+        }))
+        .expect("accepted");
+        assert!(check_answer(&s, &json!({"n": 5})).is_ok());
+        assert!(check_answer(&s, &json!({"n": 6})).is_err());
+        assert!(check_answer(&s, &json!({"n": 1.5})).is_err());
+        assert!(
+            check_answer(&s, &json!({"c": "a"})).is_err(),
+            "n is required"
+        );
+        assert!(check_answer(&s, &json!({"n": 1, "c": "b"})).is_err());
+        assert!(check_answer(&s, &json!({"n": 1, "extra": 1})).is_err());
+        assert!(check_answer(&s, &json!([1])).is_err());
+    }
+}
