@@ -14,6 +14,7 @@ mod languages;
 mod layers;
 mod llm;
 mod load;
+mod logs;
 mod mcp;
 mod mcp_client;
 mod mcp_handles;

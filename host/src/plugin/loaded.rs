@@ -7,11 +7,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::session;
-use crate::sandbox::{CacheStatus, Guest, Limits, Permissions};
+use crate::sandbox::{CacheStatus, CallSinks, Guest, Limits, Permissions};
 use crate::sandbox::{GuestContent, GuestOutput};
 use crate::tools::{
-    CallContext, Content, ProgressSink, ResourceContents, SessionId, Tool, ToolAnnotations,
-    ToolError, ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
+    CallContext, Content, ResourceContents, SessionId, Tool, ToolAnnotations, ToolError,
+    ToolErrorKind, ToolOrigin, ToolOutput, ToolSpec,
 };
 
 /// What a tool of a 0.2 plugin declares besides its [`ToolSpec`]: the
@@ -155,15 +155,15 @@ impl Plugin {
         name: &str,
         input: &str,
         session: Option<&SessionId>,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
         match session {
             Some(session) if self.stateful => {
                 self.sessions
-                    .call(&self.guest, session, name, input, progress)
+                    .call(&self.guest, session, name, input, sinks)
                     .await
             }
-            _ => self.guest.call_fresh(name, input, progress).await,
+            _ => self.guest.call_fresh(name, input, sinks).await,
         }
     }
 
@@ -240,16 +240,11 @@ impl Tool for WasmTool {
         let plugin = Arc::clone(&self.plugin);
         let index = self.index;
         let session = cx.session.clone();
-        let progress = cx.progress.clone();
+        let sinks = CallSinks::from(cx);
         Box::pin(async move {
             let name = &plugin.tools[index].name;
             let output = plugin
-                .call(
-                    name,
-                    &input.to_string(),
-                    session.as_ref(),
-                    progress.as_ref(),
-                )
+                .call(name, &input.to_string(), session.as_ref(), &sinks)
                 .await?;
             let structured = match output.json {
                 None => None,

@@ -16,8 +16,9 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use crate::sandbox::CallSinks;
 use crate::sandbox::{Guest, GuestOutput, Live};
-use crate::tools::{ProgressSink, SessionId, ToolError, ToolErrorKind};
+use crate::tools::{SessionId, ToolError, ToolErrorKind};
 
 /// A session's instance. The async mutex makes calls within one session run
 /// one at a time; `None` means "instantiate on the next call".
@@ -282,7 +283,7 @@ impl Sessions {
         session: &SessionId,
         name: &str,
         input: &str,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
         let slot = self.slot(session)?;
         let mut guard = slot.lock().await;
@@ -298,7 +299,7 @@ impl Sessions {
                 guest.instantiate().await?
             }
         };
-        let result = guest.call_live(&mut live, name, input, progress).await;
+        let result = guest.call_live(&mut live, name, input, sinks).await;
         let reusable = result
             .as_ref()
             .map_or_else(|e| e.kind.leaves_instance_intact(), |_| true);

@@ -50,6 +50,7 @@ pub use http::HttpGrant;
 pub use limits::{LimitError, Limits, OverCeiling};
 pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;
+pub(crate) use state::CallSinks;
 
 use crate::tools::ToolError;
 use state::StoreState;

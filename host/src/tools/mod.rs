@@ -11,6 +11,7 @@
 mod budget;
 mod error;
 mod log;
+mod log_sink;
 mod native;
 mod options;
 mod output;
@@ -32,6 +33,7 @@ pub use budget::PluginBudget;
 pub(crate) use budget::check_tools;
 pub use error::{ToolError, ToolErrorKind};
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
+pub use log_sink::{LogLevel, LogLine, LogSink};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
@@ -139,6 +141,8 @@ pub struct CallContext {
     pub call_id: Option<String>,
     /// Where the call's progress reports go; none: nowhere.
     pub progress: Option<ProgressSink>,
+    /// Who hears the call's log lines besides the host's log; none: no one.
+    pub logs: Option<LogSink>,
 }
 
 impl CallContext {
@@ -161,6 +165,14 @@ impl CallContext {
     #[must_use]
     pub fn with_progress(mut self, sink: ProgressSink) -> Self {
         self.progress = Some(sink);
+        self
+    }
+
+    /// The same context with its log lines (at the sink's level and above)
+    /// also going to `sink`.
+    #[must_use]
+    pub fn with_logs(mut self, sink: LogSink) -> Self {
+        self.logs = Some(sink);
         self
     }
 }

@@ -64,6 +64,7 @@ mod direct;
 mod handler;
 mod http;
 mod metrics;
+mod notify;
 mod sessions;
 mod sse;
 mod stdio;

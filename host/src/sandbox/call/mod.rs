@@ -12,9 +12,9 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 use super::bindings::{GuestContent, GuestOutput, GuestTool, Plugin, PluginPre, WitToolError};
 use super::capture::StderrCapture;
 use super::http::{self, HttpState};
-use super::state::StoreState;
+use super::state::{CallSinks, StoreState};
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
-use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
+use crate::tools::{ToolError, ToolErrorKind};
 
 mod classify;
 mod spares;
@@ -258,11 +258,11 @@ impl Inner {
         &self,
         name: &str,
         input: &str,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
         let _slot = self.slot(Slot::Wait).await?;
         let mut store = self.new_store()?;
-        store.data_mut().report_progress_to(progress.cloned());
+        store.data_mut().attach(sinks);
         let result = self
             .bounded(&mut store, async |store| {
                 let plugin = self.pre.instantiate_async(&mut *store).await?;
@@ -301,16 +301,16 @@ impl Inner {
         live: &mut Live,
         name: &str,
         input: &str,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
-        live.store.data_mut().report_progress_to(progress.cloned());
+        live.store.data_mut().attach(sinks);
         let plugin = &live.plugin;
         let result = self
             .bounded(&mut live.store, async |store| {
                 plugin.call_call(&mut *store, name, input).await
             })
             .await;
-        live.store.data_mut().report_progress_to(None);
+        live.store.data_mut().attach(&CallSinks::default());
         let refusal = live.store.data_mut().http.take_refusal();
         http::explain(self.finish(result), refusal)
     }

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::super::bindings::GuestOutput;
 use super::{Guest, Live, Slot, lock};
-use crate::tools::{ProgressSink, ToolError, ToolErrorKind};
+use crate::sandbox::CallSinks;
+use crate::tools::{ToolError, ToolErrorKind};
 
 /// Fresh instances made ahead of time, off the caller's path.
 ///
@@ -57,15 +58,15 @@ impl Guest {
         &self,
         name: &str,
         input: &str,
-        progress: Option<&ProgressSink>,
+        sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
         crate::telemetry::note_instance(crate::telemetry::Instance::Fresh);
         let Some(mut live) = self.take_spare() else {
-            let result = self.call_inline(name, input, progress).await;
+            let result = self.call_inline(name, input, sinks).await;
             self.after_inline(&result);
             return result;
         };
-        let result = self.call_live(&mut live, name, input, progress).await;
+        let result = self.call_live(&mut live, name, input, sinks).await;
         self.retire(live);
         result
     }
