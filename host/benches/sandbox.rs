@@ -7,6 +7,9 @@
 //! # only the per-language rows (fresh Python, JS, C, Go calls, spaced and
 //! # back to back, copy-on-write and copied memory), after the native floor:
 //! cargo test -p toolhost --bench sandbox -- --bench --languages
+//! # only the contract rows: the same trivial tool as a 0.1 and a 0.2
+//! # component, wall and CPU time per call, and the 0.2 / 0.1 ratios:
+//! cargo test -p toolhost --bench sandbox -- --bench --contract
 //! # one workload in a loop for 10 s, to run under a profiler:
 //! cargo bench -p toolhost --bench sandbox -- --profile stateless|stateful|warm|py_units|...
 //! # the same with calls N µs apart (spares made between calls):
@@ -45,6 +48,7 @@ struct Scale {
 }
 
 mod common;
+mod contract;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -93,7 +97,15 @@ fn main() {
         scaling(&plugins, &callers, Duration::from_secs_f64(seconds), spares);
         return;
     }
-    common::ensure_rust_plugins(&root, &[&plugins.join("text.wasm")]);
+    let fixtures = plugins.with_file_name("plugins-fixtures");
+    common::ensure_rust_plugins(
+        &root,
+        &[
+            &plugins.join("text.wasm"),
+            &fixtures.join("bench_v01.wasm"),
+            &fixtures.join("bench_v02.wasm"),
+        ],
+    );
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -110,6 +122,9 @@ fn main() {
         }
         None if args.iter().any(|a| a == "--languages") => {
             rt.block_on(languages_only(&scale, &plugins));
+        }
+        None if args.iter().any(|a| a == "--contract") => {
+            rt.block_on(contract::rows(&fixtures, scale.calls));
         }
         None => rt.block_on(run(&scale, &plugins)),
     }
@@ -474,6 +489,7 @@ async fn run(scale: &Scale, plugins: &Path) {
     rows.extend(http_rows(plugins, cache.path(), n).await);
 
     print_rows(&rows);
+    contract::rows(&plugins.with_file_name("plugins-fixtures"), n).await;
     println!(
         "{:<40} {:>12.0} calls/s",
         "throughput, 1 caller (stateless)", one

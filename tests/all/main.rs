@@ -16,6 +16,7 @@ mod languages;
 mod layers;
 mod llm;
 mod load;
+mod logs;
 mod mcp;
 mod mcp_client;
 mod mcp_handles;

@@ -5,12 +5,19 @@
 
 STEPS is a JSON list run in order; each step names the session it runs in
 (default "a"). A session is opened on first use: a new server process for
-stdio, a new MCP session (Mcp-Session-Id) for HTTP. Steps:
+stdio, a new MCP session (Mcp-Session-Id) for HTTP; a session whose name
+starts with "modern" speaks the sessionless 2026-07-28 revision instead
+(`server/discover`, no handshake). Steps:
 
     {"op": "list"}                              tools/list
     {"op": "call", "tool": NAME, "args": {...}} tools/call ("progress": true
         sends a progress token and reports the notifications received
-        before the result)
+        before the result; "log_level": LEVEL puts
+        io.modelcontextprotocol/logLevel in the request's `_meta`; the
+        result's "logs" are the log notifications received before it)
+    {"op": "set_level", "level": LEVEL}         logging/setLevel
+    {"op": "logs"}                              the log notifications the
+        session received since the last "logs" step or call
     {"op": "cancel", "tool": NAME, "args": {...}, "after": SECONDS}
         tools/call, abandoned after SECONDS: the SDK sends
         notifications/cancelled
@@ -45,23 +52,33 @@ import shutil
 import subprocess
 import sys
 import time
+import warnings
 
 from mcp import ClientSession, MCPError, StdioServerParameters, stdio_client, types
 from mcp.client.streamable_http import streamable_http_client
 
 
 class Notifications:
-    """Server notifications a session received, for wait_list_changed."""
+    """Server notifications a session received: tool list changes, for
+    wait_list_changed, and log messages, in the order they arrived."""
 
     def __init__(self):
         self.list_changed = asyncio.Event()
+        self.logs = []
 
     async def __call__(self, message):
         if isinstance(message, types.ToolListChangedNotification):
             self.list_changed.set()
 
+    async def on_log(self, params):
+        self.logs.append({"level": params.level, "logger": params.logger, "data": params.data})
 
-async def open_session(stack, transport, target):
+    def take_logs(self):
+        logs, self.logs = self.logs, []
+        return logs
+
+
+async def open_session(stack, transport, target, modern=False):
     if transport == "stdio":
         argv = json.loads(target)
         params = StdioServerParameters(command=argv[0], args=argv[1:])
@@ -72,13 +89,13 @@ async def open_session(stack, transport, target):
         raise SystemExit(f"unknown transport {transport!r}; use stdio or http")
     notifications = Notifications()
     session = await stack.enter_async_context(
-        ClientSession(read, write, message_handler=notifications)
+        ClientSession(read, write, message_handler=notifications, logging_callback=notifications.on_log)
     )
     session.notifications = notifications
-    init = await session.initialize()
+    await (session.discover() if modern else session.initialize())
     info = {
-        "protocol_version": init.protocol_version,
-        "server_name": init.server_info.name,
+        "protocol_version": session.protocol_version,
+        "server_name": session.server_info.name if session.server_info else None,
     }
     return session, info
 
@@ -143,6 +160,16 @@ async def run_step(session, step):
     if op == "sleep":
         await asyncio.sleep(step["seconds"])
         return {}
+    if op == "set_level":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecated as of 2026-07-28
+            try:
+                await session.set_logging_level(step["level"])
+            except MCPError as e:
+                return {"error": {"code": e.code, "message": e.message}}
+        return {}
+    if op == "logs":
+        return {"logs": session.notifications.take_logs()}
     if op == "wait_list_changed":
         try:
             await asyncio.wait_for(session.notifications.list_changed.wait(), step.get("timeout", 30))
@@ -181,11 +208,14 @@ async def run_step(session, step):
         async def on_progress(done, total, message):
             progress.append({"progress": done, "total": total, "message": message})
 
+        meta = {"io.modelcontextprotocol/logLevel": step["log_level"]} if "log_level" in step else None
+        session.notifications.take_logs()
         try:
             result = await session.call_tool(
                 step["tool"],
                 step.get("args", {}),
                 progress_callback=on_progress if step.get("progress") else None,
+                meta=meta,
             )
         except MCPError as e:
             return {"error": {"code": e.code, "message": e.message}}
@@ -194,6 +224,7 @@ async def run_step(session, step):
         received = list(progress)
         return {
             "progress": received,
+            "logs": session.notifications.take_logs(),
             "is_error": bool(result.is_error),
             "text": [c.text for c in result.content if c.type == "text"],
             "structured": result.structured_content,
@@ -215,7 +246,9 @@ async def main(transport, target, steps):
                 continue
             name = step.get("session", "a")
             if name not in sessions:
-                sessions[name], infos[name] = await open_session(stack, transport, target)
+                sessions[name], infos[name] = await open_session(
+                    stack, transport, target, modern=name.startswith("modern")
+                )
             results.append(await run_step(sessions[name], step))
     print(json.dumps({"sessions": infos, "results": results}))
 

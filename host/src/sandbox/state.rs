@@ -15,7 +15,9 @@ use super::files::OpenHandles;
 use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
 use crate::text::untrusted;
-use crate::tools::{CallContext, Progress, ProgressSink, QuestionSink};
+use crate::tools::{
+    CallContext, LogLevel, LogLine, LogSink, Progress, ProgressSink, QuestionSink,
+};
 
 /// Most bytes of a progress message; longer ones are cut.
 const MAX_PROGRESS_MESSAGE: usize = 512;
@@ -23,6 +25,9 @@ const MAX_PROGRESS_MESSAGE: usize = 512;
 const MAX_LOG_MESSAGE: usize = 4 << 10;
 /// Most log bytes one call may write; the rest is dropped with a note.
 const MAX_LOG_PER_CALL: usize = 64 << 10;
+/// Most log lines one call may write, however short: an empty line costs
+/// no bytes, but each one a client asked for is a notification to send.
+const MAX_LOG_LINES_PER_CALL: usize = 1 << 10;
 /// Most entries in a store's resource table (descriptors, streams,
 /// pollables, ...); a push past it traps. Real guests use a few dozen.
 const MAX_TABLE_ENTRIES: usize = 16 << 10;
@@ -37,6 +42,7 @@ pub(crate) struct StoreState {
     pub(crate) deadline: Instant,
     pub(crate) identity: Arc<PluginIdentity>,
     log_left: usize,
+    log_lines_left: usize,
     log_cut: bool,
     pub(crate) stderr: StderrCapture,
     /// wasi:http: the plugin's grant and this call's requests.
@@ -45,15 +51,18 @@ pub(crate) struct StoreState {
     /// one passed on.
     progress: Option<ProgressSink>,
     progress_last: Option<(f64, Instant)>,
+    /// Who hears this call's log lines besides the host's log.
+    logs: Option<LogSink>,
     /// Where this call's questions for the user go (contract 0.2).
     pub(super) asking: Asking,
 }
 
-/// Where a call's reports and questions go: the sinks of its
+/// Where a call's reports, log lines and questions go: the sinks of its
 /// [`CallContext`], owned so that they can travel into the call's future.
 #[derive(Clone, Default)]
 pub(crate) struct CallSinks {
     pub(crate) progress: Option<ProgressSink>,
+    pub(crate) logs: Option<LogSink>,
     pub(crate) questions: Option<QuestionSink>,
 }
 
@@ -61,6 +70,7 @@ impl From<&CallContext> for CallSinks {
     fn from(cx: &CallContext) -> Self {
         Self {
             progress: cx.progress.clone(),
+            logs: cx.logs.clone(),
             questions: cx.questions.clone(),
         }
     }
@@ -84,21 +94,24 @@ impl StoreState {
             deadline: Instant::now(),
             identity,
             log_left: MAX_LOG_PER_CALL,
+            log_lines_left: MAX_LOG_LINES_PER_CALL,
             log_cut: false,
             stderr,
             http,
             progress: None,
             progress_last: None,
+            logs: None,
             asking: Asking::default(),
         }
     }
 
-    /// Send the progress reports and questions of this call of `tool` to
-    /// `sinks` (none: nowhere). Set for every call, so an instance kept for
-    /// a session never reports to an earlier call's listener.
+    /// Send the progress reports, log lines and questions of this call of
+    /// `tool` to `sinks` (none: nowhere). Set for every call, so an instance
+    /// kept for a session never reports to an earlier call's listener.
     pub(crate) fn attach(&mut self, sinks: &CallSinks, tool: &str) {
         self.progress.clone_from(&sinks.progress);
         self.progress_last = None;
+        self.logs.clone_from(&sinks.logs);
         self.asking.start(sinks.questions.as_ref(), tool);
     }
 
@@ -106,6 +119,7 @@ impl StoreState {
     pub(crate) fn start_call(&mut self, deadline: Instant) {
         self.deadline = deadline;
         self.log_left = MAX_LOG_PER_CALL;
+        self.log_lines_left = MAX_LOG_LINES_PER_CALL;
         self.log_cut = false;
         self.stderr.reset();
         self.http.start_call(deadline);
@@ -183,13 +197,14 @@ impl ProgressHost for StoreState {
 
 impl StoreState {
     fn write_log(&mut self, level: Level, message: String) {
-        if self.log_left == 0 {
+        if self.log_left == 0 || self.log_lines_left == 0 {
             if !self.log_cut {
                 self.log_cut = true;
-                tracing::warn!(plugin = %self.identity.name, "plugin log cut off: over {MAX_LOG_PER_CALL} bytes in one call");
+                tracing::warn!(plugin = %self.identity.name, "plugin log cut off: over {MAX_LOG_PER_CALL} bytes or {MAX_LOG_LINES_PER_CALL} lines in one call");
             }
             return;
         }
+        self.log_lines_left -= 1;
         // Clipped, then escaped: a newline or escape sequence in the text
         // cannot start a forged log line or repaint the operator's terminal.
         let message = untrusted(&message, MAX_LOG_MESSAGE.min(self.log_left));
@@ -202,6 +217,24 @@ impl StoreState {
             Level::Warn => tracing::warn!(target: "toolhost::plugin", plugin, "{message}"),
             Level::Error => tracing::error!(target: "toolhost::plugin", plugin, "{message}"),
         }
+        // Checked before a line is made: a listener that asked for warnings
+        // costs a debug line nothing.
+        let level = log_level(level);
+        if let Some(sink) = &self.logs
+            && sink.wants(level)
+        {
+            sink.send(LogLine { level, message });
+        }
+    }
+}
+
+fn log_level(level: Level) -> LogLevel {
+    match level {
+        Level::Trace => LogLevel::Trace,
+        Level::Debug => LogLevel::Debug,
+        Level::Info => LogLevel::Info,
+        Level::Warn => LogLevel::Warn,
+        Level::Error => LogLevel::Error,
     }
 }
 

@@ -11,6 +11,7 @@
 mod budget;
 mod error;
 mod log;
+mod log_sink;
 mod native;
 mod options;
 mod output;
@@ -33,6 +34,7 @@ pub use budget::PluginBudget;
 pub(crate) use budget::check_tools;
 pub use error::{ToolError, ToolErrorKind};
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
+pub use log_sink::{LogLevel, LogLine, LogSink};
 pub use native::NativeTool;
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
@@ -147,6 +149,8 @@ pub struct CallContext {
     /// Who answers the call's questions for the user; none: each question
     /// gets `unavailable`.
     pub questions: Option<QuestionSink>,
+    /// Who hears the call's log lines besides the host's log; none: no one.
+    pub logs: Option<LogSink>,
 }
 
 impl CallContext {
@@ -176,6 +180,14 @@ impl CallContext {
     #[must_use]
     pub fn with_questions(mut self, sink: QuestionSink) -> Self {
         self.questions = Some(sink);
+        self
+    }
+
+    /// The same context with its log lines (at the sink's level and above)
+    /// also going to `sink`.
+    #[must_use]
+    pub fn with_logs(mut self, sink: LogSink) -> Self {
+        self.logs = Some(sink);
         self
     }
 }

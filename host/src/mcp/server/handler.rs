@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
     ContentBlock, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId, ServerCapabilities,
+    ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -37,12 +37,13 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
 use super::direct::{DirectEntry, DirectSessions};
+use super::notify::{self, CallNotifier, SessionLevel};
 use super::question::Questions;
 use crate::approval::ApprovalPolicy;
 use crate::telemetry::TraceParent;
 use crate::tools::{
-    CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ResourceContents,
-    SessionId, ToolRegistry, ToolSpec,
+    CallContext, CallReport, Content, ExecOverrides, ResourceContents, SessionId, ToolRegistry,
+    ToolSpec,
 };
 
 /// The request `_meta` key that names a plugin session: calls carrying the
@@ -124,6 +125,8 @@ pub(super) struct Connection {
     /// The direct calls in flight, so `notifications/cancelled` (which
     /// reaches rmcp, not them) can stop them.
     direct_calls: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// The level the client asked for log lines from (`logging/setLevel`).
+    log_level: SessionLevel,
 }
 
 impl McpTools {
@@ -143,6 +146,7 @@ impl McpTools {
                 tools,
                 handshake: AtomicBool::new(false),
                 direct_calls: Mutex::default(),
+                log_level: SessionLevel::default(),
             }),
             direct: OnceLock::new(),
         }
@@ -166,10 +170,13 @@ impl Connection {
     /// Whether a call must go through rmcp rather than the direct path
     /// ([`super::direct`]): it needs the client's user (approval, or a
     /// tool's questions, through elicitation) or sends the client
-    /// notifications (progress), which need rmcp's event stream.
+    /// notifications (progress, log lines the client asked for), which
+    /// need rmcp's event stream.
     pub(super) fn needs_rmcp(&self, request: &CallToolRequestParams, meta: &JsonObject) -> bool {
         let tools = self.tools.registry.snapshot();
         meta.contains_key("progressToken")
+            || self.log_level.is_set()
+            || meta.contains_key(notify::LOG_LEVEL_META_KEY)
             || tools
                 .get(request.name.as_ref())
                 .is_some_and(|tool| tool.may_ask_user())
@@ -184,9 +191,9 @@ impl Connection {
     /// Call a tool for request `params` (its `_meta` in `meta`) until
     /// `cancelled` resolves: what `tools/call` does, however it came. The
     /// rmcp request is there when it came through rmcp: a call that needs
-    /// approval asks the client's user through it, and progress goes to
-    /// the client through it; a direct call never needs either
-    /// ([`needs_rmcp`](Self::needs_rmcp)).
+    /// approval asks the client's user through it, and progress and log
+    /// lines go to the client through it; a direct call never needs any of
+    /// them ([`needs_rmcp`](Self::needs_rmcp)).
     pub(super) async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -210,6 +217,8 @@ impl Connection {
         let mut arguments = request.arguments.unwrap_or_default();
         let (mut cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
         cx.trace_parent = trace_parent;
+        let log_level =
+            notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
         if approval::needs(&self.tools.approval, &self.tools.overrides, &tools, name) {
             // Never a silent run: without rmcp's request there is no one to
             // ask (the direct path sends such calls to rmcp).
@@ -238,14 +247,23 @@ impl Connection {
         };
         cx.questions = questions.sink.take();
         // A request with a progress token gets the tool's progress reports
-        // as notifications/progress, in order, all before the result.
-        let progress = rmcp.and_then(|context| {
-            let token = context.meta.get_progress_token()?;
-            Some(ProgressForwarder::start(token, context.peer.clone()))
-        });
-        let cx = match &progress {
-            Some(forwarder) => cx.with_progress(forwarder.sink()),
-            None => cx,
+        // as notifications/progress, and a client that asked for log lines
+        // gets them as notifications/message: in order, all before the
+        // result.
+        let token = rmcp.and_then(|context| context.meta.get_progress_token());
+        let progress = token.is_some();
+        let notifier = match rmcp {
+            Some(context) if progress || log_level.is_some() => {
+                let notifier = CallNotifier::start(token, name, context.peer.clone());
+                if progress {
+                    cx = cx.with_progress(notifier.progress_sink());
+                }
+                if let Some(min) = log_level {
+                    cx = cx.with_logs(notifier.log_sink(min));
+                }
+                Some(notifier)
+            }
+            _ => None,
         };
         let input = json_text(&arguments);
         // `notifications/cancelled` (or the connection closing) resolves
@@ -263,8 +281,8 @@ impl Connection {
             }
         };
         drop(cx);
-        if let Some(forwarder) = progress {
-            forwarder.finish().await;
+        if let Some(notifier) = notifier {
+            notifier.finish().await;
         }
         Ok(with_handle(mcp_result(report), new_handle).into())
     }
@@ -521,7 +539,13 @@ impl ServerHandler for McpTools {
     fn get_info(&self) -> ServerConfig {
         // The registry's change feed tells of every change, whatever
         // made it: the list can always change.
+        // Logging: plugin log lines, for a client that asks for them.
+        #[expect(
+            deprecated,
+            reason = "MCP logging is deprecated by SEP-2577 but still part of every revision toolhost serves"
+        )]
         let capabilities = ServerCapabilities::builder()
+            .enable_logging()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
@@ -640,6 +664,21 @@ impl ServerHandler for McpTools {
             .await
     }
 
+    /// The level a client of a session wants plugin log lines from, for
+    /// the session's calls from now on.
+    #[expect(
+        deprecated,
+        reason = "MCP logging is deprecated by SEP-2577 but still part of every revision toolhost serves"
+    )]
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.conn.log_level.set(request.level);
+        Ok(())
+    }
+
     /// rmcp cancels the calls it runs itself; the direct ones are ours.
     async fn on_cancelled(
         &self,
@@ -656,53 +695,6 @@ impl ServerHandler for McpTools {
                 cancel.cancel();
             }
         }
-    }
-}
-
-/// Sends a call's progress reports to the client as `notifications/progress`
-/// for the request's token, one at a time and in order, from its own task
-/// (a report comes from the guest's thread, which must not wait on the
-/// client).
-struct ProgressForwarder {
-    sender: Arc<std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<Progress>>>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl ProgressForwarder {
-    fn start(token: ProgressToken, peer: rmcp::Peer<RoleServer>) -> Self {
-        let (sender, mut reports) = tokio::sync::mpsc::unbounded_channel::<Progress>();
-        let task = tokio::spawn(async move {
-            while let Some(report) = reports.recv().await {
-                let mut param = ProgressNotificationParam::new(token.clone(), report.done);
-                param.total = report.total;
-                param.message = report.message;
-                if peer.notify_progress(param).await.is_err() {
-                    // The client is gone; the call ends on its own.
-                    break;
-                }
-            }
-        });
-        Self {
-            sender: Arc::new(std::sync::Mutex::new(Some(sender))),
-            task,
-        }
-    }
-
-    fn sink(&self) -> ProgressSink {
-        let sender = Arc::clone(&self.sender);
-        ProgressSink::new(move |report| {
-            let sender = sender.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(sender) = sender.as_ref() {
-                let _ = sender.send(report);
-            }
-        })
-    }
-
-    /// Close the channel and wait until every report sent so far has gone
-    /// out, so that none arrives after the result.
-    async fn finish(self) {
-        self.sender.lock().unwrap_or_else(|p| p.into_inner()).take();
-        let _ = self.task.await;
     }
 }
 

@@ -65,6 +65,7 @@ mod handler;
 mod http;
 mod metrics;
 mod question;
+mod notify;
 mod sessions;
 mod sse;
 mod stdio;

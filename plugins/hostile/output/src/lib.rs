@@ -41,10 +41,17 @@ struct FloodInput {
     /// How many lines to log. Default: 100000.
     #[serde(default = "hundred_thousand")]
     lines: u64,
+    /// How many `y`s end each line. Default: 100.
+    #[serde(default = "hundred")]
+    width: usize,
 }
 
 fn hundred_thousand() -> u64 {
     100_000
+}
+
+fn hundred() -> usize {
+    100
 }
 
 #[derive(Serialize)]
@@ -54,7 +61,10 @@ struct Flooded {
 
 fn log_flood(input: FloodInput) -> Result<Flooded, ToolError> {
     for i in 0..input.lines {
-        log::info(format!("hostile_log_flood line {i}: {}", "y".repeat(100)));
+        log::info(format!(
+            "hostile_log_flood line {i}: {}",
+            "y".repeat(input.width)
+        ));
     }
     Ok(Flooded {
         logged: input.lines,
