@@ -29,7 +29,7 @@ async fn registry(dir: &Path) -> Arc<ToolRegistry> {
     let host = PluginHost::new(HostConfig::default().cache_dir(test_cache_dir())).unwrap();
     let report = host.load_dir(dir).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
-    report.registry().unwrap()
+    Arc::new(report.registry().unwrap())
 }
 
 fn provider(kind: ProviderKind, url: String, model: &str) -> Arc<dyn Provider> {
