@@ -103,6 +103,7 @@ fn answered(
             name: call.name.clone(),
             content,
             is_error,
+            parts: Vec::new(),
         }));
     }
     history

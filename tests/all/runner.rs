@@ -17,6 +17,7 @@ use toolhost::tools::{
 };
 use toolhost_tests::providers::{FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi, Reply, Turn};
 
+mod content;
 mod generation;
 
 fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {

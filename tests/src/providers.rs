@@ -8,7 +8,9 @@
 //! - records every request ([`RecordedRequest`]) for assertions;
 //! - rejects, with the real provider's status and message, what the real
 //!   provider rejects — above all a tool call without its result and a
-//!   result without its call — *before* taking a reply off the queue.
+//!   result without its call, and an image in a tool result where the API
+//!   takes none or of a media type it does not list — *before* taking a
+//!   reply off the queue.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -30,6 +32,7 @@
 
 mod anthropic;
 mod gemini;
+mod media;
 mod openai;
 mod params;
 mod responses;

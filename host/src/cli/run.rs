@@ -32,6 +32,7 @@ use toolhost::text::{
 use toolhost::tools::CallLog;
 
 use super::generation::GenerationArgs;
+use super::progress::CallProgress;
 use super::run_approval::{ApprovalArgs, CliApprover, report_pending};
 use super::run_question;
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
@@ -363,6 +364,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let seen = Arc::clone(&calls);
     let on_result = progress.clone();
     let on_iteration = progress.clone();
+    // The live line of calls that report progress (a terminal only).
+    let live = CallProgress::new(args.plugins.quiet_progress());
+    let live_result = live.clone();
     let approver = CliApprover::new(args.approval.clone(), args.transcript.is_some());
     let mut runner = ToolRunner::resume(provider, registry, config, start).approver(approver);
     // A tool's questions go to the person at the terminal; without one,
@@ -393,11 +397,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 _ => "not run".to_owned(),
             };
             // The name and id are the model's text: shown escaped.
-            on_result.line(format_args!(
-                "  tool {} [{}] {what}",
-                escape_controls(&record.call.name),
-                escape_controls(&record.call.id)
-            ));
+            live_result.finish(&record.call.id, || {
+                on_result.line(format_args!(
+                    "  tool {} [{}] {what}",
+                    escape_controls(&record.call.name),
+                    escape_controls(&record.call.id)
+                ));
+            });
         })
         .on_iteration(move |it| {
             let label = if it.final_answer {
@@ -418,11 +424,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
                 it.usage.output_tokens
             ));
         });
+    if live.is_live() {
+        let live = live.clone();
+        runner = runner.on_progress(move |call, p| live.report(&call.id, &call.name, p));
+    }
     if args.stream {
         let stream = progress.clone();
         runner = runner.on_text(move |text| stream.text(text));
     }
     let result = runner.await;
+    live.clear();
     let (outcome, error) = match result {
         Ok(outcome) => (outcome, None),
         Err(e) => {

@@ -28,6 +28,7 @@ fn result(id: &str) -> Message {
         name: "t".to_owned(),
         content: "{}".to_owned(),
         is_error: false,
+        parts: Vec::new(),
     })
 }
 

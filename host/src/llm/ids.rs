@@ -142,6 +142,7 @@ mod tests {
                 name: "t".into(),
                 content: "ok".into(),
                 is_error: false,
+                parts: Vec::new(),
             })
         }));
         messages

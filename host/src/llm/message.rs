@@ -7,6 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::tools::Content;
+
 /// One message in a conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
@@ -90,6 +92,33 @@ pub struct ToolResult {
     /// Whether the call failed.
     #[serde(default)]
     pub is_error: bool,
+    /// Images and audio the tool returned besides its text, in order (and
+    /// the text stand-ins of those the loop would not send: see
+    /// [`RunnerConfig::max_media_bytes`](crate::runner::RunnerConfig)).
+    /// Each wire format sends the parts it accepts in a tool result and a
+    /// text stand-in naming the media type and size for the others. Empty
+    /// (no allocation, nothing in JSON) for a result of text only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<Content>,
+}
+
+impl ToolResult {
+    /// A result of text only: `content` answers call `tool_call_id` of tool
+    /// `name`.
+    pub fn text(
+        tool_call_id: impl Into<String>,
+        name: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self {
+            tool_call_id: tool_call_id.into(),
+            name: name.into(),
+            content: content.into(),
+            is_error,
+            parts: Vec::new(),
+        }
+    }
 }
 
 /// Token counts, summed over a run.

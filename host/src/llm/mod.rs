@@ -19,6 +19,7 @@ mod history;
 mod http;
 mod ids;
 mod kind;
+pub(crate) mod media;
 mod message;
 mod openai;
 mod params;

@@ -120,6 +120,7 @@ impl DynamicTools {
 /// | `tool_options` | no change | each tool's own [`ExecOptions`](crate::tools::ExecOptions) |
 /// | `generation` | provider defaults | temperature, output cap, tool choice, ... of every request |
 /// | `approval` | none | which tools' calls wait for a person; tools may also ask themselves |
+/// | `max_media_bytes` | 5 MB | images and audio of one tool result sent to the model (Anthropic's limit per image) |
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunnerConfig {
     /// Model↔tool rounds: each round is one model request plus the
@@ -176,7 +177,16 @@ pub struct RunnerConfig {
     /// [`ToolRunner::approver`](super::ToolRunner::approver); without one,
     /// such a call pauses the run.
     pub approval: ApprovalPolicy,
+    /// The most bytes of images and audio of one tool result that the loop
+    /// keeps for the model (default [`DEFAULT_MAX_MEDIA_BYTES`], 5 MB,
+    /// Anthropic's limit for one image). A part that would go past it is
+    /// replaced by a text stand-in naming its media type and size; the
+    /// result's text is always kept.
+    pub max_media_bytes: usize,
 }
+
+/// The default of [`RunnerConfig::max_media_bytes`]: 5 MB.
+pub const DEFAULT_MAX_MEDIA_BYTES: usize = 5_000_000;
 
 impl Default for RunnerConfig {
     fn default() -> Self {
@@ -195,6 +205,7 @@ impl Default for RunnerConfig {
             tool_options: ExecOverrides::default(),
             generation: GenerationParams::default(),
             approval: ApprovalPolicy::default(),
+            max_media_bytes: DEFAULT_MAX_MEDIA_BYTES,
         }
     }
 }

@@ -105,5 +105,6 @@ pub(crate) fn error_result(call_id: &str, name: &str, content: String) -> ToolRe
         name: name.to_owned(),
         content,
         is_error: true,
+        parts: Vec::new(),
     }
 }

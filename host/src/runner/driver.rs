@@ -193,6 +193,42 @@ impl ToolRunner {
         self
     }
 
+    /// Called with each progress report of a running call, with the call
+    /// (its id and tool name): a tool that reports progress (a plugin's
+    /// `progress` import, a native tool's
+    /// [`ProgressSink`](crate::tools::ProgressSink)) reaches the program
+    /// running the loop, in the order the tool reported. The host passes on
+    /// only reports that move forward, at most one per
+    /// [`ProgressSink::MIN_INTERVAL`](crate::tools::ProgressSink::MIN_INTERVAL)
+    /// per call, with the message clipped and escaped. It runs on the call's
+    /// thread while the call runs: it must not block (send to a channel).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # async fn demo(provider: std::sync::Arc<dyn toolhost::llm::Provider>,
+    /// #               registry: std::sync::Arc<toolhost::tools::ToolRegistry>)
+    /// #               -> Result<(), toolhost::runner::RunError> {
+    /// use toolhost::llm::Message;
+    /// use toolhost::runner::{RunnerConfig, ToolRunner};
+    ///
+    /// ToolRunner::new(provider, registry, RunnerConfig::default(), vec![Message::user("index it")])
+    ///     .on_progress(|call, p| match p.total {
+    ///         Some(total) => eprintln!("{} [{}]: {}/{}", call.name, call.id, p.done, total),
+    ///         None => eprintln!("{} [{}]: {}", call.name, call.id, p.done),
+    ///     })
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_progress(
+        mut self,
+        f: impl Fn(&ToolCall, &crate::tools::Progress) + Send + Sync + 'static,
+    ) -> Self {
+        let f: execute::OnProgress = Arc::new(f);
+        self.update(move |d| d.callbacks.on_progress = Some(f));
+        self
+    }
+
     /// Called with answer text as it streams in (with
     /// [`RunnerConfig::stream`]).
     pub fn on_text(mut self, f: impl Fn(&str) + Send + Sync + 'static) -> Self {

@@ -10,17 +10,22 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 
+use super::RunnerConfig;
 use super::approval::ToolCallDecision;
 use super::conversation::error_result;
 use super::outcome::{CallRecord, CallStatus, Iteration, RequestInfo};
-use crate::llm::{GenerationParams, ToolCall, ToolResult};
-use crate::tools::{CallContext, CallReport, ExecOverrides, ToolError, ToolErrorKind, ToolSet};
+use crate::llm::{GenerationParams, ToolCall, ToolResult, media};
+use crate::tools::{
+    CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ToolError,
+    ToolErrorKind, ToolSet,
+};
 
 pub(super) type OnIteration = Arc<dyn Fn(&Iteration) + Send + Sync>;
 pub(super) type OnToolCall = Arc<dyn Fn(&ToolCall) -> ToolCallDecision + Send + Sync>;
 pub(super) type OnToolResult = Arc<dyn Fn(&CallRecord) + Send + Sync>;
 pub(super) type OnText = Arc<dyn Fn(&str) + Send + Sync>;
 pub(super) type OnRequest = Arc<dyn Fn(&RequestInfo<'_>, &mut GenerationParams) + Send + Sync>;
+pub(super) type OnProgress = Arc<dyn Fn(&ToolCall, &Progress) + Send + Sync>;
 
 /// The callbacks of a run.
 #[derive(Clone, Default)]
@@ -29,6 +34,7 @@ pub(super) struct Callbacks {
     pub on_tool_result: Option<OnToolResult>,
     pub on_text: Option<OnText>,
     pub on_request: Option<OnRequest>,
+    pub on_progress: Option<OnProgress>,
 }
 
 /// A spawned task that is aborted when its handle is dropped, so a run
@@ -49,13 +55,14 @@ impl<T> Future for AbortOnDrop<T> {
 }
 
 /// Answer every call of a response, in call order: run those without a
-/// record (at most `concurrency` at once, each on its own task); the others
-/// are answered by their record.
+/// record (at most the config's concurrency at once, each on its own
+/// task, its progress going to `on_progress`); the others are answered by
+/// their record.
 pub(super) async fn run_round(
     tools: &Arc<ToolSet>,
     cx: &CallContext,
     routes: &BTreeMap<String, String>,
-    concurrency: usize,
+    config: &RunnerConfig,
     calls: &[ToolCall],
     slots: Vec<Option<CallRecord>>,
     callbacks: &Callbacks,
@@ -71,6 +78,11 @@ pub(super) async fn run_round(
             let tools = Arc::clone(tools);
             let mut cx = cx.clone();
             cx.call_id = Some(call.id.clone());
+            if let Some(on_progress) = &callbacks.on_progress {
+                let on_progress = Arc::clone(on_progress);
+                let call = call.clone();
+                cx.progress = Some(ProgressSink::new(move |p| on_progress(&call, &p)));
+            }
             let target = routes
                 .get(&call.name)
                 .cloned()
@@ -81,13 +93,16 @@ pub(super) async fn run_round(
                 (call, report, started.elapsed())
             }))
         })
-        .buffered(concurrency.max(1));
+        .buffered(config.concurrency().max(1));
+    let budget = config.max_media_bytes;
     let mut records = Vec::with_capacity(slots.len());
     for (slot, call) in slots.into_iter().zip(calls) {
         let done = match slot {
             Some(done) => done,
             None => match executed.next().await {
-                Some(Ok((call, report, duration))) => executed_record(call, report, duration),
+                Some(Ok((call, report, duration))) => {
+                    executed_record(call, report, duration, budget)
+                }
                 Some(Err(join)) => executed_record(
                     call.clone(),
                     lost(
@@ -98,6 +113,7 @@ pub(super) async fn run_round(
                         ),
                     ),
                     Duration::ZERO,
+                    budget,
                 ),
                 None => executed_record(
                     call.clone(),
@@ -106,6 +122,7 @@ pub(super) async fn run_round(
                         ToolError::failed("internal error: the call was lost"),
                     ),
                     Duration::ZERO,
+                    budget,
                 ),
             },
         };
@@ -128,9 +145,15 @@ fn lost(overrides: &ExecOverrides, error: ToolError) -> CallReport {
     }
 }
 
-fn executed_record(call: ToolCall, report: CallReport, duration: Duration) -> CallRecord {
+fn executed_record(
+    call: ToolCall,
+    report: CallReport,
+    duration: Duration,
+    media_budget: usize,
+) -> CallRecord {
     let CallReport {
         output,
+        content,
         options,
         attempts,
         ..
@@ -142,6 +165,7 @@ fn executed_record(call: ToolCall, report: CallReport, duration: Duration) -> Ca
                 name: call.name.clone(),
                 content: value.to_string(),
                 is_error: false,
+                parts: media_parts(content, media_budget),
             },
             CallStatus::Succeeded,
             None,
@@ -161,5 +185,76 @@ fn executed_record(call: ToolCall, report: CallReport, duration: Duration) -> Ca
         duration,
         options: Some(options),
         attempts,
+    }
+}
+
+/// The images and audio of a result, in order, for the model: while their
+/// bytes stay within `budget`, as they are; one that would go past it, a
+/// text stand-in.
+/// Text and resource parts are left out: a result of content only already
+/// carries them in its text (the content's stand-ins), and a structured
+/// result is its value.
+fn media_parts(content: Vec<Content>, budget: usize) -> Vec<Content> {
+    let mut spent = 0usize;
+    content
+        .into_iter()
+        .filter_map(|part| match part {
+            Content::Image {
+                ref media_type,
+                ref data,
+            }
+            | Content::Audio {
+                ref media_type,
+                ref data,
+            } => {
+                if spent.saturating_add(data.len()) <= budget {
+                    spent += data.len();
+                    Some(part)
+                } else {
+                    let why = format!(
+                        "over the limit of {budget} bytes of images and audio per tool result"
+                    );
+                    Some(Content::Text {
+                        text: media::stand_in(media_type, data.len(), &why),
+                    })
+                }
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn media_past_the_budget_becomes_a_stand_in_and_text_parts_stay_out() {
+        let image = |n: usize| Content::Image {
+            media_type: "image/png".into(),
+            data: vec![1; n],
+        };
+        let parts = media_parts(
+            vec![
+                image(60),
+                Content::Text {
+                    text: "in the JSON text already".into(),
+                },
+                image(50),
+                image(40),
+            ],
+            100,
+        );
+        assert_eq!(parts.len(), 3);
+        assert_eq!(parts[0], image(60));
+        assert_eq!(
+            parts[1],
+            Content::Text {
+                text: "[image/png, 50 bytes, not shown: over the limit of 100 bytes of images and \
+                       audio per tool result]"
+                    .into()
+            }
+        );
+        assert_eq!(parts[2], image(40), "a later part that fits still goes");
     }
 }

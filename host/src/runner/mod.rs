@@ -35,7 +35,10 @@ mod spans;
 mod transcript;
 
 pub use approval::{PendingCall, PendingRound, ToolCallDecision};
-pub use config::{DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSelection};
+pub use config::{
+    DEFAULT_MAX_MEDIA_BYTES, DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig,
+    ToolSelection,
+};
 pub use conversation::Conversation;
 pub use driver::{ToolRunner, UpdateParams};
 // The state machine's steps (`LoopState`, `Plan`, `Verdict`, ...) are the
@@ -44,7 +47,10 @@ pub use machine::StopReason;
 pub use outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
 };
-pub use transcript::{PAUSED_TRANSCRIPT_FORMAT, TRANSCRIPT_FORMAT, Transcript, TranscriptError};
+pub use transcript::{
+    MEDIA_TRANSCRIPT_FORMAT, PAUSED_TRANSCRIPT_FORMAT, TRANSCRIPT_FORMAT, Transcript,
+    TranscriptError,
+};
 
 #[cfg(test)]
 mod tests;

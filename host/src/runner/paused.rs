@@ -244,7 +244,7 @@ impl Driver {
             tools,
             &cx,
             routes,
-            self.config.concurrency(),
+            &self.config,
             &iteration.message.tool_calls,
             slots,
             &self.callbacks,

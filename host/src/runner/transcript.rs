@@ -26,6 +26,13 @@
 //! conversation without the round. A transcript without a waiting round is
 //! format 2, as before.
 //!
+//! **Images and audio.** A tool result may carry media parts (`"parts"`,
+//! base64 bytes; see [`ToolResult::parts`](crate::llm::ToolResult)). A
+//! transcript with any is format 4, with or without a waiting round: an
+//! older toolhost refuses it by its format rather than resuming without
+//! the images (it would ignore the field, then find the digest wrong).
+//! Formats 1 to 3 are still read; they have no parts.
+//!
 //! **Sealed.** `"digest"` is the SHA-256 of the canonical JSON of everything
 //! else (the typed content, re-serialized, so that key order and whitespace
 //! do not matter). Load recomputes it and refuses a mismatch with
@@ -80,6 +87,10 @@ const UNSEALED_FORMAT: u64 = 1;
 /// The format of a transcript with a waiting round (`"pending"`), sealed
 /// as format 2 is.
 pub const PAUSED_TRANSCRIPT_FORMAT: u64 = 3;
+
+/// The format of a transcript whose tool results carry images or audio
+/// (`"parts"`), with or without a waiting round; sealed as format 2 is.
+pub const MEDIA_TRANSCRIPT_FORMAT: u64 = 4;
 
 /// Prefixed to the hashed content, so that the digest of a transcript is
 /// never the digest of some other JSON document this project hashes.
@@ -143,7 +154,7 @@ pub enum TranscriptError {
     Shape(#[source] serde_json::Error),
     /// A format this toolhost does not read.
     #[error(
-        "transcript format {found}, this toolhost reads {TRANSCRIPT_FORMAT}, {PAUSED_TRANSCRIPT_FORMAT} (and {UNSEALED_FORMAT}): use the toolhost version that wrote it"
+        "transcript format {found}, this toolhost reads {TRANSCRIPT_FORMAT}, {PAUSED_TRANSCRIPT_FORMAT}, {MEDIA_TRANSCRIPT_FORMAT} (and {UNSEALED_FORMAT}): use the toolhost version that wrote it"
     )]
     Version {
         /// The file's `"format"`.
@@ -216,7 +227,9 @@ impl Transcript {
             unreachable!("a struct serializes to an object")
         };
         let mut sealed = serde_json::Map::new();
-        let format = if self.pending.is_some() {
+        let format = if self.has_media() {
+            MEDIA_TRANSCRIPT_FORMAT
+        } else if self.pending.is_some() {
             PAUSED_TRANSCRIPT_FORMAT
         } else {
             TRANSCRIPT_FORMAT
@@ -254,7 +267,14 @@ impl Transcript {
                 ));
             }
         };
-        if ![TRANSCRIPT_FORMAT, PAUSED_TRANSCRIPT_FORMAT, UNSEALED_FORMAT].contains(&format) {
+        if ![
+            TRANSCRIPT_FORMAT,
+            PAUSED_TRANSCRIPT_FORMAT,
+            MEDIA_TRANSCRIPT_FORMAT,
+            UNSEALED_FORMAT,
+        ]
+        .contains(&format)
+        {
             return Err(TranscriptError::Version { found: format });
         }
         let digest = fields.remove("digest");
@@ -268,7 +288,7 @@ impl Transcript {
         if format != UNSEALED_FORMAT {
             let Some(Value::String(expected)) = digest else {
                 return Err(TranscriptError::NotATranscript(
-                    "a sealed transcript (format 2 or 3) has a \"digest\" string, and this one has none",
+                    "a sealed transcript (format 2, 3 or 4) has a \"digest\" string, and this one has none",
                 ));
             };
             let actual =
@@ -278,10 +298,15 @@ impl Transcript {
             }
         }
         check_messages(&transcript.messages).map_err(TranscriptError::Invariant)?;
+        if transcript.has_media() && format != MEDIA_TRANSCRIPT_FORMAT {
+            return Err(TranscriptError::NotATranscript(
+                "only a format 4 transcript has images or audio in tool results (\"parts\")",
+            ));
+        }
         match &transcript.pending {
-            Some(_) if format != PAUSED_TRANSCRIPT_FORMAT => {
+            Some(_) if ![PAUSED_TRANSCRIPT_FORMAT, MEDIA_TRANSCRIPT_FORMAT].contains(&format) => {
                 return Err(TranscriptError::NotATranscript(
-                    "only a format 3 transcript has a waiting round (\"pending\")",
+                    "only a format 3 or 4 transcript has a waiting round (\"pending\")",
                 ));
             }
             Some(round) => round.check().map_err(TranscriptError::Pending)?,
@@ -293,6 +318,13 @@ impl Transcript {
             None => {}
         }
         Ok(transcript)
+    }
+
+    /// Whether a tool result of the messages carries images or audio.
+    fn has_media(&self) -> bool {
+        self.messages
+            .iter()
+            .any(|m| matches!(m, Message::Tool(result) if !result.parts.is_empty()))
     }
 
     /// Write the transcript to `path` atomically (a temporary file in the

@@ -109,6 +109,7 @@ fn result(id: &str) -> Message {
         name: "lookup".into(),
         content: "{}".into(),
         is_error: false,
+        parts: Vec::new(),
     })
 }
 

@@ -49,6 +49,7 @@ fn resumed() -> Vec<Message> {
             name: "add".into(),
             content: format!("answer to {id}"),
             is_error: false,
+            parts: Vec::new(),
         }));
     }
     history

@@ -150,6 +150,7 @@ async fn the_fake_rejects_an_unanswered_call_and_an_orphan_result_like_openai() 
         name: "add".into(),
         content: "2".into(),
         is_error: false,
+        parts: Vec::new(),
     }));
     let (result, _) = ask(&openai, &history, &tools(), ToolChoice::Auto, false).await;
     let (name, status, message) = status_of(&result.expect_err("400")).expect("a status error");
@@ -166,6 +167,7 @@ async fn the_fake_rejects_an_unanswered_call_and_an_orphan_result_like_openai() 
             name: "add".into(),
             content: "2".into(),
             is_error: false,
+            parts: Vec::new(),
         }),
     ];
     let (result, _) = ask(&openai, &orphan, &tools(), ToolChoice::Auto, false).await;

@@ -165,6 +165,7 @@ fn result(id: &str) -> Message {
         name: "add".into(),
         content: "2".into(),
         is_error: false,
+        parts: Vec::new(),
     })
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost::llm::{AssistantMessage, Message, ToolCall, ToolResult};
-use toolhost::runner::{PAUSED_TRANSCRIPT_FORMAT, TRANSCRIPT_FORMAT, Transcript, TranscriptError};
+use toolhost::runner::{MEDIA_TRANSCRIPT_FORMAT, TRANSCRIPT_FORMAT, Transcript, TranscriptError};
 use toolhost_tests::plugins::plugin_subset;
 use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
 
@@ -32,6 +32,7 @@ fn program_transcript() -> Transcript {
             name: "calc_eval".into(),
             content: "42".into(),
             is_error: false,
+            parts: Vec::new(),
         }),
         Message::Assistant(AssistantMessage {
             content: "42.".into(),
@@ -142,12 +143,13 @@ async fn resume_refuses_edited_truncated_and_other_format_transcripts() {
     }
 
     let mut future = value.clone();
-    // 3 is a paused run's transcript: the next unknown format is 4.
-    future["format"] = json!(PAUSED_TRANSCRIPT_FORMAT + 1);
+    // 3 is a paused run's transcript, 4 one with images: the next unknown
+    // format is 5.
+    future["format"] = json!(MEDIA_TRANSCRIPT_FORMAT + 1);
     let future = serde_json::to_vec(&future).unwrap();
     let expected = format!(
         "transcript format {}, this toolhost reads {TRANSCRIPT_FORMAT}",
-        PAUSED_TRANSCRIPT_FORMAT + 1
+        MEDIA_TRANSCRIPT_FORMAT + 1
     );
     refused(&fake, work.path(), "future.json", &future, &expected).await;
 

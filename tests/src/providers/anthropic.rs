@@ -53,6 +53,58 @@ fn blocks(message: &Value) -> Vec<Value> {
     }
 }
 
+/// The media types an `image` block may have.
+const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// `tool_result.content`: a string, or a list of `text` and `image` blocks
+/// (and the `search_result` and `document` blocks this fake never gets).
+fn check_result_content(content: &Value, at: &str) -> Result<(), Rejection> {
+    let blocks = match content {
+        Value::Null | Value::String(_) => return Ok(()),
+        Value::Array(blocks) => blocks,
+        _ => return Err(invalid(format!("{at}: Input should be a valid list"))),
+    };
+    for (k, block) in blocks.iter().enumerate() {
+        match block["type"].as_str().unwrap_or("") {
+            "text" if block["text"].as_str().is_none_or(str::is_empty) => {
+                return Err(invalid(format!(
+                    "{at}.{k}: text content blocks must be non-empty"
+                )));
+            }
+            "text" => {}
+            "image" => {
+                let source = &block["source"];
+                if source["type"] != "base64" {
+                    return Err(invalid(format!(
+                        "{at}.{k}.image.source: Input tag '{}' found using 'type' does not match any of the \
+                         expected tags: 'base64', 'url', 'file'",
+                        source["type"].as_str().unwrap_or("")
+                    )));
+                }
+                let media_type = source["media_type"].as_str().unwrap_or("");
+                if !IMAGE_TYPES.contains(&media_type) {
+                    return Err(invalid(format!(
+                        "{at}.{k}.image.source.base64.media_type: Input should be 'image/jpeg', \
+                         'image/png', 'image/gif' or 'image/webp'"
+                    )));
+                }
+                if let Some(problem) =
+                    super::media::image_problem(media_type, source["data"].as_str().unwrap_or(""))
+                {
+                    return Err(invalid(format!("{at}.{k}.image.source.base64: {problem}")));
+                }
+            }
+            other => {
+                return Err(invalid(format!(
+                    "{at}.{k}: Input tag '{other}' found using 'type' does not match any of the expected \
+                     tags: 'text', 'image', 'search_result', 'document'"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl AnthropicDialect {
     fn content(&self, turn: &Turn) -> Vec<Value> {
         let mut content = Vec::new();
@@ -155,6 +207,10 @@ impl Dialect for AnthropicDialect {
                         uses.push(id.to_owned());
                     }
                     Some("tool_result") => {
+                        check_result_content(
+                            &block["content"],
+                            &format!("messages.{i}.content.{j}.tool_result.content"),
+                        )?;
                         let id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
                         check_id(
                             &id,

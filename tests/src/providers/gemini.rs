@@ -235,6 +235,52 @@ fn named(content: &Value, field: &str) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// The media types a Gemini 3 model takes in a function response.
+const FUNCTION_RESPONSE_TYPES: [&str; 3] = ["image/png", "image/jpeg", "image/webp"];
+
+/// `functionResponse.parts`: `inlineData` only, of the documented image
+/// types, and only for Gemini 3 models ("multimodal function responses");
+/// earlier models refuse the field.
+fn check_response_parts(content: &Value, i: usize, path: &str) -> Result<(), Rejection> {
+    let model = path
+        .strip_prefix("/v1beta/models/")
+        .and_then(|rest| rest.split(':').next())
+        .unwrap_or("");
+    for (j, part) in content["parts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let Some(parts) = part["functionResponse"].get("parts") else {
+            continue;
+        };
+        let at = format!("contents[{i}].parts[{j}].function_response.parts");
+        if !model.starts_with("gemini-3") {
+            return Err(invalid(format!(
+                "* GenerateContentRequest.{at}: multimodal function responses are not supported by model {model}."
+            )));
+        }
+        for (k, item) in parts.as_array().into_iter().flatten().enumerate() {
+            let blob = &item["inlineData"];
+            let mime = blob["mimeType"].as_str().unwrap_or("");
+            if !FUNCTION_RESPONSE_TYPES.contains(&mime) {
+                return Err(invalid(format!(
+                    "* GenerateContentRequest.{at}[{k}].inline_data.mime_type: Unsupported MIME type: {mime}"
+                )));
+            }
+            if let Some(problem) =
+                super::media::image_problem(mime, blob["data"].as_str().unwrap_or(""))
+            {
+                return Err(invalid(format!(
+                    "* GenerateContentRequest.{at}[{k}].inline_data: {problem}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Dialect for GeminiDialect {
     fn base_path(&self) -> &'static str {
         ""
@@ -283,6 +329,7 @@ impl Dialect for GeminiDialect {
                     "* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty."
                 )));
             }
+            check_response_parts(content, i, &request.path)?;
             let responses = named(content, "functionResponse");
             let previous_calls = if i > 0 {
                 named(&contents[i - 1], "functionCall")

@@ -64,14 +64,22 @@ impl FakeServer<OpenAiDialect> {
 
     /// A server of `flavor`.
     pub async fn start_flavor(flavor: OpenAiFlavor) -> Self {
-        Self::start_with(OpenAiDialect {
+        Self::start_with(OpenAiDialect::new(flavor)).await
+    }
+}
+
+impl OpenAiDialect {
+    /// The dialect of `flavor`, for checking a request without a server.
+    pub fn new(flavor: OpenAiFlavor) -> Self {
+        Self {
             flavor,
             counter: AtomicU64::new(0),
             reasoning: Mutex::new(HashMap::new()),
-        })
-        .await
+        }
     }
+}
 
+impl FakeServer<OpenAiDialect> {
     /// Which server it imitates.
     pub fn flavor(&self) -> OpenAiFlavor {
         self.dialect().flavor
@@ -139,6 +147,45 @@ fn invalid(message: impl Into<String>) -> Rejection {
     (400, message.into())
 }
 
+/// A `tool` message's content is text: a string or a list of `text`
+/// parts. An image there is refused, as OpenAI refuses it.
+fn check_tool_content(messages: &[Value]) -> Result<(), Rejection> {
+    for (i, message) in messages.iter().enumerate() {
+        if message["role"] != "tool" {
+            continue;
+        }
+        match &message["content"] {
+            Value::String(_) => {}
+            Value::Array(parts) => {
+                for (k, part) in parts.iter().enumerate() {
+                    match part["type"].as_str().unwrap_or("") {
+                        "text" => {}
+                        "image_url" => {
+                            return Err(invalid(format!(
+                                "Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role \
+                                 'user', but this message with role 'tool' contains an image URL."
+                            )));
+                        }
+                        other => {
+                            return Err(invalid(format!(
+                                "Invalid value: '{other}'. Supported values are: 'text'. \
+                                 (messages[{i}].content[{k}].type)"
+                            )));
+                        }
+                    }
+                }
+            }
+            other => {
+                return Err(invalid(format!(
+                    "Invalid type for 'messages[{i}].content': expected one of a string or array of \
+                     objects, but got {other} instead."
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Dialect for OpenAiDialect {
     fn base_path(&self) -> &'static str {
         "/v1"
@@ -188,6 +235,7 @@ impl Dialect for OpenAiDialect {
             }
             return Ok(());
         }
+        check_tool_content(messages)?;
         check_pairing(messages)?;
         if self.flavor == OpenAiFlavor::DeepSeek {
             let issued = self

@@ -224,6 +224,7 @@ impl ResponsesDialect {
                     calls.insert(item["call_id"].as_str().unwrap_or_default());
                 }
                 Some("function_call_output") => {
+                    check_output(&item["output"], index)?;
                     let call_id = item["call_id"].as_str().unwrap_or_default();
                     if !calls.contains(call_id) {
                         return Err(invalid(format!(
@@ -245,6 +246,62 @@ impl ResponsesDialect {
         }
         Ok(())
     }
+}
+
+/// The image types `input_image` takes.
+const IMAGE_TYPES: [&str; 4] = ["image/png", "image/jpeg", "image/webp", "image/gif"];
+
+/// `function_call_output.output`: a string, or a list of `input_text`,
+/// `input_image` and `input_file` items.
+fn check_output(output: &Value, index: usize) -> Result<(), Rejection> {
+    let items = match output {
+        Value::String(_) => return Ok(()),
+        Value::Array(items) => items,
+        _ => {
+            return Err(invalid(format!(
+                "Invalid type for 'input[{index}].output': expected one of a string or array of \
+                 input content items, but got {output} instead."
+            )));
+        }
+    };
+    for (k, item) in items.iter().enumerate() {
+        let at = format!("input[{index}].output[{k}]");
+        match item["type"].as_str().unwrap_or("") {
+            "input_text" if item["text"].is_string() => {}
+            "input_text" => {
+                return Err(invalid(format!("Missing required parameter: '{at}.text'.")));
+            }
+            "input_image" => {
+                let Some(url) = item["image_url"].as_str() else {
+                    return Err(invalid(format!(
+                        "Missing required parameter: '{at}.image_url' (or '{at}.file_id')."
+                    )));
+                };
+                let Some((media_type, data)) = super::media::data_url(url) else {
+                    return Err(invalid(format!(
+                        "Invalid '{at}.image_url'. Expected a valid URL, but got a value with an invalid format."
+                    )));
+                };
+                if !IMAGE_TYPES.contains(&media_type) {
+                    return Err(invalid(format!(
+                        "Invalid '{at}.image_url'. Expected a base64-encoded data URL with an image MIME type \
+                         (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got unsupported MIME type \
+                         '{media_type}'."
+                    )));
+                }
+                if let Some(problem) = super::media::image_problem(media_type, data) {
+                    return Err(invalid(format!("Invalid '{at}.image_url': {problem}.")));
+                }
+            }
+            "input_file" => {}
+            other => {
+                return Err(invalid(format!(
+                    "Invalid value: '{other}'. Supported values are: 'input_text', 'input_image', and 'input_file'."
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `event: {type}` and `data: {json}`, as the API streams.

@@ -208,6 +208,7 @@ mod tests {
                 name: "t".into(),
                 content: "out".into(),
                 is_error,
+                parts: Vec::new(),
             })
         };
         let messages = vec![

@@ -8,7 +8,8 @@ use serde_json::Value;
 use super::Messages;
 use crate::llm::convert::arguments_object;
 use crate::llm::ids::{IdRules, WireIds};
-use crate::llm::{ChatRequest, FinishReason, Message, Usage};
+use crate::llm::media::{self, MediaRules};
+use crate::llm::{ChatRequest, FinishReason, Message, ToolResult, Usage};
 
 #[derive(Debug, Serialize)]
 pub struct MessagesRequest<'a> {
@@ -41,10 +42,62 @@ pub(super) enum Block<'a> {
     },
     ToolResult {
         tool_use_id: Cow<'a, str>,
-        content: &'a str,
+        content: ResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },
+}
+
+/// `tool_result.content`: a string for a result of text only (as before
+/// results had parts), else a list of `text` and `image` blocks.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ResultContent<'a> {
+    Text(&'a str),
+    Blocks(Vec<ResultBlock<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum ResultBlock<'a> {
+    Text { text: Cow<'a, str> },
+    Image { source: ImageSource<'a> },
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: String,
+}
+
+impl<'a> ResultContent<'a> {
+    /// The text first (unless empty: the API rejects empty text blocks),
+    /// then each part as a block or a stand-in.
+    fn of(result: &'a ToolResult) -> Self {
+        if result.parts.is_empty() {
+            return Self::Text(&result.content);
+        }
+        let text =
+            (!result.content.is_empty()).then(|| media::Part::Text(result.content.as_str().into()));
+        let blocks = text
+            .into_iter()
+            .chain(media::render(&result.parts, MediaRules::ANTHROPIC))
+            .filter_map(|part| match part {
+                media::Part::Text(text) if text.is_empty() => None,
+                media::Part::Text(text) => Some(ResultBlock::Text { text }),
+                media::Part::Image { media_type, data } => Some(ResultBlock::Image {
+                    source: ImageSource {
+                        kind: "base64",
+                        media_type,
+                        data: media::Part::base64(data),
+                    },
+                }),
+            })
+            .collect();
+        Self::Blocks(blocks)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -76,7 +129,7 @@ impl<'a> MessagesRequest<'a> {
                 Message::Tool(result) => {
                     let block = Block::ToolResult {
                         tool_use_id: ids.get(&result.tool_call_id),
-                        content: &result.content,
+                        content: ResultContent::of(result),
                         is_error: result.is_error,
                     };
                     push(&mut out, "user", Some(block), None);

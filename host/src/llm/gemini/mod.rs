@@ -25,7 +25,10 @@
 //!   Signatures on text parts are not kept: Gemini does not require them;
 //! - results are `functionResponse{name, response, id?}` parts, all in one
 //!   user turn; see `wire::response_object` for how output becomes the
-//!   required object.
+//!   required object. Gemini 3 models take images in a function response:
+//!   `functionResponse.parts: [{inlineData: {mimeType, data}}]` (PNG, JPEG,
+//!   WebP); for older models, and for audio and other types, a text
+//!   stand-in goes in the response object under `"attachments"`.
 //!
 //! A streamed answer is a series of whole `GenerateContentResponse` objects;
 //! it is complete once one carries a `finishReason`.
@@ -38,6 +41,7 @@ use serde_json::{Map, Value, json};
 
 use super::format::{HttpProvider, StreamAssembly, StreamContext, WireFormat, emit, put};
 use super::http::{HttpClient, HttpConfig, snippet};
+use super::media::MediaRules;
 use super::params::{ParamRules, SeedRange};
 use super::sse::SseEvent;
 use super::{
@@ -102,6 +106,18 @@ pub struct GenerateContent {
     max_tokens: Option<u32>,
 }
 
+impl GenerateContent {
+    /// What the model takes in a function response: images as parts for
+    /// Gemini 3 models ("multimodal function responses"), JSON only before.
+    fn media(&self) -> MediaRules {
+        if self.model.starts_with("gemini-3") {
+            MediaRules::GEMINI_MULTIMODAL
+        } else {
+            MediaRules::GEMINI_JSON_ONLY
+        }
+    }
+}
+
 impl WireFormat for GenerateContent {
     fn model(&self) -> Option<&str> {
         Some(&self.model)
@@ -121,7 +137,7 @@ impl WireFormat for GenerateContent {
     }
 
     fn encode<'a>(&'a self, request: &ChatRequest<'a>) -> impl Serialize + Send + Sync + 'a {
-        wire::GenerateContentRequest::new(request)
+        wire::GenerateContentRequest::new(request, self.media())
     }
 
     fn rules(&self) -> ParamRules {
@@ -291,6 +307,7 @@ mod tests {
             name: "t".into(),
             content: content.into(),
             is_error,
+            parts: Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 use super::schema::sanitize;
 use crate::llm::convert::{FunctionDeclaration, arguments_object};
 use crate::llm::ids::{IdRules, WireIds};
+use crate::llm::media::{self, MediaRules};
 use crate::llm::{ChatRequest, FinishReason, Message, ToolResult};
 
 /// The prefix of the ids this module makes up for calls without one. Such
@@ -61,6 +62,53 @@ pub(super) struct FunctionResponse {
     pub(super) response: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) id: Option<String>,
+    /// Images of the result (Gemini 3 models): `{inlineData: {mimeType,
+    /// data}}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) parts: Vec<FunctionResponsePart>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct FunctionResponsePart {
+    pub(super) inline_data: Blob,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Blob {
+    pub(super) mime_type: String,
+    /// Base64.
+    pub(super) data: String,
+}
+
+/// A result's `response` object and its media parts under `rules`: images
+/// the model takes go as parts; text parts and the stand-ins of the others
+/// go in the response, under `"attachments"`.
+fn function_response(result: &ToolResult, rules: MediaRules) -> (Value, Vec<FunctionResponsePart>) {
+    let mut response = response_object(result);
+    if result.parts.is_empty() {
+        return (response, Vec::new());
+    }
+    let mut parts = Vec::new();
+    let mut notes = Vec::new();
+    for part in media::render(&result.parts, rules) {
+        match part {
+            media::Part::Text(text) => notes.push(Value::String(text.into_owned())),
+            media::Part::Image { media_type, data } => parts.push(FunctionResponsePart {
+                inline_data: Blob {
+                    mime_type: media_type.to_owned(),
+                    data: media::Part::base64(data),
+                },
+            }),
+        }
+    }
+    if !notes.is_empty()
+        && let Value::Object(fields) = &mut response
+    {
+        fields.entry("attachments").or_insert(Value::Array(notes));
+    }
+    (response, parts)
 }
 
 /// The id to send back: Gemini's own (or another provider's, made
@@ -74,7 +122,7 @@ impl GenerateContentRequest {
     /// model's turns have role `model`; consecutive messages of one role
     /// merge, and in a user turn every `functionResponse` part comes first,
     /// so all results of a turn travel together in the next user turn.
-    pub(super) fn new(request: &ChatRequest<'_>) -> Self {
+    pub(super) fn new(request: &ChatRequest<'_>, media: MediaRules) -> Self {
         let mut system = Vec::new();
         let mut contents: Vec<Content> = Vec::new();
         let ids = WireIds::new(request.messages, IdRules::GEMINI);
@@ -84,11 +132,13 @@ impl GenerateContentRequest {
                 Message::User { content } if content.is_empty() => {}
                 Message::User { content } => push(&mut contents, "user", text_part(content), false),
                 Message::Tool(result) => {
+                    let (response, parts) = function_response(result, media);
                     let part = Part {
                         function_response: Some(FunctionResponse {
                             name: result.name.clone(),
-                            response: response_object(result),
+                            response,
                             id: wire_id(&ids, &result.tool_call_id),
+                            parts,
                         }),
                         ..Part::default()
                     };

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::ChatCompletions;
 use crate::llm::convert::FunctionDeclaration;
 use crate::llm::ids::{IdRules, WireIds};
+use crate::llm::media::{self, MediaRules};
 use crate::llm::{AssistantMessage, ChatRequest, FinishReason, Message, Usage};
 
 #[derive(Debug, Serialize)]
@@ -46,7 +47,8 @@ pub(super) enum ChatMessage<'a> {
     },
     Tool {
         tool_call_id: Cow<'a, str>,
-        content: &'a str,
+        /// Text only: images and audio become stand-ins.
+        content: Cow<'a, str>,
     },
 }
 
@@ -84,7 +86,7 @@ impl<'a> ChatCompletionRequest<'a> {
                 Message::Assistant(a) => assistant(a, format.send_reasoning, &ids),
                 Message::Tool(result) => ChatMessage::Tool {
                     tool_call_id: ids.get(&result.tool_call_id),
-                    content: &result.content,
+                    content: media::text_only(&result.content, &result.parts, MediaRules::CHAT),
                 },
             })
             .collect();

@@ -355,6 +355,7 @@ mod tests {
                 name: "add".into(),
                 content: "1".into(),
                 is_error: false,
+                parts: Vec::new(),
             }));
         }
         let text = serde_json::to_string(&history).expect("json");
@@ -416,6 +417,7 @@ mod tests {
                 name: "add".into(),
                 content: "2".into(),
                 is_error: false,
+                parts: Vec::new(),
             }),
         ];
         let body = body(&history, &GenerationParams::default(), true).expect("valid");

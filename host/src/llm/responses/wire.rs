@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::Responses;
 use crate::llm::ids::{IdRules, WireIds};
-use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, Usage};
+use crate::llm::media::{self, MediaRules};
+use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, ToolResult, Usage};
 
 /// What `include` asks for when nothing is stored: the reasoning items'
 /// encrypted content, so that they can be sent back.
@@ -44,12 +45,56 @@ pub(super) enum InputItem<'a> {
     },
     FunctionCallOutput {
         call_id: Cow<'a, str>,
-        output: &'a str,
+        output: Output<'a>,
     },
     /// An output item carried back as the API gave it (a reasoning item,
     /// or the message between a reasoning item and its call).
     #[serde(untagged)]
     Carried(Value),
+}
+
+/// `function_call_output.output`: a string for a result of text only (as
+/// before results had parts), else a list of `input_text` and
+/// `input_image` items.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum Output<'a> {
+    Text(&'a str),
+    Items(Vec<OutputItem<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum OutputItem<'a> {
+    InputText {
+        text: Cow<'a, str>,
+    },
+    /// `image_url` is a `data:` URL.
+    InputImage {
+        image_url: String,
+    },
+}
+
+impl<'a> Output<'a> {
+    fn of(result: &'a ToolResult) -> Self {
+        if result.parts.is_empty() {
+            return Self::Text(&result.content);
+        }
+        let text =
+            (!result.content.is_empty()).then(|| media::Part::Text(result.content.as_str().into()));
+        let items = text
+            .into_iter()
+            .chain(media::render(&result.parts, MediaRules::RESPONSES))
+            .filter_map(|part| match part {
+                media::Part::Text(text) if text.is_empty() => None,
+                media::Part::Text(text) => Some(OutputItem::InputText { text }),
+                media::Part::Image { media_type, data } => Some(OutputItem::InputImage {
+                    image_url: format!("data:{media_type};base64,{}", media::Part::base64(data)),
+                }),
+            })
+            .collect();
+        Self::Items(items)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -114,7 +159,7 @@ impl<'a> ResponsesRequest<'a> {
                 Message::Assistant(a) => assistant(a, &ids, &mut input),
                 Message::Tool(result) => input.push(InputItem::FunctionCallOutput {
                     call_id: ids.get(&result.tool_call_id),
-                    output: &result.content,
+                    output: Output::of(result),
                 }),
             }
         }

@@ -316,6 +316,7 @@ fn a_pushed_message_that_breaks_the_invariant_is_never_sent() {
             name: "echo".into(),
             content: "{}".into(),
             is_error: false,
+            parts: Vec::new(),
         })]);
         run.await.expect_err("invariant")
     });

@@ -81,6 +81,7 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
                     tool_options: Default::default(),
                     generation: Default::default(),
                     approval: Default::default(),
+                    max_media_bytes: crate::runner::DEFAULT_MAX_MEDIA_BYTES,
                 }
             },
         )

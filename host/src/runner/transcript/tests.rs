@@ -24,6 +24,7 @@ fn sample() -> Transcript {
                 name: "calc_eval".into(),
                 content: "42".into(),
                 is_error: false,
+                parts: Vec::new(),
             }),
             Message::Assistant(AssistantMessage {
                 content: "6*7 is 42.".into(),
@@ -82,7 +83,7 @@ fn reformatting_the_file_is_not_a_change() {
 
 #[test]
 fn other_format_versions_are_refused_by_number() {
-    for found in [0u64, 4, 99] {
+    for found in [0u64, 5, 99] {
         let mut value = sample().to_value().unwrap();
         value["format"] = json!(found);
         let err = Transcript::from_value(value).unwrap_err();
@@ -278,4 +279,40 @@ fn load_reports_unreadable_files_with_the_io_cause() {
         panic!("{err:?}")
     };
     assert_eq!(cause.kind(), std::io::ErrorKind::NotFound);
+}
+
+#[test]
+fn a_result_with_an_image_is_saved_as_format_4_and_loads_back_with_its_bytes() {
+    let mut transcript = sample();
+    let png = b"\x89PNG\r\n\x1a\n-rest".to_vec();
+    if let Message::Tool(result) = &mut transcript.messages[3] {
+        result.parts = vec![crate::tools::Content::Image {
+            media_type: "image/png".into(),
+            data: png.clone(),
+        }];
+    }
+    let (_dir, path) = saved(&transcript);
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(value["format"], json!(MEDIA_TRANSCRIPT_FORMAT));
+    assert_eq!(
+        value["messages"][3]["parts"],
+        json!([{"type": "image", "media_type": "image/png", "data": "iVBORw0KGgotcmVzdA=="}])
+    );
+    let back = Transcript::load(&path).unwrap();
+    assert_eq!(back, transcript);
+
+    // Parts under an older format's number: refused, not half-read.
+    let mut older = value;
+    older["format"] = json!(TRANSCRIPT_FORMAT);
+    let err = Transcript::from_value(older).unwrap_err();
+    assert!(
+        err.to_string().contains("only a format 4 transcript"),
+        "{err}"
+    );
+
+    // A transcript of text only stays format 2.
+    assert_eq!(
+        sample().to_value().unwrap()["format"],
+        json!(TRANSCRIPT_FORMAT)
+    );
 }

@@ -2,7 +2,10 @@
 //! `std::thread::sleep`, which on wasm32-wasip2 is a `wasi:clocks` poll: an
 //! async wait in the host, not a CPU loop. Expected under `timeout_ms = 200`:
 //! `timeout` shortly after 200 ms, without a blocked host thread. With `ms`
-//! under the deadline (e.g. 10) it returns `{"slept_ms": N}`.
+//! under the deadline (e.g. 10) it returns `{"slept_ms": N}`. With `steps`
+//! (default 0: one sleep, no reports) it sleeps in that many equal steps
+//! and reports progress `0/steps` first and `i/steps` after step i: a long
+//! job that says how far it is (the terminal's progress line).
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +19,9 @@ struct SleepInput {
     /// How long to sleep, in milliseconds. Default: 60000.
     #[serde(default = "one_minute")]
     ms: u64,
+    /// Sleep in this many steps, reporting progress after each. Default: 0.
+    #[serde(default)]
+    steps: u32,
 }
 
 fn one_minute() -> u64 {
@@ -29,7 +35,22 @@ struct Slept {
 
 fn sleep(input: SleepInput) -> Result<Slept, ToolError> {
     let start = Instant::now();
-    std::thread::sleep(Duration::from_millis(input.ms));
+    if input.steps == 0 {
+        std::thread::sleep(Duration::from_millis(input.ms));
+    } else {
+        let steps = f64::from(input.steps);
+        let step = Duration::from_millis(input.ms / u64::from(input.steps));
+        toolhost_guest::progress(0.0, Some(steps), Some("starting"));
+        for i in 1..=input.steps {
+            std::thread::sleep(step);
+            let slept = start.elapsed().as_millis();
+            toolhost_guest::progress(
+                f64::from(i),
+                Some(steps),
+                Some(&format!("slept {slept} ms")),
+            );
+        }
+    }
     Ok(Slept {
         slept_ms: start.elapsed().as_millis(),
     })

@@ -1,0 +1,197 @@
+//! Images and audio in tool results, as each wire format can take them.
+//!
+//! A tool result's [`parts`](super::ToolResult::parts) go to the model in
+//! the shapes its API documents for tool results; a part the API does not
+//! take there (audio everywhere, an image a text-only API cannot take, a
+//! media type outside the API's list) becomes a text stand-in that names
+//! its media type and size, so the model knows something was there and
+//! why it cannot see it.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+
+use crate::tools::Content;
+
+/// What one wire format takes in a tool result besides text.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct MediaRules {
+    /// The image media types it takes; empty: none (text only).
+    pub(super) images: &'static [&'static str],
+    /// Why an image is not shown when it takes none.
+    pub(super) text_only: &'static str,
+}
+
+impl MediaRules {
+    /// Anthropic Messages: `image` blocks in `tool_result.content`.
+    pub(super) const ANTHROPIC: Self = Self {
+        images: &["image/jpeg", "image/png", "image/gif", "image/webp"],
+        text_only: "",
+    };
+    /// The Responses API: `input_image` items in
+    /// `function_call_output.output`.
+    pub(super) const RESPONSES: Self = Self {
+        images: &["image/png", "image/jpeg", "image/webp", "image/gif"],
+        text_only: "",
+    };
+    /// Gemini 3 models: `inlineData` parts of a `functionResponse`.
+    pub(super) const GEMINI_MULTIMODAL: Self = Self {
+        images: &["image/png", "image/jpeg", "image/webp"],
+        text_only: "",
+    };
+    /// Gemini models before 3: a function response is JSON only.
+    pub(super) const GEMINI_JSON_ONLY: Self = Self {
+        images: &[],
+        text_only: "this model takes JSON only in function responses (Gemini 3 models take images)",
+    };
+    /// Chat Completions: a `tool` message is text.
+    pub(super) const CHAT: Self = Self {
+        images: &[],
+        text_only: "this API takes text only in tool results",
+    };
+}
+
+/// One part of a tool result, as a wire format sends it.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Part<'a> {
+    /// Text: a text part of the result, or a stand-in.
+    Text(Cow<'a, str>),
+    /// An image the format takes.
+    Image {
+        /// Its media type, one the format takes.
+        media_type: &'a str,
+        /// Its bytes.
+        data: &'a [u8],
+    },
+}
+
+impl Part<'_> {
+    /// The bytes of an image as base64 text.
+    pub(super) fn base64(data: &[u8]) -> String {
+        STANDARD.encode(data)
+    }
+}
+
+/// The parts of a result for a format with `rules`, in order.
+pub(super) fn render<'a>(parts: &'a [Content], rules: MediaRules) -> Vec<Part<'a>> {
+    parts
+        .iter()
+        .map(|part| match part {
+            Content::Text { text } => Part::Text(Cow::Borrowed(text)),
+            Content::Image { media_type, data } if rules.images.contains(&media_type.as_str()) => {
+                Part::Image { media_type, data }
+            }
+            Content::Image { media_type, data } if rules.images.is_empty() => {
+                Part::Text(stand_in(media_type, data.len(), rules.text_only).into())
+            }
+            Content::Image { media_type, data } => {
+                let why = format!("this API takes {} only", rules.images.join(", "));
+                Part::Text(stand_in(media_type, data.len(), &why).into())
+            }
+            Content::Audio { media_type, data } => Part::Text(
+                stand_in(
+                    media_type,
+                    data.len(),
+                    "this API takes no audio in tool results",
+                )
+                .into(),
+            ),
+            other => Part::Text(other.stand_in().to_string().into()),
+        })
+        .collect()
+}
+
+/// The text for a format that takes text only: `text`, then each part's
+/// text or stand-in on a line of its own. Borrowed when there are no parts.
+pub(super) fn text_only<'a>(
+    text: &'a str,
+    parts: &'a [Content],
+    rules: MediaRules,
+) -> Cow<'a, str> {
+    if parts.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = text.to_owned();
+    for part in render(parts, rules) {
+        let Part::Text(line) = part else { continue };
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(&line);
+    }
+    Cow::Owned(out)
+}
+
+/// `[image/png, 12 KB, not shown: WHY]`.
+pub(crate) fn stand_in(media_type: &str, bytes: usize, why: &str) -> String {
+    format!("[{media_type}, {}, not shown: {why}]", size(bytes))
+}
+
+/// A size as people read it: `512 bytes`, `12 KB`, `3.4 MB`.
+fn size(bytes: usize) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} bytes"),
+        1_000..1_000_000 => format!("{} KB", bytes.div_ceil(1_000)),
+        _ => format!("{:.1} MB", bytes as f64 / 1e6),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn image(media_type: &str, n: usize) -> Content {
+        Content::Image {
+            media_type: media_type.into(),
+            data: vec![7; n],
+        }
+    }
+
+    #[test]
+    fn an_image_goes_where_its_type_is_taken_and_a_stand_in_elsewhere() {
+        let parts = [
+            image("image/png", 12_000),
+            image("image/bmp", 10),
+            Content::Audio {
+                media_type: "audio/wav".into(),
+                data: vec![0; 2_500_000],
+            },
+        ];
+        let rendered = render(&parts, MediaRules::ANTHROPIC);
+        assert!(matches!(
+            rendered[0],
+            Part::Image {
+                media_type: "image/png",
+                ..
+            }
+        ));
+        assert_eq!(
+            rendered[1],
+            Part::Text(
+                "[image/bmp, 10 bytes, not shown: this API takes image/jpeg, image/png, \
+                 image/gif, image/webp only]"
+                    .into()
+            )
+        );
+        assert_eq!(
+            rendered[2],
+            Part::Text(
+                "[audio/wav, 2.5 MB, not shown: this API takes no audio in tool results]".into()
+            )
+        );
+    }
+
+    #[test]
+    fn a_text_only_format_gets_the_text_and_a_stand_in_per_part() {
+        let parts = [image("image/png", 12_000)];
+        assert_eq!(
+            text_only("{\"n\":1}", &parts, MediaRules::CHAT),
+            "{\"n\":1}\n[image/png, 12 KB, not shown: this API takes text only in tool results]"
+        );
+        assert!(matches!(
+            text_only("plain", &[], MediaRules::CHAT),
+            Cow::Borrowed("plain")
+        ));
+    }
+}
