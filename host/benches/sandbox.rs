@@ -579,7 +579,8 @@ async fn language_rows(plugins: &Path, n: usize) -> Vec<Row> {
             // between two model turns, before the paced calls are timed.
             tokio::time::sleep(LANGUAGE_GAP * 5).await;
             let faults = ThreadFaults::start();
-            let spaced = time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await;
+            let spaced =
+                time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await;
             let per_call = faults.per_call(runs);
             rows.push(summarize(
                 format!("{label}{mode}"),

@@ -10,7 +10,9 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use wasmtime::Store;
-use wasmtime::component::__internal::{CanonicalAbiInfo, InstanceType, InterfaceType, LowerContext};
+use wasmtime::component::__internal::{
+    CanonicalAbiInfo, InstanceType, InterfaceType, LowerContext,
+};
 use wasmtime::component::{
     Component, ComponentExportIndex, ComponentType, Func, InstancePre, Lower, TypedFunc,
 };
@@ -365,9 +367,8 @@ impl Plugin {
             Exports::V0_1(_) => {
                 use self::v1::exports::toolhost::plugin::tool::ToolError as E;
                 // SAFETY: the type was checked when the instance was made.
-                let call = unsafe {
-                    TypedFunc::<CallParams<'_>, CallResults1>::new_unchecked(self.call)
-                };
+                let call =
+                    unsafe { TypedFunc::<CallParams<'_>, CallResults1>::new_unchecked(self.call) };
                 call.call_async(store, (name, input))
                     .await?
                     .0
@@ -386,9 +387,8 @@ impl Plugin {
                 use self::v2::exports::toolhost::plugin::tool::ToolError as E;
                 use self::v2::toolhost::plugin::types::{Content as C, ResourceContents as R};
                 // SAFETY: the type was checked when the instance was made.
-                let call = unsafe {
-                    TypedFunc::<CallParams<'_>, CallResults2>::new_unchecked(self.call)
-                };
+                let call =
+                    unsafe { TypedFunc::<CallParams<'_>, CallResults2>::new_unchecked(self.call) };
                 call.call_async(store, (name, input))
                     .await?
                     .0

@@ -44,8 +44,9 @@ pub(crate) const MAX_RUNS: usize = 31;
 pub(crate) const KEEP_RESIDENT: usize = 8 << 20;
 
 /// Most gap pages written per instance, as a multiple of the pages the call
-/// wrote itself: each one is copied back at every reset.
-const MAX_FILL_FACTOR: usize = 2;
+/// wrote itself: each one is copied back at every reset (off the call's
+/// path, by the spare instances' task).
+const MAX_FILL_FACTOR: usize = 8;
 
 /// Runs of pages (page index, count) that, written, join `written` into at
 /// most `max_runs` runs, filling the smallest gaps first, with at most
@@ -116,7 +117,8 @@ mod linux {
     const PAGE_IS_PRESENT: u64 = 1 << 3;
     const PAGE_IS_PFNZERO: u64 = 1 << 5;
     /// `_IOWR('f', 16, struct pm_scan_arg)`.
-    const PAGEMAP_SCAN: libc::c_ulong = (3 << 30) | (96 << 16) | ((b'f' as libc::c_ulong) << 8) | 16;
+    const PAGEMAP_SCAN: libc::c_ulong =
+        (3 << 30) | (96 << 16) | ((b'f' as libc::c_ulong) << 8) | 16;
     const _: () = assert!(size_of::<PmScanArg>() == 96);
 
     /// Most runs one scan reports: far more than [`MAX_RUNS`], so that the
@@ -189,6 +191,12 @@ mod linux {
             MAX_RUNS,
             dirty * MAX_FILL_FACTOR,
             KEEP_RESIDENT / page,
+        );
+        tracing::debug!(
+            runs = written.len(),
+            pages = dirty,
+            filled = fill.iter().map(|&(_, len)| len).sum::<usize>(),
+            "joining the pages a call wrote"
         );
         for (start, len) in fill {
             // SAFETY: the range lies between two written runs of the
@@ -338,7 +346,10 @@ mod tests {
     fn no_filling_past_the_budgets() {
         let written = [(0, 1), (4, 2), (7, 1), (18, 1)];
         assert!(gaps_to_fill(&written, 1, 13, 100).is_empty(), "fill budget");
-        assert!(gaps_to_fill(&written, 1, 100, 10).is_empty(), "total budget");
+        assert!(
+            gaps_to_fill(&written, 1, 100, 10).is_empty(),
+            "total budget"
+        );
         assert_eq!(gaps_to_fill(&written, 1, 14, 19).len(), 3);
     }
 }
