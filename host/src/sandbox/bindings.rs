@@ -125,8 +125,12 @@ impl PluginPre {
             .ok_or_else(|| wasmtime::format_err!("the `tool` interface exports no `call`"))?;
         // Checked once here, so that each call can skip the check.
         match exports {
-            Exports::V0_1(_) => drop(call.typed::<CallParams<'static>, CallResults1>(&*store)?),
-            Exports::V0_2(_) => drop(call.typed::<CallParams<'static>, CallResults2>(&*store)?),
+            Exports::V0_1(_) => call
+                .typed::<CallParams<'static>, CallResults1>(&*store)
+                .map(|_| ())?,
+            Exports::V0_2(_) => call
+                .typed::<CallParams<'static>, CallResults2>(&*store)
+                .map(|_| ())?,
         }
         Ok(Plugin {
             exports,
