@@ -23,7 +23,7 @@
 //! Linux only (`PAGEMAP_SCAN` is 6.7+, `MADV_POPULATE_WRITE` 5.14+);
 //! elsewhere, or when the kernel refuses, nothing happens.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// Where an instance's linear memory lies in the host's address space, as
 /// the canonical ABI saw it when a call's arguments were written into it.
@@ -231,6 +231,10 @@ pub(crate) struct WorkingSet {
     /// Instances to drop without a look, since the last scan found few
     /// enough runs (or found the kernel unable to scan).
     skip: AtomicU32,
+    /// Set once a call wrote too many runs: from then on every instance is
+    /// looked at, since the state is per pool slot and a slot joined
+    /// earlier looks fine while the next slot may not be.
+    joins: AtomicBool,
 }
 
 impl WorkingSet {
@@ -260,7 +264,11 @@ impl WorkingSet {
             None
         };
         let skip = match runs {
-            Some(runs) if runs > MAX_RUNS => 0,
+            Some(runs) if runs > MAX_RUNS => {
+                self.joins.store(true, Ordering::Relaxed);
+                0
+            }
+            Some(_) if self.joins.load(Ordering::Relaxed) => 0,
             Some(_) => RECHECK_EVERY,
             None => u32::MAX,
         };
