@@ -594,22 +594,56 @@ async fn language_rows(plugins: &Path, n: usize) -> Vec<Row> {
             // The warm-up used up the spares; let them be made again, as
             // between two model turns, before the paced calls are timed.
             tokio::time::sleep(LANGUAGE_GAP * 5).await;
+            let faults = ThreadFaults::start();
+            let spaced =
+                time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await;
+            let per_call = faults.per_call(runs);
             rows.push(summarize(
                 format!("{label}{mode}"),
-                time_calls_paced(&registry, tool, &input, &fresh, runs, LANGUAGE_GAP).await,
+                spaced,
                 format!(
-                    "fresh instance, calls {} ms apart",
+                    "fresh instance, calls {} ms apart; {per_call:.0} page faults a call",
                     LANGUAGE_GAP.as_millis()
                 ),
             ));
+            let faults = ThreadFaults::start();
+            let back_to_back = time_calls(&registry, tool, &input, &fresh, runs).await;
+            let per_call = faults.per_call(runs);
             rows.push(summarize(
                 format!("{label}{mode}, back to back"),
-                time_calls(&registry, tool, &input, &fresh, runs).await,
-                "saturated: instantiation is the limit".into(),
+                back_to_back,
+                format!("saturated: instantiation is the limit; {per_call:.0} page faults a call"),
             ));
         }
     }
     rows
+}
+
+/// Page faults taken by the calling thread (the one `block_on` runs the
+/// calls on; spare instances are made on the runtime's workers), a load-
+/// independent measure of what a call pays to touch its memory.
+struct ThreadFaults(i64);
+
+impl ThreadFaults {
+    fn now() -> i64 {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: getrusage fills the struct it is given.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } == 0 {
+                return usage.ru_minflt + usage.ru_majflt;
+            }
+        }
+        0
+    }
+
+    fn start() -> Self {
+        Self(Self::now())
+    }
+
+    fn per_call(&self, calls: usize) -> f64 {
+        (Self::now() - self.0) as f64 / calls.max(1) as f64
+    }
 }
 
 /// The table, each row's p50 also as a multiple of the first row's.

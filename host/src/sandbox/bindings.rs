@@ -6,10 +6,19 @@
 //! [`GuestOutput`] for a call's result, into which a 0.1 answer maps as
 //! JSON with no content.
 
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use wasmtime::Store;
-use wasmtime::component::{Component, InstancePre};
+use wasmtime::component::__internal::{
+    CanonicalAbiInfo, InstanceType, InterfaceType, LowerContext,
+};
+use wasmtime::component::{
+    Component, ComponentExportIndex, ComponentType, Func, InstancePre, Lower, TypedFunc,
+};
 
 use super::state::StoreState;
+use super::working_set::MemorySpan;
 
 mod v1 {
     wasmtime::component::bindgen!({
@@ -73,44 +82,148 @@ pub(crate) fn link(linker: &mut wasmtime::component::Linker<StoreState>) -> wasm
 }
 
 /// A component linked and checked against its series' world.
-pub(crate) enum PluginPre {
-    V0_1(v1::PluginPre<StoreState>),
-    V0_2(v2::PluginPre<StoreState>),
+#[derive(Clone)]
+pub(crate) struct PluginPre {
+    pre: InstancePre<StoreState>,
+    exports: Indices,
+    /// `tool.call`, which the host calls itself (see [`NameProbe`]).
+    call: ComponentExportIndex,
 }
 
-impl Clone for PluginPre {
-    fn clone(&self) -> Self {
-        match self {
-            Self::V0_1(p) => Self::V0_1(p.clone()),
-            Self::V0_2(p) => Self::V0_2(p.clone()),
-        }
-    }
+#[derive(Clone)]
+enum Indices {
+    V0_1(v1::PluginIndices),
+    V0_2(v2::PluginIndices),
 }
 
 impl PluginPre {
     /// Checks `pre` against the world of `series`.
     pub(crate) fn new(series: Series, pre: InstancePre<StoreState>) -> wasmtime::Result<Self> {
-        Ok(match series {
-            Series::V0_1 => Self::V0_1(v1::PluginPre::new(pre)?),
-            Series::V0_2 => Self::V0_2(v2::PluginPre::new(pre)?),
-        })
+        let exports = match series {
+            Series::V0_1 => Indices::V0_1(v1::PluginIndices::new(&pre)?),
+            Series::V0_2 => Indices::V0_2(v2::PluginIndices::new(&pre)?),
+        };
+        let component = pre.component();
+        let call = component
+            .get_export_index(None, series.tool_export())
+            .and_then(|tool| component.get_export_index(Some(&tool), "call"))
+            .ok_or_else(|| wasmtime::format_err!("the `tool` interface exports no `call`"))?;
+        Ok(Self { pre, exports, call })
     }
 
     pub(crate) async fn instantiate_async(
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Plugin> {
-        Ok(match self {
-            Self::V0_1(p) => Plugin::V0_1(p.instantiate_async(store).await?),
-            Self::V0_2(p) => Plugin::V0_2(p.instantiate_async(store).await?),
+        let instance = self.pre.instantiate_async(&mut *store).await?;
+        let exports = match &self.exports {
+            Indices::V0_1(i) => Exports::V0_1(i.load(&mut *store, &instance)?),
+            Indices::V0_2(i) => Exports::V0_2(i.load(&mut *store, &instance)?),
+        };
+        let call = instance
+            .get_func(&mut *store, self.call)
+            .ok_or_else(|| wasmtime::format_err!("the `tool` interface exports no `call`"))?;
+        // Checked once here, so that each call can skip the check.
+        match exports {
+            Exports::V0_1(_) => call
+                .typed::<CallParams<'static>, CallResults1>(&*store)
+                .map(|_| ())?,
+            Exports::V0_2(_) => call
+                .typed::<CallParams<'static>, CallResults2>(&*store)
+                .map(|_| ())?,
+        }
+        Ok(Plugin {
+            exports,
+            call,
+            memory: SeenMemory::default(),
         })
     }
 }
 
 /// An instance of a component, of either series.
-pub(crate) enum Plugin {
+pub(crate) struct Plugin {
+    exports: Exports,
+    call: Func,
+    /// Where the instance's linear memory lies, once a call has written its
+    /// arguments into it.
+    memory: SeenMemory,
+}
+
+enum Exports {
     V0_1(v1::Plugin),
     V0_2(v2::Plugin),
+}
+
+type CallParams<'a> = (NameProbe<'a>, &'a str);
+type CallResults1 = (Result<String, self::v1::exports::toolhost::plugin::tool::ToolError>,);
+type CallResults2 = (
+    Result<
+        self::v2::toolhost::plugin::types::ToolOutput,
+        self::v2::exports::toolhost::plugin::tool::ToolError,
+    >,
+);
+
+/// The base and length of an instance's linear memory, noted by
+/// [`NameProbe`].
+#[derive(Debug, Default)]
+struct SeenMemory {
+    base: AtomicUsize,
+    len: AtomicUsize,
+}
+
+/// A call's `name` argument, lowered as the `string` it is, that notes on
+/// the way where the instance's linear memory lies: the one place
+/// wasmtime's API shows a component instance's memory to the host (see
+/// `working_set`). Relies on the canonical ABI's `Lower` trait, public but
+/// outside wasmtime's stability promise: the workspace pins wasmtime.
+struct NameProbe<'a> {
+    name: &'a str,
+    seen: &'a SeenMemory,
+}
+
+impl NameProbe<'_> {
+    fn note<T>(&self, cx: &mut LowerContext<'_, T>) {
+        let memory = cx.as_slice_mut();
+        self.seen
+            .base
+            .store(memory.as_mut_ptr() as usize, Ordering::Relaxed);
+        self.seen.len.store(memory.len(), Ordering::Relaxed);
+    }
+}
+
+// SAFETY: every item is `str`'s own, so the probe lowers exactly as a
+// `string`.
+unsafe impl ComponentType for NameProbe<'_> {
+    type Lower = <str as ComponentType>::Lower;
+    const ABI: CanonicalAbiInfo = <str as ComponentType>::ABI;
+
+    fn typecheck(ty: &InterfaceType, types: &InstanceType<'_>) -> wasmtime::Result<()> {
+        <str as ComponentType>::typecheck(ty, types)
+    }
+}
+
+// SAFETY: as for `ComponentType`: `str` does the lowering; the probe only
+// reads where the memory is.
+unsafe impl Lower for NameProbe<'_> {
+    fn linear_lower_to_flat<T>(
+        &self,
+        cx: &mut LowerContext<'_, T>,
+        ty: InterfaceType,
+        dst: &mut MaybeUninit<Self::Lower>,
+    ) -> wasmtime::Result<()> {
+        self.note(cx);
+        self.name.linear_lower_to_flat(cx, ty, dst)
+    }
+
+    fn linear_lower_to_memory<T>(
+        &self,
+        cx: &mut LowerContext<'_, T>,
+        ty: InterfaceType,
+        offset: usize,
+    ) -> wasmtime::Result<()> {
+        self.note(cx);
+        self.name.linear_lower_to_memory(cx, ty, offset)
+    }
 }
 
 /// MCP's tool annotations, as a plugin declared them (0.2).
@@ -194,12 +307,20 @@ pub(crate) enum WitToolError {
 }
 
 impl Plugin {
+    /// Where this instance's linear memory lies, once a call has been made
+    /// on it.
+    pub(crate) fn memory(&self) -> Option<MemorySpan> {
+        let base = self.memory.base.load(Ordering::Relaxed);
+        let len = self.memory.len.load(Ordering::Relaxed);
+        (base != 0 && len != 0).then_some(MemorySpan { base, len })
+    }
+
     pub(crate) async fn call_describe(
         &self,
         store: &mut Store<StoreState>,
     ) -> wasmtime::Result<Vec<GuestTool>> {
-        Ok(match self {
-            Self::V0_1(p) => p
+        Ok(match &self.exports {
+            Exports::V0_1(p) => p
                 .toolhost_plugin_tool()
                 .call_describe(store)
                 .await?
@@ -213,7 +334,7 @@ impl Plugin {
                     meta: None,
                 })
                 .collect(),
-            Self::V0_2(p) => p
+            Exports::V0_2(p) => p
                 .toolhost_plugin_tool()
                 .call_describe(store)
                 .await?
@@ -242,12 +363,19 @@ impl Plugin {
         name: &str,
         input: &str,
     ) -> wasmtime::Result<Result<GuestOutput, WitToolError>> {
-        Ok(match self {
-            Self::V0_1(p) => {
+        let name = NameProbe {
+            name,
+            seen: &self.memory,
+        };
+        Ok(match &self.exports {
+            Exports::V0_1(_) => {
                 use self::v1::exports::toolhost::plugin::tool::ToolError as E;
-                p.toolhost_plugin_tool()
-                    .call_call(store, name, input)
+                // SAFETY: the type was checked when the instance was made.
+                let call =
+                    unsafe { TypedFunc::<CallParams<'_>, CallResults1>::new_unchecked(self.call) };
+                call.call_async(store, (name, input))
                     .await?
+                    .0
                     .map(|json| GuestOutput {
                         json: Some(json),
                         content: Vec::new(),
@@ -259,12 +387,15 @@ impl Plugin {
                         E::UnknownTool(m) => WitToolError::UnknownTool(m),
                     })
             }
-            Self::V0_2(p) => {
+            Exports::V0_2(_) => {
                 use self::v2::exports::toolhost::plugin::tool::ToolError as E;
                 use self::v2::toolhost::plugin::types::{Content as C, ResourceContents as R};
-                p.toolhost_plugin_tool()
-                    .call_call(store, name, input)
+                // SAFETY: the type was checked when the instance was made.
+                let call =
+                    unsafe { TypedFunc::<CallParams<'_>, CallResults2>::new_unchecked(self.call) };
+                call.call_async(store, (name, input))
                     .await?
+                    .0
                     .map(|out| GuestOutput {
                         json: out.json,
                         content: out

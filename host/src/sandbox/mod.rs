@@ -34,6 +34,7 @@ mod spec;
 mod stamps;
 mod state;
 mod watchdog;
+mod working_set;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -250,9 +251,10 @@ impl Sandbox {
             // A fresh instance per call mostly pays page faults on the pages
             // the call touches. With PAGEMAP_SCAN (Linux 6.7+) wasmtime finds
             // the pages a call dirtied and resets just those with memset, up
-            // to this budget, so they stay mapped for the next instance.
+            // to this budget, so they stay mapped for the next instance
+            // (`working_set` makes sure they fit).
             .pagemap_scan(wasmtime::Enabled::Auto)
-            .linear_memory_keep_resident(1 << 20)
+            .linear_memory_keep_resident(working_set::KEEP_RESIDENT)
             .table_keep_resident(64 << 10);
         let mut wasm = Config::new();
         wasm.consume_fuel(true)

@@ -13,6 +13,7 @@ use super::bindings::{GuestContent, GuestOutput, GuestTool, Plugin, PluginPre, W
 use super::capture::StderrCapture;
 use super::http::{self, HttpState};
 use super::state::{CallSinks, StoreState};
+use super::working_set::WorkingSet;
 use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
 use crate::tools::{ToolError, ToolErrorKind};
 
@@ -38,6 +39,8 @@ pub(crate) struct Inner {
     spares: Spares,
     /// Instance slots one instance of this component takes.
     slots: u32,
+    /// What its calls write, to keep it mapped across instances.
+    working_set: WorkingSet,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -96,6 +99,7 @@ impl Guest {
                 permissions,
                 spares: Spares::new(spares),
                 slots,
+                working_set: WorkingSet::default(),
             }),
         }
     }
@@ -122,6 +126,17 @@ impl Guest {
 }
 
 impl Inner {
+    /// Before `live` is dropped: leave the pages its call touched mapped
+    /// for the next instance of the component in its pool slot (see
+    /// `working_set`).
+    fn keep_working_set(&self, live: &Live) {
+        if let Some(span) = live.plugin.memory() {
+            // SAFETY: the span is this instance's memory, noted by its call;
+            // `live` keeps the store alive, and borrowed, idle.
+            unsafe { self.working_set.keep(span) };
+        }
+    }
+
     /// The instance slots for a new store (as many as one instance of this
     /// component takes): waited for, bounded by the call's deadline, or
     /// taken only if free.

@@ -163,6 +163,9 @@ impl Guest {
                 // first never gets to the drops.
                 let retired = std::mem::take(&mut *lock(&self.spares.retired));
                 if !retired.is_empty() {
+                    for live in &retired {
+                        self.keep_working_set(live);
+                    }
                     drop(retired);
                     continue;
                 }
