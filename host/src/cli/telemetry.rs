@@ -73,8 +73,18 @@ pub(super) fn init(
         }
     };
     let otel = provider.as_ref().map(|provider| {
+        // Only what the spans say themselves: no code location, thread,
+        // target or busy/idle attributes (each an allocation per span, and
+        // the timings two clock reads per poll of an instrumented call),
+        // and no OpenTelemetry context attached on every poll (the host
+        // reads a span's context from the span: `TraceParent::of`).
         tracing_opentelemetry::layer()
             .with_tracer(provider.tracer("toolhost"))
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_context_activation(false)
             .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::TRACE))
     });
     Registry::default().with(log).with(otel).init();
