@@ -15,9 +15,7 @@ use super::files::OpenHandles;
 use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
 use crate::text::untrusted;
-use crate::tools::{
-    CallContext, LogLevel, LogLine, LogSink, Progress, ProgressSink, QuestionSink,
-};
+use crate::tools::{CallContext, LogLevel, LogLine, LogSink, Progress, ProgressSink, QuestionSink};
 
 /// Most bytes of a progress message; longer ones are cut.
 const MAX_PROGRESS_MESSAGE: usize = 512;
