@@ -70,10 +70,10 @@ fn fits(value: &Value, schema: &Value) -> Result<(), String> {
         Value::Object(_) => "object",
     };
     let kind = kind_of(value);
-    if !kinds.is_empty()
-        && !kinds.contains(&kind)
-        && !(kind == "integer" && kinds.contains(&"number"))
-    {
+    let kind_fits = kinds.is_empty()
+        || kinds.contains(&kind)
+        || (kind == "integer" && kinds.contains(&"number"));
+    if !kind_fits {
         return Err(format!("{value} is a {kind}, not {kinds:?}"));
     }
     if let Some(required) = schema.get("required").and_then(Value::as_array) {
