@@ -9,13 +9,18 @@
 //! cargo test  -p toolhost --bench serve                  # smoke run (a few calls)
 //! cargo bench -p toolhost --bench serve -- --clients 1,8,64 --seconds 3
 //! cargo bench -p toolhost --bench serve -- --telemetry traces
+//! cargo test  -p toolhost --bench serve -- --bench --telemetry off,traces --seconds 5
 //! ```
 //!
 //! `--telemetry MODE` sets what every `toolhost serve` records
 //! (`[telemetry]`, docs/deploy.md): `off` (no metrics, no traces: the
 //! call path without telemetry), `metrics` (the default: counted, served
 //! at `/metrics`), `traces` (metrics, and spans exported over OTLP/HTTP to
-//! a sink on loopback that takes them and drops them).
+//! a sink on loopback that takes them and drops them). A list of modes
+//! (`--telemetry off,traces`) runs only the HTTP rows (8 clients unless
+//! `--clients` says otherwise), for each mode in turn over `--rounds N`
+//! (default 3) alternating rounds, and prints each mode's median against
+//! the first mode's, with the floor for exported traces.
 //!
 //! The MCP client here is deliberately thin (newline-delimited JSON-RPC on
 //! stdio; HTTP/1.1 keep-alive written by hand, one connection and one MCP
@@ -63,6 +68,10 @@ const HTTP_CPU_FLOOR: f64 = 2.5;
 const HTTP_8_BASELINE: f64 = 8_700.0;
 const HTTP_RATE_FLOOR: f64 = 3.0;
 
+/// With traces exported, calls/s and server CPU per call with 8 HTTP
+/// clients within this fraction of telemetry off (issue 26).
+const TRACES_FLOOR: f64 = 0.15;
+
 /// A latency row stops at its number of calls or after this long, whichever
 /// comes first: a server that stalls on every call (a peer's 40 ms
 /// delayed-ACK wait) still gets a row, from fewer calls.
@@ -94,17 +103,21 @@ fn main() {
     let calls = if full { 20_000 } else { 50 };
     let wassette = flag("--wassette").map(PathBuf::from);
     let telemetry = flag("--telemetry").unwrap_or_else(|| "metrics".to_owned());
-    let otlp = (telemetry == "traces").then(otlp_sink);
+    let modes: Vec<Telemetry> = telemetry
+        .split(',')
+        .map(|mode| match mode.trim() {
+            "off" => Telemetry::Off,
+            "metrics" => Telemetry::Metrics,
+            "traces" => Telemetry::Traces,
+            other => panic!("--telemetry takes off, metrics or traces (or a list), not `{other}`"),
+        })
+        .collect();
     let config = tempfile::tempdir().unwrap();
-    let config_file = (telemetry == "off").then(|| {
-        let file = config.path().join("toolhost.toml");
-        std::fs::write(&file, "[telemetry]\nmetrics = false\n").unwrap();
-        file
-    });
-    assert!(
-        ["off", "metrics", "traces"].contains(&telemetry.as_str()),
-        "--telemetry takes off, metrics or traces"
-    );
+    let sink = modes.contains(&Telemetry::Traces).then(otlp_sink);
+    let modes: Vec<(Telemetry, TelemetrySetup)> = modes
+        .into_iter()
+        .map(|mode| (mode, mode.setup(config.path(), sink.as_deref())))
+        .collect();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -120,11 +133,10 @@ fn main() {
     }
     let cache = tempfile::tempdir().unwrap();
     let components = tempfile::tempdir().unwrap();
-    let setup = Setup {
+    let mut setup = Setup {
         plugins: plugins.path().to_owned(),
         cache: cache.path().to_owned(),
-        otlp,
-        config: config_file,
+        telemetry: modes[0].1.clone(),
         wassette: wassette.map(|binary| {
             Wassette::install(binary, &plugins.path().join("text.wasm"), components.path())
         }),
@@ -135,6 +147,14 @@ fn main() {
         .build()
         .unwrap();
     let window = Duration::from_secs_f64(seconds);
+    if modes.len() > 1 {
+        let clients = flag("--clients").map_or(vec![8], |_| clients);
+        let rounds = flag("--rounds").map_or(3, |n| n.parse().expect("--rounds N"));
+        rt.block_on(compare_telemetry(
+            &mut setup, &modes, &clients, rounds, window,
+        ));
+        return;
+    }
     println!(
         "serve bench: `{TOOL}` per call; {calls} calls (at most {} s) per latency row, {seconds} s \
          per throughput row, {} cores shared by client and server; telemetry: {telemetry}",
@@ -261,11 +281,137 @@ fn main() {
 struct Setup {
     plugins: PathBuf,
     cache: PathBuf,
-    /// Where `serve` exports its spans, with `--telemetry traces`.
-    otlp: Option<String>,
-    /// The host config `serve` reads (`--telemetry off`).
-    config: Option<PathBuf>,
+    /// What `serve` records, the mode of these rows.
+    telemetry: TelemetrySetup,
     wassette: Option<Wassette>,
+}
+
+/// What every `toolhost serve` of a run records (`--telemetry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Telemetry {
+    /// No metrics, no traces.
+    Off,
+    /// Counted, served at `/metrics` (the default).
+    Metrics,
+    /// Metrics, and spans exported over OTLP/HTTP to a loopback sink.
+    Traces,
+}
+
+impl Telemetry {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Metrics => "metrics",
+            Self::Traces => "traces",
+        }
+    }
+
+    /// The config file and exporter endpoint `serve` gets in this mode.
+    fn setup(self, dir: &Path, sink: Option<&str>) -> TelemetrySetup {
+        let config = (self == Self::Off).then(|| {
+            let file = dir.join("telemetry-off.toml");
+            std::fs::write(&file, "[telemetry]\nmetrics = false\n").unwrap();
+            file
+        });
+        TelemetrySetup {
+            otlp: (self == Self::Traces).then(|| sink.expect("a sink for traces").to_owned()),
+            config,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct TelemetrySetup {
+    /// Where `serve` exports its spans (`traces`).
+    otlp: Option<String>,
+    /// The host config `serve` reads (`off`).
+    config: Option<PathBuf>,
+}
+
+/// Telemetry modes side by side in one run: the HTTP rows of each, in
+/// alternating rounds (so a machine that gets busier or quieter weighs on
+/// every mode alike), each mode's median round, and each mode's cost
+/// against the first one's.
+async fn compare_telemetry(
+    setup: &mut Setup,
+    modes: &[(Telemetry, TelemetrySetup)],
+    clients: &[usize],
+    rounds: usize,
+    window: Duration,
+) {
+    println!(
+        "serve bench, telemetry side by side: `{TOOL}` over HTTP, {rounds} alternating rounds of \
+         {} s per mode and client count, {} cores shared by client, server and trace sink",
+        window.as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    // results[mode][client row] = (calls/s, CPU per call) of each round.
+    let mut results = vec![vec![Vec::new(); clients.len()]; modes.len()];
+    for round in 0..rounds {
+        for (m, (mode, telemetry)) in modes.iter().enumerate() {
+            setup.telemetry = telemetry.clone();
+            let rows = http_rows(setup, Peer::Toolhost, clients, 0, window).await;
+            for (c, row) in rows.iter().enumerate() {
+                assert_eq!(
+                    row.errors,
+                    0,
+                    "HTTP calls failed with telemetry {}",
+                    mode.name()
+                );
+                eprintln!(
+                    "round {}: {} {} clients: {:.0} calls/s, {} per call",
+                    round + 1,
+                    mode.name(),
+                    row.clients,
+                    row.per_second,
+                    row.cpu.map(fmt).unwrap_or_default()
+                );
+                results[m][c].push((row.per_second, row.cpu.unwrap_or_default()));
+            }
+        }
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!();
+    println!(
+        "| telemetry | clients | calls/s (median) | server CPU per call (median) | calls/s vs {} | CPU vs {} |",
+        modes[0].0.name(),
+        modes[0].0.name()
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    let mut base = vec![(0.0, 0.0); clients.len()];
+    let mut verdicts = Vec::new();
+    for (m, (mode, _)) in modes.iter().enumerate() {
+        for (c, &n) in clients.iter().enumerate() {
+            let rate = median(&mut results[m][c].iter().map(|r| r.0).collect());
+            let cpu = median(&mut results[m][c].iter().map(|r| r.1.as_secs_f64()).collect());
+            if m == 0 {
+                base[c] = (rate, cpu);
+            }
+            let (rate_ratio, cpu_ratio) = (rate / base[c].0, cpu / base[c].1);
+            println!(
+                "| {} | {n} | {rate:.0} | {} | {rate_ratio:.3}x | {cpu_ratio:.3}x |",
+                mode.name(),
+                fmt(Duration::from_secs_f64(cpu))
+            );
+            if *mode == Telemetry::Traces && n == 8 && modes[0].0 == Telemetry::Off {
+                verdicts.push((rate_ratio, cpu_ratio));
+            }
+        }
+    }
+    println!();
+    for (rate, cpu) in verdicts {
+        println!(
+            "floor: traces exported, 8 HTTP clients, within {:.0}% of telemetry off: calls/s {:+.1}%, \
+             server CPU per call {:+.1}% -> {}",
+            TRACES_FLOOR * 100.0,
+            (rate - 1.0) * 100.0,
+            (cpu - 1.0) * 100.0,
+            verdict(rate >= 1.0 - TRACES_FLOOR && cpu <= 1.0 + TRACES_FLOOR)
+        );
+    }
 }
 
 /// An OTLP/HTTP endpoint on loopback that answers every export `200` and
@@ -399,10 +545,10 @@ impl Setup {
             .env_remove("TOOLHOST_CONFIG")
             .env_remove("TOOLHOST_LOCK")
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
-        if let Some(endpoint) = &self.otlp {
+        if let Some(endpoint) = &self.telemetry.otlp {
             command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
         }
-        if let Some(config) = &self.config {
+        if let Some(config) = &self.telemetry.config {
             command.arg("--config").arg(config);
         }
         command

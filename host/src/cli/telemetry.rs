@@ -49,6 +49,10 @@ pub(super) fn init(
     ansi: bool,
     telemetry: &TelemetryConfig,
 ) -> Option<SdkTracerProvider> {
+    // What the log shows at most: `log` records of dependencies (wasmtime
+    // logs at every store it makes and drops) are forwarded to `tracing`
+    // only up to it, however finely the span export listens.
+    let log_level = filter.max_level_hint();
     // The log never shows the trace spans (they would prefix every line
     // logged inside a call); they are only for the exporter, and without
     // one their callsites stay off and cost nothing.
@@ -88,7 +92,26 @@ pub(super) fn init(
             .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::TRACE))
     });
     Registry::default().with(log).with(otel).init();
+    cap_log_records(log_level);
     provider
+}
+
+/// Forward `log` records only up to `level`: `init` forwards every record
+/// the subscriber as a whole might want, and the span export's filter
+/// (every level of its own target) would let each `log::trace!` of a
+/// dependency be formatted and matched against the log's filter, only to
+/// be dropped. Spans never come from `log`.
+fn cap_log_records(level: Option<tracing::level_filters::LevelFilter>) {
+    use tracing::level_filters::LevelFilter;
+    let cap = match level {
+        Some(LevelFilter::OFF) => log::LevelFilter::Off,
+        Some(LevelFilter::ERROR) => log::LevelFilter::Error,
+        Some(LevelFilter::WARN) => log::LevelFilter::Warn,
+        Some(LevelFilter::INFO) => log::LevelFilter::Info,
+        Some(LevelFilter::DEBUG) => log::LevelFilter::Debug,
+        Some(_) | None => log::LevelFilter::Trace,
+    };
+    log::set_max_level(cap);
 }
 
 #[cfg(test)]

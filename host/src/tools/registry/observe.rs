@@ -33,45 +33,27 @@ impl ToolSet {
         input: Result<Value, ToolError>,
         cx: &CallContext,
     ) -> CallReport {
-        let span = tracing::info_span!(
-            target: SPAN_TARGET,
-            "execute_tool",
-            otel.name = %format_args!("execute_tool {}", clipped(name, MAX_NAME)),
-            otel.kind = "internal",
-            otel.status_code = Empty,
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = clipped(name, MAX_NAME),
-            gen_ai.tool.type = "function",
-            gen_ai.tool.call.id = Empty,
-            gen_ai.tool.call.arguments = Empty,
-            gen_ai.tool.call.result = Empty,
-            error.type = Empty,
-            toolhost.tool.source = Empty,
-            toolhost.plugin = Empty,
-            toolhost.fuel_used = Empty,
-            toolhost.memory_bytes = Empty,
-            toolhost.instance = Empty,
-            toolhost.limit = Empty,
-            toolhost.retries = Empty,
-        );
         let metrics = self.observe.metrics.as_ref();
-        if span.is_disabled() && metrics.is_none() {
+        let traced = tracing::span_enabled!(target: SPAN_TARGET, tracing::Level::INFO);
+        if !traced && metrics.is_none() {
             return self.execute_logged(name, input, cx).await;
         }
-        if !span.is_disabled() {
-            self.open_span(&span, name, &input, cx);
-        }
+        let span = if traced {
+            self.open_span(name, &input, cx)
+        } else {
+            tracing::Span::none()
+        };
         let clock = Instant::now();
         let (report, stats) = measured(
             self.execute_logged(name, input, cx)
                 .instrument(span.clone()),
         )
         .await;
-        let outcome = match &report.output {
-            Ok(_) => "ok",
-            Err(e) => e.kind.as_str(),
-        };
         if let Some(metrics) = metrics {
+            let outcome = match &report.output {
+                Ok(_) => "ok",
+                Err(e) => e.kind.as_str(),
+            };
             let tool = self.resolve(name).map(|(key, _, _)| key);
             metrics.record_call(tool, outcome, report.attempts, clock.elapsed(), &stats);
         }
@@ -81,76 +63,114 @@ impl ToolSet {
         report
     }
 
+    /// The call's span, with everything known before it runs given at
+    /// once: each later `record` is a dispatch through every layer.
     fn open_span(
         &self,
-        span: &tracing::Span,
         name: &str,
         input: &Result<Value, ToolError>,
         cx: &CallContext,
-    ) {
+    ) -> tracing::Span {
+        let (source, plugin) = match self.get(name).map(|tool| tool.origin()) {
+            None => (None, None),
+            Some(ToolOrigin::Native) => (Some("native"), None),
+            Some(ToolOrigin::Plugin { plugin, .. }) => (Some("plugin"), Some(plugin)),
+            Some(ToolOrigin::Rest { .. }) => (Some("rest"), None),
+            Some(ToolOrigin::Mcp { server }) => (Some("mcp"), Some(server)),
+        };
+        let arguments = match (self.observe.span_io, input) {
+            (Some(max), Ok(input)) => Some(clipped(&input.to_string(), max).to_owned()),
+            _ => None,
+        };
+        let span = tracing::info_span!(
+            target: SPAN_TARGET,
+            "execute_tool",
+            otel.name = %format_args!("execute_tool {}", clipped(name, MAX_NAME)),
+            otel.status_code = Empty,
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = clipped(name, MAX_NAME),
+            gen_ai.tool.type = "function",
+            gen_ai.tool.call.id = cx.call_id.as_deref().map(|id| clipped(id, MAX_NAME)),
+            gen_ai.tool.call.arguments = arguments.as_deref(),
+            gen_ai.tool.call.result = Empty,
+            error.type = Empty,
+            toolhost.tool.source = source,
+            toolhost.plugin = plugin.as_deref().map(|p| clipped(p, MAX_NAME)),
+            toolhost.fuel_used = Empty,
+            toolhost.memory_bytes = Empty,
+            toolhost.instance = Empty,
+            toolhost.limit = Empty,
+            toolhost.retries = Empty,
+        );
         if let Some(parent) = &cx.trace_parent {
-            parent.adopt(span);
+            parent.adopt(&span);
         }
-        if let Some(id) = &cx.call_id {
-            span.record("gen_ai.tool.call.id", clipped(id, MAX_NAME));
-        }
-        if let Some(tool) = self.get(name) {
-            match tool.origin() {
-                ToolOrigin::Native => {
-                    span.record("toolhost.tool.source", "native");
-                }
-                ToolOrigin::Plugin { plugin, .. } => {
-                    span.record("toolhost.tool.source", "plugin");
-                    span.record("toolhost.plugin", clipped(&plugin, MAX_NAME));
-                }
-                ToolOrigin::Rest { .. } => {
-                    span.record("toolhost.tool.source", "rest");
-                }
-                ToolOrigin::Mcp { server } => {
-                    span.record("toolhost.tool.source", "mcp");
-                    span.record("toolhost.plugin", clipped(&server, MAX_NAME));
-                }
-            }
-        }
-        if let (Some(max), Ok(input)) = (self.observe.span_io, input) {
-            span.record(
-                "gen_ai.tool.call.arguments",
-                clipped(&input.to_string(), max),
-            );
-        }
+        span
     }
 
+    /// What the call measured and how it ended, recorded in one dispatch.
     fn close_span(&self, span: &tracing::Span, report: &CallReport, stats: &CallStats) {
-        if let Some(fuel) = stats.fuel_used {
-            span.record("toolhost.fuel_used", fuel);
+        let Some(fields) = span.metadata().map(|meta| meta.fields()) else {
+            return;
+        };
+        let (status, error, limit, result) = match &report.output {
+            Ok(output) => (
+                None,
+                None,
+                None,
+                self.observe
+                    .span_io
+                    .map(|max| clipped(&output.to_string(), max).to_owned()),
+            ),
+            Err(e) => (
+                Some("error"),
+                Some(e.kind.as_str()),
+                limit_hit(e.kind),
+                self.observe
+                    .span_io
+                    .map(|max| clipped(&e.to_string(), max).to_owned()),
+            ),
+        };
+        let instance = stats.instance.map(|i| i.as_str());
+        let retries = (report.attempts > 1).then(|| report.attempts - 1);
+        let values: [(&str, Option<&dyn tracing::Value>); 8] = [
+            ("toolhost.fuel_used", stats.fuel_used.as_ref().map(as_value)),
+            (
+                "toolhost.memory_bytes",
+                stats.memory_bytes.as_ref().map(as_value),
+            ),
+            ("toolhost.instance", instance.as_ref().map(as_value)),
+            ("toolhost.retries", retries.as_ref().map(as_value)),
+            ("otel.status_code", status.as_ref().map(as_value)),
+            ("error.type", error.as_ref().map(as_value)),
+            ("toolhost.limit", limit.as_ref().map(as_value)),
+            ("gen_ai.tool.call.result", result.as_ref().map(as_value)),
+        ];
+        if values.iter().all(|(_, value)| value.is_none()) {
+            return;
         }
-        if let Some(memory) = stats.memory_bytes {
-            span.record("toolhost.memory_bytes", memory);
-        }
-        if let Some(instance) = stats.instance {
-            span.record("toolhost.instance", instance.as_str());
-        }
-        if report.attempts > 1 {
-            span.record("toolhost.retries", report.attempts - 1);
-        }
-        match &report.output {
-            Ok(output) => {
-                if let Some(max) = self.observe.span_io {
-                    span.record("gen_ai.tool.call.result", clipped(&output.to_string(), max));
-                }
-            }
-            Err(e) => {
-                span.record("otel.status_code", "error");
-                span.record("error.type", e.kind.as_str());
-                if let Some(limit) = limit_hit(e.kind) {
-                    span.record("toolhost.limit", limit);
-                }
-                if let Some(max) = self.observe.span_io {
-                    span.record("gen_ai.tool.call.result", clipped(&e.to_string(), max));
-                }
-            }
-        }
+        let entries = values.map(|(name, value)| (fields.field(name), value));
+        let [a, b, c, d, e, f, g, h] = &entries;
+        let (Some(a0), Some(b0), Some(c0), Some(d0), Some(e0), Some(f0), Some(g0), Some(h0)) =
+            (&a.0, &b.0, &c.0, &d.0, &e.0, &f.0, &g.0, &h.0)
+        else {
+            return;
+        };
+        span.record_all(&fields.value_set(&[
+            (a0, a.1),
+            (b0, b.1),
+            (c0, c.1),
+            (d0, d.1),
+            (e0, e.1),
+            (f0, f.1),
+            (g0, g.1),
+            (h0, h.1),
+        ]));
     }
+}
+
+fn as_value<T: tracing::Value>(value: &T) -> &dyn tracing::Value {
+    value
 }
 
 /// The limit a failure of `kind` hit, if it was one.
