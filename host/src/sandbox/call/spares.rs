@@ -219,8 +219,12 @@ impl Guest {
             }
             self.spares.working.store(false, Ordering::Release);
             // A call may have retired or taken an instance after the last
-            // look and before the flag was cleared: look once more.
-            let more = !lock(&self.spares.retired).is_empty();
+            // look and before the flag was cleared: look once more. Not
+            // while a blocking thread drops them: that thread starts this
+            // task again when it is done, and looping here meanwhile would
+            // spin on a full pool.
+            let more = !lock(&self.spares.retired).is_empty()
+                && !self.spares.dropping.load(Ordering::Acquire);
             if !more || self.spares.working.swap(true, Ordering::AcqRel) {
                 return;
             }
