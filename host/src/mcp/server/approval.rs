@@ -52,9 +52,11 @@ pub(super) fn needs(
     name: &str,
 ) -> bool {
     policy.requires(name)
-        || tools
-            .options(name)
-            .is_some_and(|o| o.with(overrides).needs_approval)
+        || tools.options(name).is_some_and(|o| {
+            // What `o.with(overrides).needs_approval` says, without copying
+            // the rest of the options (every call asks).
+            overrides.needs_approval.unwrap_or(o.needs_approval)
+        })
 }
 
 /// Ask the client's user whether the call of `tool` with `arguments` may

@@ -424,10 +424,12 @@ struct Connection {
     activity: Arc<Activity>,
 }
 
-type Answer = Pin<Box<dyn Future<Output = Result<Response<Body>, Infallible>> + Send>>;
+type Answer = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
 
 impl hyper::service::Service<Request<Incoming>> for Connection {
-    type Response = Response<Body>;
+    // The answer's body as hyper sees it: the router's, wrapped once (not
+    // boxed again into another `Body`: hyper polls it for every frame).
+    type Response = Response<ResponseBody>;
     type Error = Infallible;
     type Future = Answer;
 
@@ -443,11 +445,9 @@ impl hyper::service::Service<Request<Incoming>> for Connection {
         let app = self.app.clone();
         Box::pin(async move {
             let response = app.answer(request.map(Body::new)).await;
-            Ok(response.map(|body| {
-                Body::new(ResponseBody {
-                    body,
-                    _in_flight: guard,
-                })
+            Ok(response.map(|body| ResponseBody {
+                body,
+                _in_flight: guard,
             }))
         })
     }

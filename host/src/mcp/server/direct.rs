@@ -330,7 +330,8 @@ async fn answer_directly(direct: &DirectSessions, request: Request) -> Result<Re
     let meta = params.meta.take().unwrap_or_default();
     // A call that asks the user (approval) or reports progress needs
     // rmcp's event stream.
-    if conn.needs_rmcp(&params, &meta) {
+    let tools = conn.snapshot();
+    if conn.needs_rmcp(&tools, &params, &meta) {
         session.rmcp_saw.store(now, Ordering::Relaxed);
         return Err(Request::from_parts(parts, Body::from(bytes)));
     }
@@ -345,7 +346,7 @@ async fn answer_directly(direct: &DirectSessions, request: Request) -> Result<Re
         }
     };
     let message = match conn
-        .call_tool(params, &meta, None, trace_parent, cancelled)
+        .call_tool(&tools, params, &meta, None, trace_parent, cancelled)
         .await
     {
         Ok(response) => {

@@ -43,7 +43,7 @@ use crate::approval::ApprovalPolicy;
 use crate::telemetry::TraceParent;
 use crate::tools::{
     CallContext, CallReport, Content, ExecOverrides, ResourceContents, SessionId, ToolRegistry,
-    ToolSpec,
+    ToolSet, ToolSpec,
 };
 
 /// The request `_meta` key that names a plugin session: calls carrying the
@@ -172,8 +172,12 @@ impl Connection {
     /// tool's questions, through elicitation) or sends the client
     /// notifications (progress, log lines the client asked for), which
     /// need rmcp's event stream.
-    pub(super) fn needs_rmcp(&self, request: &CallToolRequestParams, meta: &JsonObject) -> bool {
-        let tools = self.tools.registry.snapshot();
+    pub(super) fn needs_rmcp(
+        &self,
+        tools: &ToolSet,
+        request: &CallToolRequestParams,
+        meta: &JsonObject,
+    ) -> bool {
         meta.contains_key("progressToken")
             || self.log_level.is_set()
             || meta.contains_key(notify::LOG_LEVEL_META_KEY)
@@ -183,19 +187,28 @@ impl Connection {
             || approval::needs(
                 &self.tools.approval,
                 &self.tools.overrides,
-                &tools,
+                tools,
                 request.name.as_ref(),
             )
     }
 
-    /// Call a tool for request `params` (its `_meta` in `meta`) until
-    /// `cancelled` resolves: what `tools/call` does, however it came. The
+    /// The tools as they are now: one snapshot serves a request from its
+    /// first look at the tool to the call (see [`call_tool`](Self::call_tool)).
+    pub(super) fn snapshot(&self) -> Arc<ToolSet> {
+        self.tools.registry.snapshot()
+    }
+
+    /// Call a tool of `tools` for request `params` (its `_meta` in
+    /// `meta`) until `cancelled` resolves: what `tools/call` does, however
+    /// it came. One snapshot for the lookup and the call: a reload between
+    /// the two cannot turn a listed tool into an unknown one mid-request. The
     /// rmcp request is there when it came through rmcp: a call that needs
     /// approval asks the client's user through it, and progress and log
     /// lines go to the client through it; a direct call never needs any of
     /// them ([`needs_rmcp`](Self::needs_rmcp)).
     pub(super) async fn call_tool(
         &self,
+        tools: &ToolSet,
         request: CallToolRequestParams,
         meta: &JsonObject,
         rmcp: Option<&RequestContext<RoleServer>>,
@@ -203,9 +216,6 @@ impl Connection {
         cancelled: impl Future<Output = ()>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.as_ref();
-        // One snapshot for the lookup and the call: a reload between the
-        // two cannot turn a listed tool into an unknown one mid-request.
-        let tools = self.tools.registry.snapshot();
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
         let Some(tool) = tools.get(name) else {
@@ -219,7 +229,7 @@ impl Connection {
         cx.trace_parent = trace_parent;
         let log_level =
             notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
-        if approval::needs(&self.tools.approval, &self.tools.overrides, &tools, name) {
+        if approval::needs(&self.tools.approval, &self.tools.overrides, tools, name) {
             // Never a silent run: without rmcp's request there is no one to
             // ask (the direct path sends such calls to rmcp).
             let Some(context) = rmcp else {
@@ -653,8 +663,10 @@ impl ServerHandler for McpTools {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let trace_parent = super::metrics::trace_parent(&context);
+        let tools = self.conn.snapshot();
         self.conn
             .call_tool(
+                &tools,
                 request,
                 &context.meta,
                 Some(&context),

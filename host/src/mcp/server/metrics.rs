@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{HeaderName, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::RoleServer;
@@ -68,9 +68,14 @@ pub(super) fn trace_parent_in(
     if let Some(parent) = meta(TRACEPARENT) {
         return TraceParent::from_w3c(parent, meta(TRACESTATE));
     }
-    let header = |key: &str| headers?.get(key).and_then(|v| v.to_str().ok());
-    TraceParent::from_w3c(header(TRACEPARENT)?, header(TRACESTATE))
+    let header = |key: &HeaderName| headers?.get(key).and_then(|v| v.to_str().ok());
+    TraceParent::from_w3c(header(&TRACEPARENT_HEADER)?, header(&TRACESTATE_HEADER))
 }
+
+/// The W3C trace headers as `HeaderName`s made once (a lookup by `&str`
+/// parses the name on every request).
+const TRACEPARENT_HEADER: HeaderName = HeaderName::from_static(TRACEPARENT);
+const TRACESTATE_HEADER: HeaderName = HeaderName::from_static(TRACESTATE);
 
 impl ToolServer {
     /// Serve `GET /metrics` (and `/healthz`) on an address of its own,
