@@ -149,54 +149,6 @@ async fn python_tool_converts_units_with_its_configured_precision() {
     assert_eq!(out["value"], json!(0.03));
 }
 
-/// A CPython instance is costly to drop (its reset copies back a few MB),
-/// so when calls come back to back the used instances are dropped on
-/// another thread while the next spare is made, and a call that found no
-/// spare hands its instance over too. On a host with four slots (two
-/// spares, a call, a used instance), every call still answers from a fresh
-/// instance rather than waiting out its deadline for a slot a used instance
-/// holds, and once the calls stop the used instances' slots come back (but
-/// for at most one, which waits for the plugin's next call).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_calls_back_to_back_on_four_slots_all_answer_and_give_their_slots_back() {
-    warm("py_units").await;
-    let dir = plugin_subset(&["py_units"]);
-    let host = PluginHost::new(HostConfig {
-        max_instances: 4,
-        ..host_config()
-    })
-    .expect("a plugin host");
-    let report = host
-        .load_dir(dir.path())
-        .await
-        .expect("the directory lists");
-    let registry = report.registry().expect("the loaded tools register");
-    for round in 0..30 {
-        let out = call(
-            &registry,
-            "py_convert_units",
-            json!({"value": round, "from_unit": "km", "to_unit": "m"}),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("round {round}: {e:?}"));
-        assert_eq!(
-            out["value"],
-            json!(f64::from(round) * 1000.0),
-            "round {round}"
-        );
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while host.instance_slots_in_use() > host.spare_instances() + 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} slots held, {} of them by spares: used instances were never dropped",
-            host.instance_slots_in_use(),
-            host.spare_instances()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
-}
-
 #[tokio::test]
 async fn python_tool_error_and_schema_violation_have_their_kinds() {
     let (registry, _dir) = load("py_units", None).await;

@@ -281,51 +281,24 @@ impl Inner {
         .await
     }
 
-    /// One call on a fresh instance made inline (instantiating and calling
-    /// under one budget), which serves no other call. The used instance is
-    /// handed back with the answer, to be dropped off the caller's path;
-    /// `None` when instantiating failed (the store is dropped here then).
+    /// One call on a fresh instance made inline, dropped afterwards.
     async fn call_inline(
         &self,
         name: &str,
         input: &str,
         sinks: &CallSinks,
-    ) -> (Result<GuestOutput, ToolError>, Option<Live>) {
-        let slot = match self.slot(Slot::Wait).await {
-            Ok(slot) => slot,
-            Err(e) => return (Err(e), None),
-        };
-        let mut store = match self.new_store() {
-            Ok(store) => store,
-            Err(e) => return (Err(e), None),
-        };
+    ) -> Result<GuestOutput, ToolError> {
+        let _slot = self.slot(Slot::Wait).await?;
+        let mut store = self.new_store()?;
         store.data_mut().attach(sinks, name);
-        let mut made = None;
         let result = self
             .bounded(&mut store, async |store| {
                 let plugin = self.pre.instantiate_async(&mut *store).await?;
-                let answer = plugin.call_call(&mut *store, name, input).await;
-                made = Some(plugin);
-                answer
+                plugin.call_call(&mut *store, name, input).await
             })
             .await;
-        // The call's sinks end with the call, not with the instance.
-        store.data_mut().attach(&CallSinks::default(), name);
         let refusal = store.data_mut().http.take_refusal();
-        let answer = http::explain(self.finish(result), refusal);
-        let Some(plugin) = made else {
-            // Bound in this order, dropped in reverse: the store before its
-            // slot.
-            drop(store);
-            drop(slot);
-            return (answer, None);
-        };
-        let used = Live {
-            store,
-            plugin,
-            _slot: slot,
-        };
-        (answer, Some(used))
+        http::explain(self.finish(result), refusal)
     }
 
     /// A new instance, made now.

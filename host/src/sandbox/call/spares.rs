@@ -1,10 +1,8 @@
 //! Spare instances: fresh instances made ahead of time by a background
-//! task, and used ones dropped by another, off the callers' path and
-//! alongside each other.
+//! task, and used ones dropped there, off the callers' path.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::super::bindings::GuestOutput;
 use super::super::state::CallSinks;
@@ -16,37 +14,23 @@ use crate::tools::{ToolError, ToolErrorKind};
 /// Instantiating is most of what a fresh-instance call costs, and dropping
 /// the used instance (resetting its memory for the pool) most of the rest.
 /// Both are work no caller has to wait for: a background task keeps up to
-/// `target` never-used instances ready and drops used ones (those of calls
-/// on spares and of calls that instantiated inline alike). When calls find
-/// the pool dry and a drop is costly (a CPython instance copies back a few
-/// MB), the drops move to a blocking thread, so the next spare is made
-/// while the previous instance is reset instead of after it. Each instance
+/// `target` never-used instances ready and drops used ones. Each instance
 /// still serves exactly one call, so no state can leak between calls.
 pub(super) struct Spares {
     target: usize,
     ready: Mutex<Vec<Live>>,
-    /// Used instances waiting to be dropped by the background.
+    /// Used instances waiting to be dropped by the background task.
     retired: Mutex<Vec<Live>>,
-    /// Whether the task making spares is running (at most one per guest).
+    /// Whether the background task is running (at most one per guest).
     working: AtomicBool,
-    /// Whether a blocking thread is dropping used instances (at most one
-    /// per guest).
-    dropping: AtomicBool,
-    /// What dropping one used instance took last time, in µs.
-    drop_cost: AtomicU32,
     /// Set when making a spare failed: the next calls instantiate inline and
     /// report the error; a successful inline instantiation clears it.
     failing: AtomicBool,
 }
 
-/// A drop that takes at least this long goes to a blocking thread when
-/// calls find the pool dry; a shorter one costs less than handing it over
-/// (a wake-up of another thread, tens of µs on a busy host).
-const COSTLY_DROP: Duration = Duration::from_micros(100);
-
-/// Most used instances waiting for the background; past this the caller
-/// drops its own, so the list (and the slots it holds) stays bounded
-/// however far the dropping falls behind.
+/// Most used instances waiting for the background task; past this the
+/// caller drops its own, so the list (and the slots it holds) stays bounded
+/// however far the task falls behind.
 const MAX_RETIRED: usize = 8;
 
 impl Spares {
@@ -57,8 +41,6 @@ impl Spares {
             ready: Mutex::new(Vec::with_capacity(target)),
             retired: Mutex::new(Vec::new()),
             working: AtomicBool::new(false),
-            dropping: AtomicBool::new(false),
-            drop_cost: AtomicU32::new(0),
             failing: AtomicBool::new(false),
         }
     }
@@ -80,18 +62,8 @@ impl Guest {
     ) -> Result<GuestOutput, ToolError> {
         crate::telemetry::note_instance(crate::telemetry::Instance::Fresh);
         let Some(mut live) = self.take_spare() else {
-            let (result, used) = self.call_inline(name, input, sinks).await;
+            let result = self.call_inline(name, input, sinks).await;
             self.after_inline(&result);
-            if let Some(used) = used {
-                if self.spares.target > 0 && self.costly_drops() {
-                    self.retire(used);
-                } else {
-                    // Cheap enough to drop here; then the next instance
-                    // finds its pool slot reset and warm at once. (And
-                    // without spares there is no background work at all.)
-                    drop(used);
-                }
-            }
             return result;
         };
         let result = self.call_live(&mut live, name, input, sinks).await;
@@ -110,11 +82,10 @@ impl Guest {
         result
     }
 
-    /// Hand a used instance to the background. It is woken only when the
-    /// pool has run dry (or too many used instances wait): a wake-up is a
-    /// futex call and a context switch, a few µs a call should not pay each
-    /// time. So fewer than `target` used instances may wait for the next
-    /// call to the plugin.
+    /// Hand a used instance to the background task. The task is woken only
+    /// when the pool has run dry (or too many used instances wait): a
+    /// wake-up is a futex call and a context switch, a few µs a call should
+    /// not pay each time.
     fn retire(&self, live: Live) {
         let waiting = {
             let mut retired = lock(&self.spares.retired);
@@ -167,7 +138,7 @@ impl Guest {
         }
     }
 
-    /// Start the spares task unless it runs already or has nothing to do.
+    /// Start the background task unless it runs already or has nothing to do.
     fn replenish(&self) {
         if self.spares.target == 0 || self.spares.failing.load(Ordering::Relaxed) {
             return;
@@ -187,16 +158,16 @@ impl Guest {
     async fn maintain(&self) {
         loop {
             loop {
-                if self.costly_drops() && lock(&self.spares.ready).is_empty() {
-                    // Calls are finding the pool dry: make the next spare
-                    // now, and drop the used instances on another thread
-                    // meanwhile.
-                    self.start_drops();
-                } else {
-                    // Drop first: a used instance holds a slot a call may
-                    // be waiting for, and a task that refills first under
-                    // sustained load never gets to the drops.
-                    self.drop_retired_now();
+                // Drop first: a used instance holds a slot a call may be
+                // waiting for, and under sustained load a task that refills
+                // first never gets to the drops.
+                let retired = std::mem::take(&mut *lock(&self.spares.retired));
+                if !retired.is_empty() {
+                    for live in &retired {
+                        self.keep_working_set(live);
+                    }
+                    drop(retired);
+                    continue;
                 }
                 if self.spares.failing.load(Ordering::Relaxed)
                     || lock(&self.spares.ready).len() >= self.spares.target
@@ -219,79 +190,11 @@ impl Guest {
             }
             self.spares.working.store(false, Ordering::Release);
             // A call may have retired or taken an instance after the last
-            // look and before the flag was cleared: look once more. Not
-            // while a blocking thread drops them: that thread starts this
-            // task again when it is done, and looping here meanwhile would
-            // spin on a full pool.
-            let more = !lock(&self.spares.retired).is_empty()
-                && !self.spares.dropping.load(Ordering::Acquire);
+            // look and before the flag was cleared: look once more.
+            let more = !lock(&self.spares.retired).is_empty();
             if !more || self.spares.working.swap(true, Ordering::AcqRel) {
                 return;
             }
-        }
-    }
-
-    /// Whether dropping a used instance took long enough last time to be
-    /// worth doing on another thread than the call's or the spares task's.
-    fn costly_drops(&self) -> bool {
-        Duration::from_micros(u64::from(self.spares.drop_cost.load(Ordering::Relaxed)))
-            >= COSTLY_DROP
-    }
-
-    /// Drop the used instances waiting now, on this thread.
-    fn drop_retired_now(&self) {
-        loop {
-            let retired = std::mem::take(&mut *lock(&self.spares.retired));
-            if retired.is_empty() {
-                return;
-            }
-            let started = Instant::now();
-            let n = retired.len() as u32;
-            for live in &retired {
-                self.keep_working_set(live);
-            }
-            drop(retired);
-            let each = started.elapsed().as_micros() / u128::from(n);
-            self.spares
-                .drop_cost
-                .store(u32::try_from(each).unwrap_or(u32::MAX), Ordering::Relaxed);
-        }
-    }
-
-    /// Drop the used instances on the runtime's blocking threads, unless
-    /// that runs already: resetting an instance's memory is synchronous
-    /// work (a CPython instance copies back a few MB), and the spares task
-    /// should be making the next spare meanwhile.
-    fn start_drops(&self) {
-        if lock(&self.spares.retired).is_empty()
-            || self.spares.dropping.swap(true, Ordering::AcqRel)
-        {
-            return;
-        }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            self.spares.dropping.store(false, Ordering::Release);
-            return;
-        };
-        let guest = self.clone();
-        runtime.spawn_blocking(move || guest.drop_retired());
-    }
-
-    /// Drop used instances until none waits (on a blocking thread).
-    fn drop_retired(&self) {
-        loop {
-            self.drop_retired_now();
-            self.spares.dropping.store(false, Ordering::Release);
-            // An instance may have been retired after the last look and
-            // before the flag was cleared: look once more.
-            let more = !lock(&self.spares.retired).is_empty();
-            if !more || self.spares.dropping.swap(true, Ordering::AcqRel) {
-                break;
-            }
-        }
-        // Slots were freed: if the spares task gave up for want of one,
-        // start it again.
-        if lock(&self.spares.ready).len() < self.spares.target {
-            self.replenish();
         }
     }
 }
