@@ -67,8 +67,8 @@ pub(super) fn init(
     let provider = match toolhost::telemetry::tracer_provider(telemetry) {
         Ok(provider) => provider,
         Err(e) => {
-            let subscriber = Registry::default().with(log);
-            subscriber.init();
+            Registry::default().with(log).init();
+            cap_log_records(log_level);
             tracing::warn!(
                 "not exporting traces: {}",
                 super::ChainDisplay(&e).escaped()
@@ -91,7 +91,13 @@ pub(super) fn init(
             .with_context_activation(false)
             .with_filter(Targets::new().with_target(SPAN_TARGET, tracing::Level::TRACE))
     });
-    Registry::default().with(log).with(otel).init();
+    // No `Option` layer: a `None` one counts as wanting every callsite, so
+    // the trace spans would be made and recorded on every call for nobody.
+    let subscriber = Registry::default().with(log);
+    match otel {
+        Some(otel) => subscriber.with(otel).init(),
+        None => subscriber.init(),
+    }
     cap_log_records(log_level);
     provider
 }
