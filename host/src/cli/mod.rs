@@ -293,6 +293,9 @@ impl PluginArgs {
             e => UsageError(e.into()),
         })?;
         let telemetry = &toolbox.host().config().telemetry;
+        if let Some(tracer) = telemetry::tracer() {
+            toolbox.registry().set_tracer(Some(tracer));
+        }
         if telemetry.record_io_bytes > 0 {
             toolbox
                 .registry()

@@ -1,8 +1,10 @@
 //! What `[telemetry]` and the `OTEL_*` environment ask for: the log and
 //! the trace export as one `tracing` subscriber.
 
+use std::sync::OnceLock;
+
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use toolhost::config::HostConfig;
 use toolhost::telemetry::{SPAN_TARGET, TelemetryConfig};
 use tracing_subscriber::filter::{EnvFilter, FilterExt, Targets, filter_fn};
@@ -76,6 +78,9 @@ pub(super) fn init(
             return None;
         }
     };
+    if let Some(provider) = &provider {
+        let _ = TRACER.set(provider.tracer("toolhost"));
+    }
     let otel = provider.as_ref().map(|provider| {
         // Only what the spans say themselves: no code location, thread,
         // target or busy/idle attributes (each an allocation per span, and
@@ -100,6 +105,18 @@ pub(super) fn init(
     }
     cap_log_records(log_level);
     provider
+}
+
+/// The tracer of the span export, once [`init`] made one.
+static TRACER: OnceLock<SdkTracer> = OnceLock::new();
+
+/// The tracer a registry makes its `execute_tool` spans with
+/// ([`ToolRegistry::set_tracer`](toolhost::tools::ToolRegistry::set_tracer)),
+/// when spans are exported: the same spans as through the `tracing` layer,
+/// made directly (a tool call is the one span made per request of a busy
+/// `serve`).
+pub(super) fn tracer() -> Option<SdkTracer> {
+    TRACER.get().cloned()
 }
 
 /// Forward `log` records only up to `level`: `init` forwards every record

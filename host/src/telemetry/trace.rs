@@ -63,6 +63,11 @@ impl TraceParent {
             .collect()
     }
 
+    /// The OpenTelemetry context this parent is.
+    pub fn into_context(self) -> opentelemetry::Context {
+        self.0
+    }
+
     /// Make `span` a child of this parent (no-op when tracing is off).
     pub(crate) fn adopt(&self, span: &tracing::Span) {
         if !span.is_disabled() {
@@ -72,9 +77,18 @@ impl TraceParent {
 }
 
 /// The headers that hand the current span on to a service a call reaches
-/// (none when tracing is off).
+/// (none when tracing is off): the active OpenTelemetry span a call runs
+/// in (an `execute_tool` span made with a registry's tracer), else the
+/// current `tracing` span.
 pub(crate) fn current_w3c() -> Vec<(&'static str, String)> {
-    TraceParent::of(&tracing::Span::current()).map_or_else(Vec::new, |p| p.to_w3c())
+    let otel = opentelemetry::Context::map_current(|cx| {
+        cx.span()
+            .span_context()
+            .is_valid()
+            .then(|| TraceParent(cx.clone()))
+    });
+    otel.or_else(|| TraceParent::of(&tracing::Span::current()))
+        .map_or_else(Vec::new, |p| p.to_w3c())
 }
 
 /// Clip `text` to at most `max` bytes (at a character boundary) for a span

@@ -2,8 +2,13 @@
 //! [`Metrics`] and traced as an `execute_tool {name}` span (OpenTelemetry
 //! GenAI conventions), with what the sandbox measured.
 
+use std::borrow::Cow;
 use std::time::Instant;
 
+use opentelemetry::context::FutureExt as _;
+use opentelemetry::trace::{Status, TraceContextExt as _, Tracer as _};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_sdk::trace::SdkTracer;
 use serde_json::Value;
 use tracing::Instrument;
 use tracing::field::Empty;
@@ -11,7 +16,7 @@ use tracing::field::Empty;
 use super::super::{CallContext, ToolError, ToolErrorKind, ToolOrigin};
 use super::CallReport;
 use super::set::ToolSet;
-use crate::telemetry::{CallStats, Metrics, SPAN_TARGET, clipped, measured};
+use crate::telemetry::{CallStats, Metrics, SPAN_TARGET, TraceParent, clipped, measured};
 
 /// The most bytes of a name a span attribute keeps (a caller may call any
 /// name; registered names are at most 64 bytes, plus a version).
@@ -21,8 +26,21 @@ const MAX_NAME: usize = 128;
 #[derive(Debug, Clone, Default)]
 pub(in crate::tools) struct Observe {
     pub(in crate::tools) metrics: Option<Metrics>,
+    /// Make `execute_tool` spans with this tracer, not through `tracing`.
+    pub(in crate::tools) tracer: Option<SdkTracer>,
     /// Record inputs and outputs in spans, clipped to this many bytes.
     pub(in crate::tools) span_io: Option<usize>,
+}
+
+/// A call's `execute_tool` span, however it is made.
+enum CallSpan {
+    /// An OpenTelemetry span made with the registry's tracer, as the
+    /// active span of this context (which the call runs in, so that REST
+    /// and MCP requests it makes carry it on).
+    Otel(Context),
+    /// A `tracing` span a subscriber (`tracing-opentelemetry`) turns into
+    /// an OpenTelemetry one.
+    Tracing(tracing::Span),
 }
 
 impl ToolSet {
@@ -34,21 +52,23 @@ impl ToolSet {
         cx: &CallContext,
     ) -> CallReport {
         let metrics = self.observe.metrics.as_ref();
-        let traced = tracing::span_enabled!(target: SPAN_TARGET, tracing::Level::INFO);
-        if !traced && metrics.is_none() {
+        let span = match &self.observe.tracer {
+            Some(tracer) => Some(CallSpan::Otel(self.start_otel(tracer, name, &input, cx))),
+            None if tracing::span_enabled!(target: SPAN_TARGET, tracing::Level::INFO) => {
+                Some(CallSpan::Tracing(self.open_span(name, &input, cx)))
+            }
+            None => None,
+        };
+        if span.is_none() && metrics.is_none() {
             return self.execute_logged(name, input, cx).await;
         }
-        let span = if traced {
-            self.open_span(name, &input, cx)
-        } else {
-            tracing::Span::none()
-        };
         let clock = Instant::now();
-        let (report, stats) = measured(
-            self.execute_logged(name, input, cx)
-                .instrument(span.clone()),
-        )
-        .await;
+        let call = self.execute_logged(name, input, cx);
+        let (report, stats) = match &span {
+            Some(CallSpan::Otel(otel)) => measured(call.with_context(otel.clone())).await,
+            Some(CallSpan::Tracing(span)) => measured(call.instrument(span.clone())).await,
+            None => measured(call).await,
+        };
         if let Some(metrics) = metrics {
             let outcome = match &report.output {
                 Ok(_) => "ok",
@@ -57,10 +77,133 @@ impl ToolSet {
             let tool = self.resolve(name).map(|(key, _, _)| key);
             metrics.record_call(tool, outcome, report.attempts, clock.elapsed(), &stats);
         }
-        if !span.is_disabled() {
-            self.close_span(&span, &report, &stats);
+        match span {
+            Some(CallSpan::Otel(otel)) => self.end_otel(&otel, &report, &stats),
+            Some(CallSpan::Tracing(span)) => self.close_span(&span, &report, &stats),
+            None => {}
         }
         report
+    }
+
+    /// Where the tool comes from (`toolhost.tool.source`) and its plugin
+    /// or MCP server (`toolhost.plugin`), if it is registered.
+    fn source(&self, name: &str) -> (Option<&'static str>, Option<String>) {
+        match self.get(name).map(|tool| tool.origin()) {
+            None => (None, None),
+            Some(ToolOrigin::Native) => (Some("native"), None),
+            Some(ToolOrigin::Plugin { plugin, .. }) => (Some("plugin"), Some(plugin)),
+            Some(ToolOrigin::Rest { .. }) => (Some("rest"), None),
+            Some(ToolOrigin::Mcp { server }) => (Some("mcp"), Some(server)),
+        }
+    }
+
+    /// The call's input as a span attribute, if the operator asked for it.
+    fn arguments(&self, input: &Result<Value, ToolError>) -> Option<String> {
+        match (self.observe.span_io, input) {
+            (Some(max), Ok(input)) => Some(clipped(&input.to_string(), max).to_owned()),
+            _ => None,
+        }
+    }
+
+    /// The call's span made with `tracer`, as the active span of a child
+    /// of the caller's context: the caller's trace context if the call
+    /// came with one, else the current `tracing` span's, else the current
+    /// OpenTelemetry context.
+    fn start_otel(
+        &self,
+        tracer: &SdkTracer,
+        name: &str,
+        input: &Result<Value, ToolError>,
+        cx: &CallContext,
+    ) -> Context {
+        let parent = match cx
+            .trace_parent
+            .clone()
+            .or_else(|| TraceParent::of(&tracing::Span::current()))
+        {
+            Some(parent) => parent.into_context(),
+            None => Context::current(),
+        };
+        let name = clipped(name, MAX_NAME);
+        let (source, plugin) = self.source(name);
+        let mut attributes = Vec::with_capacity(16);
+        attributes.extend([
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", name.to_owned()),
+            KeyValue::new("gen_ai.tool.type", "function"),
+        ]);
+        if let Some(id) = &cx.call_id {
+            attributes.push(KeyValue::new(
+                "gen_ai.tool.call.id",
+                clipped(id, MAX_NAME).to_owned(),
+            ));
+        }
+        if let Some(arguments) = self.arguments(input) {
+            attributes.push(KeyValue::new("gen_ai.tool.call.arguments", arguments));
+        }
+        if let Some(source) = source {
+            attributes.push(KeyValue::new("toolhost.tool.source", source));
+        }
+        if let Some(plugin) = plugin {
+            attributes.push(KeyValue::new(
+                "toolhost.plugin",
+                clipped(&plugin, MAX_NAME).to_owned(),
+            ));
+        }
+        let span = tracer
+            .span_builder(Cow::Owned(format!("execute_tool {name}")))
+            .with_attributes(attributes)
+            .start_with_context(tracer, &parent);
+        parent.with_span(span)
+    }
+
+    /// What the call measured and how it ended, then the span's end.
+    fn end_otel(&self, otel: &Context, report: &CallReport, stats: &CallStats) {
+        let span = otel.span();
+        let mut attributes = Vec::with_capacity(8);
+        if let Some(fuel) = stats.fuel_used {
+            attributes.push(KeyValue::new("toolhost.fuel_used", saturating_i64(fuel)));
+        }
+        if let Some(memory) = stats.memory_bytes {
+            attributes.push(KeyValue::new(
+                "toolhost.memory_bytes",
+                saturating_i64(memory),
+            ));
+        }
+        if let Some(instance) = stats.instance {
+            attributes.push(KeyValue::new("toolhost.instance", instance.as_str()));
+        }
+        if report.attempts > 1 {
+            attributes.push(KeyValue::new(
+                "toolhost.retries",
+                i64::from(report.attempts - 1),
+            ));
+        }
+        match &report.output {
+            Ok(output) => {
+                if let Some(max) = self.observe.span_io {
+                    attributes.push(KeyValue::new(
+                        "gen_ai.tool.call.result",
+                        clipped(&output.to_string(), max).to_owned(),
+                    ));
+                }
+            }
+            Err(e) => {
+                attributes.push(KeyValue::new("error.type", e.kind.as_str()));
+                if let Some(limit) = limit_hit(e.kind) {
+                    attributes.push(KeyValue::new("toolhost.limit", limit));
+                }
+                if let Some(max) = self.observe.span_io {
+                    attributes.push(KeyValue::new(
+                        "gen_ai.tool.call.result",
+                        clipped(&e.to_string(), max).to_owned(),
+                    ));
+                }
+                span.set_status(Status::error(""));
+            }
+        }
+        span.set_attributes(attributes);
+        span.end();
     }
 
     /// The call's span, with everything known before it runs given at
@@ -71,17 +214,8 @@ impl ToolSet {
         input: &Result<Value, ToolError>,
         cx: &CallContext,
     ) -> tracing::Span {
-        let (source, plugin) = match self.get(name).map(|tool| tool.origin()) {
-            None => (None, None),
-            Some(ToolOrigin::Native) => (Some("native"), None),
-            Some(ToolOrigin::Plugin { plugin, .. }) => (Some("plugin"), Some(plugin)),
-            Some(ToolOrigin::Rest { .. }) => (Some("rest"), None),
-            Some(ToolOrigin::Mcp { server }) => (Some("mcp"), Some(server)),
-        };
-        let arguments = match (self.observe.span_io, input) {
-            (Some(max), Ok(input)) => Some(clipped(&input.to_string(), max).to_owned()),
-            _ => None,
-        };
+        let (source, plugin) = self.source(name);
+        let arguments = self.arguments(input);
         let span = tracing::info_span!(
             target: SPAN_TARGET,
             "execute_tool",
@@ -169,6 +303,11 @@ impl ToolSet {
     }
 }
 
+/// A count as an OpenTelemetry integer (which is signed).
+fn saturating_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 fn as_value<T: tracing::Value>(value: &T) -> &dyn tracing::Value {
     value
 }
@@ -181,5 +320,176 @@ fn limit_hit(kind: ToolErrorKind) -> Option<&'static str> {
         ToolErrorKind::MemoryLimit => Some("memory"),
         ToolErrorKind::OutputTooLarge => Some("output"),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    use opentelemetry::trace::{SpanId, Status, TracerProvider as _};
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+    use serde_json::json;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+    use crate::tools::{NativeTool, ToolRegistry};
+
+    /// Keeps what it is handed.
+    #[derive(Debug, Clone, Default)]
+    struct Kept(Arc<Mutex<Vec<SpanData>>>);
+
+    impl SpanExporter for Kept {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            self.0.lock().unwrap().extend(batch);
+            Ok(())
+        }
+    }
+
+    const CALLER: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+
+    fn registry() -> ToolRegistry {
+        let registry = ToolRegistry::new();
+        registry
+            .register(NativeTool::new(
+                "echo",
+                "Echoes.",
+                json!({"type": "object"}),
+                |input| async move { Ok(input) },
+            ))
+            .unwrap();
+        registry
+            .register(NativeTool::new(
+                "boom",
+                "Fails.",
+                json!({"type": "object"}),
+                |_| async move { Err(ToolError::new(ToolErrorKind::Timeout, "too slow")) },
+            ))
+            .unwrap();
+        // What a REST or MCP request made during the call would carry.
+        registry
+            .register(NativeTool::new(
+                "onward",
+                "Says what it hands on.",
+                json!({"type": "object"}),
+                |_| async move {
+                    Ok(json!(
+                        crate::telemetry::current_w3c()
+                            .into_iter()
+                            .find(|(key, _)| *key == crate::telemetry::TRACEPARENT)
+                            .map(|(_, value)| value)
+                    ))
+                },
+            ))
+            .unwrap();
+        registry
+    }
+
+    fn cx(id: &str) -> CallContext {
+        CallContext {
+            call_id: Some(id.to_owned()),
+            trace_parent: TraceParent::from_w3c(CALLER, None),
+            ..CallContext::default()
+        }
+    }
+
+    /// Three calls (one fails, one reports what it hands on), traced one
+    /// way or the other; the spans and what `onward` handed on.
+    async fn traced(direct: bool) -> (Vec<SpanData>, serde_json::Value) {
+        let kept = Kept::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(kept.clone())
+            .build();
+        let registry = registry();
+        let _subscriber = if direct {
+            registry.set_tracer(Some(provider.tracer("toolhost")));
+            None
+        } else {
+            // As the CLI's layer is set up.
+            let layer = tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("toolhost"))
+                .with_location(false)
+                .with_threads(false)
+                .with_target(false)
+                .with_tracked_inactivity(false)
+                .with_context_activation(false);
+            Some(tracing::subscriber::set_default(
+                tracing_subscriber::registry().with(layer),
+            ))
+        };
+        assert_eq!(
+            registry.call("echo", r#"{"a":1}"#, &cx("call_1")).await,
+            Ok(json!({"a": 1}))
+        );
+        assert!(registry.call("boom", "{}", &cx("call_2")).await.is_err());
+        let onward = registry.call("onward", "{}", &cx("call_3")).await.unwrap();
+        provider.force_flush().unwrap();
+        let spans = kept.0.lock().unwrap().clone();
+        (spans, onward)
+    }
+
+    fn attributes(span: &SpanData) -> BTreeMap<String, String> {
+        span.attributes
+            .iter()
+            .map(|kv| (kv.key.to_string(), kv.value.to_string()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_tracer_makes_the_same_execute_tool_spans_as_the_tracing_layer() {
+        let mut seen = Vec::new();
+        for direct in [true, false] {
+            let (spans, onward) = traced(direct).await;
+            assert_eq!(spans.len(), 3, "direct: {direct}: {spans:#?}");
+            let caller = TraceParent::from_w3c(CALLER, None).unwrap().into_context();
+            let caller = caller.span().span_context().clone();
+            for span in &spans {
+                assert_eq!(span.span_context.trace_id(), caller.trace_id());
+                assert_eq!(span.parent_span_id, caller.span_id(), "the caller's span");
+                assert_ne!(span.span_context.span_id(), SpanId::INVALID);
+            }
+            let by_name = |name: &str| {
+                spans
+                    .iter()
+                    .find(|s| s.name == name)
+                    .unwrap_or_else(|| panic!("no `{name}` span, direct: {direct}: {spans:#?}"))
+            };
+            let echo = by_name("execute_tool echo");
+            let boom = by_name("execute_tool boom");
+            let onward_span = by_name("execute_tool onward");
+            assert_eq!(echo.status, Status::Unset);
+            assert_eq!(boom.status, Status::error(""));
+            let (echo, boom) = (attributes(echo), attributes(boom));
+            assert_eq!(echo["gen_ai.operation.name"], "execute_tool");
+            assert_eq!(echo["gen_ai.tool.name"], "echo");
+            assert_eq!(echo["gen_ai.tool.type"], "function");
+            assert_eq!(echo["gen_ai.tool.call.id"], "call_1");
+            assert_eq!(echo["toolhost.tool.source"], "native");
+            assert!(!echo.contains_key("error.type"), "{echo:?}");
+            assert!(!echo.contains_key("gen_ai.tool.call.arguments"), "{echo:?}");
+            assert_eq!(boom["error.type"], "timeout");
+            assert_eq!(boom["toolhost.limit"], "timeout");
+            // A request the call makes continues the call's own span.
+            let handed = onward.as_str().expect("a traceparent was handed on");
+            assert_eq!(
+                handed,
+                format!(
+                    "00-{}-{}-01",
+                    onward_span.span_context.trace_id(),
+                    onward_span.span_context.span_id()
+                )
+            );
+            seen.push((echo, boom));
+        }
+        assert_eq!(seen[0], seen[1], "the same attributes either way");
+    }
+
+    #[tokio::test]
+    async fn without_a_tracer_or_a_subscriber_no_span_is_made_and_nothing_handed_on() {
+        let registry = registry();
+        let onward = registry.call("onward", "{}", &cx("call_1")).await.unwrap();
+        assert_eq!(onward, serde_json::Value::Null);
     }
 }
