@@ -13,7 +13,12 @@
 //!   plugin, fuel used, memory, the limit hit, the instance, retries). A
 //!   subscriber with the `tracing-opentelemetry` layer turns them into
 //!   OpenTelemetry spans (the CLI exports them over OTLP when configured);
-//!   without one they are disabled callsites and cost nothing. A caller's
+//!   without one they are disabled callsites and cost nothing. A program
+//!   that exports spans hands the registry its tracer too
+//!   ([`ToolRegistry::set_tracer`](crate::tools::ToolRegistry::set_tracer)):
+//!   `execute_tool`, the one span made per call of a busy server, is then
+//!   made with the OpenTelemetry API directly, at a fraction of the cost
+//!   of going through `tracing` (the CLI does). A caller's
 //!   W3C trace context ([`TraceParent`]) becomes the parent of the call's
 //!   span, and REST and MCP requests a call makes carry the trace on.
 //!
