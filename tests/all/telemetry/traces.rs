@@ -190,6 +190,90 @@ fn an_mcp_callers_traceparent_is_the_parent_of_its_execute_tool_span() {
     }
 }
 
+#[test]
+fn an_upstream_mcp_server_continues_the_trace_of_the_call() {
+    // The outer `serve` offers the inner one's tools (`[[mcp]]`); both
+    // export to the same collector. The outer call's `execute_tool` span
+    // is the parent of the inner's: the trace went on in `_meta`.
+    let collector = Collector::start();
+    let plugins = plugin_subset(&["calc"]);
+    let empty = plugin_subset(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let telemetry = |service: &str| {
+        format!(
+            "[telemetry]\nendpoint = \"{}\"\nservice_name = \"{service}\"\n",
+            collector.endpoint
+        )
+    };
+    let inner = dir.path().join("inner.toml");
+    std::fs::write(&inner, telemetry("inner")).unwrap();
+    let outer = host_config(
+        dir.path(),
+        &format!(
+            "{}\n[[mcp]]\nname = \"inner\"\ncommand = {}\nargs = [\"serve\", \"--plugins\", {}, \"--cache-dir\", {}, \"--config\", {}]\nprefix = \"\"\n",
+            telemetry("outer"),
+            json!(toolhost_bin()),
+            json!(plugins.path()),
+            json!(workspace_root().join("target").join("test-cache")),
+            json!(inner),
+        ),
+    );
+    let server = ServeHttp::start(
+        empty.path(),
+        &["--stateless", "--config", outer.to_str().unwrap()],
+        &[],
+    );
+    let caller = ("5bf92f3577b34da6a3ce929d0e0e4737", "10f067aa0ba902b8");
+    let meta = json!({"traceparent": format!("00-{}-{}-01", caller.0, caller.1)});
+    // The inner server may still be starting: its tool is offered once
+    // it is connected.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (status, answer) = stateless_call(
+            &server.addr,
+            "calc_eval",
+            json!({"expression": "2+3"}),
+            meta.clone(),
+            &[],
+        );
+        assert_eq!(status, 200, "{answer}");
+        if !tool_error(&answer).0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the inner server's tool never answered: {answer}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let done = |spans: &[ReceivedSpan]| {
+        spans
+            .iter()
+            .any(|s| s.service == "inner" && s.trace_id == caller.0)
+    };
+    let spans = collector.wait_for(done);
+    let in_trace: Vec<&ReceivedSpan> = spans.iter().filter(|s| s.trace_id == caller.0).collect();
+    let outer_span = in_trace
+        .iter()
+        .find(|s| {
+            s.service == "outer"
+                && s.name == "execute_tool calc_eval"
+                && s.parent_span_id == caller.1
+        })
+        .unwrap_or_else(|| panic!("no outer execute_tool span under the caller's: {in_trace:#?}"));
+    assert_eq!(attr(outer_span, "toolhost.tool.source"), "mcp");
+    assert_eq!(attr(outer_span, "toolhost.plugin"), "inner");
+    let inner_span = in_trace
+        .iter()
+        .find(|s| s.service == "inner" && s.name == "execute_tool calc_eval")
+        .unwrap_or_else(|| panic!("no inner execute_tool span in the trace: {in_trace:#?}"));
+    assert_eq!(
+        inner_span.parent_span_id, outer_span.span_id,
+        "the inner call continues the outer call's span"
+    );
+    assert_eq!(attr(inner_span, "toolhost.plugin"), "calc");
+}
+
 /// An HTTP server on loopback that answers `{"ok": true}` and keeps the
 /// head of every request it gets.
 fn recording_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
