@@ -160,6 +160,10 @@ impl ToolSet {
     /// What the call measured and how it ended, then the span's end.
     fn end_otel(&self, otel: &Context, report: &CallReport, stats: &CallStats) {
         let span = otel.span();
+        if !span.is_recording() {
+            // Sampled out: nothing is kept, so nothing to add.
+            return;
+        }
         let mut attributes = Vec::with_capacity(8);
         if let Some(fuel) = stats.fuel_used {
             attributes.push(KeyValue::new("toolhost.fuel_used", saturating_i64(fuel)));
