@@ -30,7 +30,7 @@
 //! steady stream of short calls there are many moments with no call
 //! running; a thread that slept for good at each of them would have to be
 //! woken by the next call (a futex wake and a context switch on that
-//! call's path, a few times a second per core under load).
+//! call's path: one call in 60-80 with 8 HTTP clients on 2 cores).
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
