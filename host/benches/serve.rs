@@ -55,6 +55,11 @@ use toolhost::tools::{CallContext, ToolRegistry};
 
 mod common;
 
+/// The in-process rows allocate as `toolhost serve` does (the binary runs
+/// on mimalloc), so the ratios compare the transports, not the allocators.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The tool call every row makes.
 const TOOL: &str = "text_stats";
 const TEXT: &str = "The quick brown fox jumps over the lazy dog. Twice!";
