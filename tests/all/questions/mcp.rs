@@ -12,9 +12,14 @@ use toolhost_tests::mcp::{test_cache_dir, venv_python};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin, workspace_root};
 
 fn ask(mode: &str, answer: &str) -> Value {
+    ask_in(mode, answer, None)
+}
+
+/// As [`ask`], the server run with host config `config`.
+fn ask_in(mode: &str, answer: &str, config: Option<&str>) -> Value {
     let plugins = tempfile::tempdir().unwrap();
     copy_plugin_from(hostile_dir(), "hostile_ask", plugins.path());
-    let argv = json!([
+    let mut argv = json!([
         toolhost_bin(),
         "serve",
         "--plugins",
@@ -23,6 +28,13 @@ fn ask(mode: &str, answer: &str) -> Value {
         test_cache_dir(),
         "--no-watch",
     ]);
+    if let Some(config) = config {
+        let file = plugins.path().join("host.toml");
+        std::fs::write(&file, config).unwrap();
+        let argv = argv.as_array_mut().unwrap();
+        argv.push(json!("--config"));
+        argv.push(json!(file));
+    }
     let out = Command::new(venv_python())
         .arg(workspace_root().join("tests/all/questions/mcp_ask.py"))
         .args([mode, answer, &argv.to_string()])
@@ -100,5 +112,35 @@ fn a_client_without_elicitation_lets_the_tool_hear_that_no_one_can_be_asked() {
     for a in answers(&got) {
         let error = a["error"].as_str().unwrap();
         assert!(error.starts_with("no one to ask"), "{error}");
+    }
+}
+
+#[test]
+fn a_call_that_needs_approval_and_asks_is_approved_once_in_either_revision() {
+    // The approval is the first elicitation; in 2026-07-28 the retried
+    // call carries it on (in `requestState`) with the answers, so neither
+    // it nor an answered question is asked again in a later round.
+    let config = "[approval]\nrequire = [\"hostile_ask\"]\n";
+    for (mode, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let got = ask_in(mode, "accept", Some(config));
+        assert_eq!(got["protocol_version"], version, "{got}");
+        let asked = got["asked"].as_array().unwrap();
+        assert_eq!(
+            asked.len(),
+            3,
+            "the approval, then each question, once: {got}"
+        );
+        let approval = asked[0]["message"].as_str().unwrap();
+        assert!(approval.contains("Allow this call?"), "{got}");
+        for question in &asked[1..] {
+            assert_eq!(question["message"], "Who is this order for?", "{got}");
+        }
+        // The approval's accept is not taken for an answer: the tool got
+        // the answers to its two questions.
+        let answers = answers(&got);
+        assert_eq!(answers.len(), 2, "{got}");
+        for (i, a) in answers.iter().enumerate() {
+            assert_eq!(a["content"]["name"], format!("Ada {}", i + 2), "{got}");
+        }
     }
 }

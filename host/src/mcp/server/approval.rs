@@ -37,8 +37,10 @@ const SHOWN_ARGUMENT_BYTES: usize = 1000;
 
 /// What the gate decided about a call.
 pub(super) enum Gate {
-    /// Run it.
-    Run,
+    /// Run it; 2026-07-28: with the client's accept, for a later round of
+    /// the call to carry on in its `requestState` (a call that asks
+    /// questions takes several).
+    Run(Option<serde_json::Value>),
     /// Answer with this instead of running it.
     Answer(CallToolResponse),
 }
@@ -60,10 +62,12 @@ pub(super) fn needs(
 }
 
 /// Ask the client's user whether the call of `tool` with `arguments` may
-/// run.
+/// run; 2026-07-28: unless the user answered already, in this round's
+/// `inputResponses` or an earlier round's (carried on in `requestState`).
 pub(super) async fn ask(
     context: &RequestContext<RoleServer>,
     input_responses: Option<&InputResponses>,
+    request_state: Option<&str>,
     tool: &str,
     arguments: &JsonObject,
 ) -> Gate {
@@ -99,8 +103,18 @@ pub(super) async fn ask(
     let modern = context
         .protocol_version()
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    let mut given = None;
     let action = if modern {
-        let Some(answer) = input_responses.and_then(|r| r.get(APPROVAL_INPUT_KEY)) else {
+        let earlier = || {
+            super::question::RequestState::parse(request_state)
+                .ok()
+                .and_then(|state| state.approval)
+        };
+        let Some(answer) = input_responses
+            .and_then(|r| r.get(APPROVAL_INPUT_KEY))
+            .cloned()
+            .or_else(earlier)
+        else {
             let requests = BTreeMap::from([(
                 APPROVAL_INPUT_KEY.to_owned(),
                 InputRequest::Elicitation(Request::new(params)),
@@ -108,7 +122,10 @@ pub(super) async fn ask(
             return Gate::Answer(InputRequiredResult::from_input_requests(requests).into());
         };
         match serde_json::from_value::<ElicitResult>(answer.clone()) {
-            Ok(result) => result.action,
+            Ok(result) => {
+                given = Some(answer);
+                result.action
+            }
             Err(e) => {
                 return refuse(format!(
                     "permission_denied: the answer to the approval of `{tool}` \
@@ -144,7 +161,7 @@ pub(super) async fn ask(
         }
     };
     match action {
-        ElicitationAction::Accept => Gate::Run,
+        ElicitationAction::Accept => Gate::Run(given),
         ElicitationAction::Decline => refuse(format!(
             "permission_denied: the MCP client's user declined this call of `{tool}`, which \
              needs approval under this server's approval policy; do not call it again unless \

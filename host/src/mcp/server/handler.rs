@@ -229,6 +229,7 @@ impl Connection {
         cx.trace_parent = trace_parent;
         let log_level =
             notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
+        let mut approved = None;
         if approval::needs(&self.tools.approval, &self.tools.overrides, tools, name) {
             // Never a silent run: without rmcp's request there is no one to
             // ask (the direct path sends such calls to rmcp).
@@ -238,10 +239,17 @@ impl Connection {
                     None,
                 ));
             };
-            if let approval::Gate::Answer(answer) =
-                approval::ask(context, request.input_responses.as_ref(), name, &arguments).await
+            match approval::ask(
+                context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+                name,
+                &arguments,
+            )
+            .await
             {
-                return Ok(answer);
+                approval::Gate::Run(given) => approved = given,
+                approval::Gate::Answer(answer) => return Ok(answer),
             }
         }
         // A tool that may ask its user asks the client's (a direct call
@@ -251,6 +259,7 @@ impl Connection {
                 context,
                 request.input_responses.as_ref(),
                 request.request_state.as_deref(),
+                approved,
             )
             .map_err(|e| McpError::invalid_params(e, None))?,
             _ => Questions::none(),

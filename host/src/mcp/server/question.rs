@@ -42,8 +42,68 @@ pub(super) struct Questions {
     /// What the call's context asks; none when the client cannot be asked.
     pub sink: Option<QuestionSink>,
     /// 2026-07-28: the first question not answered yet, once the tool asks
-    /// it, and the answers so far, for the `input_required` result.
-    unanswered: Option<(oneshot::Receiver<ElicitRequestParams>, Vec<Value>)>,
+    /// it, and what the retried call must carry on (the approval, the
+    /// answers so far), for the `input_required` result.
+    unanswered: Option<(oneshot::Receiver<ElicitRequestParams>, RequestState)>,
+}
+
+/// What a retried call carries in its `requestState` (2026-07-28): the
+/// approval its user gave, when the call needs one, and the answers to the
+/// tool's questions so far: without them, a later round would ask again
+/// what an earlier one was told. All of it is the client's own answers, so
+/// a client that edits it only answers for its user.
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct RequestState {
+    /// The approval's elicitation result, as the client sent it.
+    pub approval: Option<Value>,
+    /// The questions' elicitation results, in the order they were asked.
+    pub answers: Vec<Value>,
+}
+
+impl RequestState {
+    /// The state a retried call carries (none: a first call).
+    ///
+    /// # Errors
+    ///
+    /// A `requestState` that is not what this server sent.
+    pub fn parse(state: Option<&str>) -> Result<Self, String> {
+        let Some(state) = state else {
+            return Ok(Self::default());
+        };
+        let wrong = || {
+            "`requestState` is not what this server sent with its question; send it back as it \
+             came"
+                .to_owned()
+        };
+        if state.len() > MAX_REQUEST_STATE {
+            return Err(wrong());
+        }
+        let (approval, answers) = match serde_json::from_str::<Value>(state) {
+            // Only answers: the call needed no approval.
+            Ok(Value::Array(answers)) => (None, answers),
+            Ok(Value::Object(mut state)) => match state.remove("answers") {
+                Some(Value::Array(answers)) => (state.remove("approval"), answers),
+                _ => return Err(wrong()),
+            },
+            _ => return Err(wrong()),
+        };
+        if answers.len() >= MAX_QUESTIONS_PER_CALL {
+            return Err(wrong());
+        }
+        Ok(Self { approval, answers })
+    }
+
+    /// As the retried call is to carry it back: the answers alone when the
+    /// call needed no approval.
+    fn encode(&mut self) -> String {
+        let answers = Value::Array(std::mem::take(&mut self.answers));
+        match self.approval.take() {
+            None => answers.to_string(),
+            Some(approval) => {
+                serde_json::json!({"approval": approval, "answers": answers}).to_string()
+            }
+        }
+    }
 }
 
 impl Questions {
@@ -56,15 +116,18 @@ impl Questions {
     }
 
     /// The questions of a call made through rmcp's `context`, with the
-    /// request's `inputResponses` and `requestState` (2026-07-28).
+    /// request's `inputResponses` and `requestState` (2026-07-28), and the
+    /// approval the call was given in this round or an earlier one (for
+    /// the next round to carry on).
     ///
     /// # Errors
     ///
-    /// A `requestState` that is not the answers this server sent.
+    /// A `requestState` that is not what this server sent.
     pub fn of(
         context: &RequestContext<RoleServer>,
         input_responses: Option<&InputResponses>,
         request_state: Option<&str>,
+        approval: Option<Value>,
     ) -> Result<Self, String> {
         let form = context
             .client_capabilities()
@@ -99,10 +162,7 @@ impl Questions {
                 unanswered: None,
             });
         }
-        let mut answers = match request_state {
-            None => Vec::new(),
-            Some(state) => answers_so_far(state)?,
-        };
+        let mut answers = RequestState::parse(request_state)?.answers;
         if let Some(latest) = input_responses.and_then(|r| r.get(QUESTION_INPUT_KEY)) {
             if answers.len() >= MAX_QUESTIONS_PER_CALL {
                 return Err(format!(
@@ -137,7 +197,7 @@ impl Questions {
         });
         Ok(Self {
             sink: Some(sink),
-            unanswered: Some((asked, answers)),
+            unanswered: Some((asked, RequestState { approval, answers })),
         })
     }
 
@@ -145,7 +205,7 @@ impl Questions {
     /// question not answered yet; never for 2025-11-25 (the answer comes
     /// while the call waits).
     pub async fn unanswered(&mut self) -> InputRequiredResult {
-        let Some((asked, answers)) = &mut self.unanswered else {
+        let Some((asked, state)) = &mut self.unanswered else {
             return std::future::pending().await;
         };
         let Ok(params) = asked.await else {
@@ -156,24 +216,8 @@ impl Questions {
             InputRequest::Elicitation(Request::new(params)),
         )]);
         let mut result = InputRequiredResult::from_input_requests(requests);
-        result.request_state = Some(Value::Array(std::mem::take(answers)).to_string());
+        result.request_state = Some(state.encode());
         result
-    }
-}
-
-/// The answers a retried call carries in its `requestState`.
-fn answers_so_far(state: &str) -> Result<Vec<Value>, String> {
-    let wrong = || {
-        "`requestState` is not the answers this server sent with its question; send it back as \
-         it came"
-            .to_owned()
-    };
-    if state.len() > MAX_REQUEST_STATE {
-        return Err(wrong());
-    }
-    match serde_json::from_str::<Value>(state) {
-        Ok(Value::Array(answers)) if answers.len() < MAX_QUESTIONS_PER_CALL => Ok(answers),
-        _ => Err(wrong()),
     }
 }
 
@@ -208,6 +252,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_request_state_carries_the_approval_and_the_answers_back_as_sent() {
+        let approval = serde_json::json!({"action": "accept"});
+        let answers = vec![serde_json::json!({"action": "decline"})];
+        let mut state = RequestState {
+            approval: Some(approval.clone()),
+            answers: answers.clone(),
+        };
+        let sent = state.encode();
+        assert_eq!(
+            RequestState::parse(Some(&sent)).unwrap(),
+            RequestState {
+                approval: Some(approval),
+                answers: answers.clone(),
+            }
+        );
+        // Without an approval, the answers alone, as a list.
+        let mut plain = RequestState {
+            approval: None,
+            answers,
+        };
+        assert_eq!(plain.encode(), r#"[{"action":"decline"}]"#);
+        assert_eq!(RequestState::parse(None).unwrap(), RequestState::default());
+        for wrong in ["{}", r#"{"answers": 3}"#, r#""x""#, "not json"] {
+            assert!(RequestState::parse(Some(wrong)).is_err(), "{wrong}");
+        }
+    }
     use crate::tools::check_question_schema;
 
     /// Every field kind the sandbox lets through is one rmcp sends as it
