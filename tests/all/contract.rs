@@ -6,16 +6,15 @@
 //! unchanged.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost::tools::{CallContext, Content, ProgressSink, ToolErrorKind};
-use toolhost_tests::mcp::{test_cache_dir, venv_python};
+use toolhost_tests::mcp::{python_client, test_cache_dir};
 use toolhost_tests::plugins::{
     copy_plugin, copy_plugin_from, fixtures_dir, hostile_dir, plugin_subset, schemas_plugin,
-    toolhost_bin, workspace_root,
+    toolhost_bin,
 };
 
 fn host(config: HostConfig) -> PluginHost {
@@ -204,13 +203,10 @@ fn serve_and_ask(plugins: &Path, steps: &Value) -> Value {
         "--cache-dir",
         test_cache_dir(),
     ]);
-    let out = Command::new(venv_python())
-        .arg(workspace_root().join("tests").join("mcp").join("client.py"))
-        .args(["stdio", &command.to_string(), &steps.to_string()])
-        .output()
-        .expect("python starts");
-    assert!(out.status.success(), "the MCP client failed: {out:?}");
-    serde_json::from_str(String::from_utf8_lossy(&out.stdout).trim()).expect("a JSON report")
+    python_client(
+        "tests/mcp/client.py",
+        &["stdio", &command.to_string(), &steps.to_string()],
+    )
 }
 
 #[test]

@@ -4,17 +4,14 @@
 //! `logging/setLevel` in a 2025-11-25 session over stdio and HTTP, and the
 //! per-request `_meta` level of 2026-07-28 over HTTP.
 
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, LogLevel, LogSink};
-use toolhost_tests::mcp::{ServeHttp as Server, test_cache_dir, venv_python};
-use toolhost_tests::plugins::{
-    copy_plugin_from, fixtures_dir, hostile_dir, toolhost_bin, workspace_root,
-};
+use toolhost_tests::mcp::{ServeHttp as Server, python_client, test_cache_dir};
+use toolhost_tests::plugins::{copy_plugin_from, fixtures_dir, hostile_dir, toolhost_bin};
 
 /// The fixture tool that logs one line at each level, trace to error.
 const LEVELS_TOOL: &str = "test_tool_with_log_levels";
@@ -60,15 +57,10 @@ async fn a_call_s_log_lines_reach_the_sink_of_its_context_at_its_level() {
 
 /// Run tests/mcp/client.py; its JSON report.
 fn client(transport: &str, target: &str, steps: &Value) -> Value {
-    let out = Command::new(venv_python())
-        .arg(workspace_root().join("tests").join("mcp").join("client.py"))
-        .args([transport, target, &steps.to_string()])
-        .output()
-        .expect("python starts");
-    assert!(out.status.success(), "the MCP client failed: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("client stdout is not JSON ({e}): {text}"))
+    python_client(
+        "tests/mcp/client.py",
+        &[transport, target, &steps.to_string()],
+    )
 }
 
 /// `[level, data]` of each log notification in `logs`, checking that each

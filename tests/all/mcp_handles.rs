@@ -10,11 +10,10 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
-use toolhost_tests::mcp::{ServeHttp, venv_python};
-use toolhost_tests::plugins::{plugin_subset, workspace_root};
+use toolhost_tests::mcp::{ServeHttp, python_client};
+use toolhost_tests::plugins::plugin_subset;
 
 fn plugins() -> tempfile::TempDir {
     plugin_subset(&["scratchpad", "calc"])
@@ -22,26 +21,7 @@ fn plugins() -> tempfile::TempDir {
 
 /// Run tests/mcp/generic_clients.py; its one JSON line.
 fn generic_client(which: &str, url: &str) -> Value {
-    let script = workspace_root()
-        .join("tests")
-        .join("mcp")
-        .join("generic_clients.py");
-    let out = Command::new(venv_python())
-        .arg(&script)
-        .args([which, url])
-        .output()
-        .expect("python runs");
-    assert!(
-        out.status.success(),
-        "{which} client failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{which} client printed no JSON ({e}):\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    python_client("tests/mcp/generic_clients.py", &[which, url])
 }
 
 #[test]

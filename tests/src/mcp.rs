@@ -26,6 +26,29 @@ pub fn venv_python() -> PathBuf {
     python
 }
 
+/// Run one of the Python MCP client scripts of the tests (`script`, under
+/// the workspace root) in the venv with `args`; the JSON it prints.
+///
+/// # Panics
+///
+/// When the script fails (with its stderr) or prints no JSON.
+pub fn python_client(script: &str, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(venv_python())
+        .arg(workspace_root().join(script))
+        .args(args)
+        .env_remove("TOOLHOST_CONFIG")
+        .output()
+        .expect("python starts");
+    assert!(
+        out.status.success(),
+        "the MCP client {script} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("the MCP client {script} printed no JSON ({e}):\n{text}"))
+}
+
 /// The compile cache the CLI tests share (`target/test-cache`).
 pub fn test_cache_dir() -> PathBuf {
     workspace_root().join("target").join("test-cache")

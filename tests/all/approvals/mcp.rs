@@ -5,11 +5,9 @@
 //! refused, never served silently. Both protocol revisions: 2025-11-25
 //! (`elicitation/create`) and 2026-07-28 (an `input_required` result).
 
-use std::process::Command;
-
 use serde_json::{Value, json};
-use toolhost_tests::mcp::{test_cache_dir, venv_python};
-use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
+use toolhost_tests::mcp::{python_client, test_cache_dir};
+use toolhost_tests::plugins::{plugin_subset, toolhost_bin};
 
 /// The Python client against `toolhost serve` over stdio, with the host
 /// config requiring approval for `calc_eval`.
@@ -28,23 +26,10 @@ fn ask(mode: &str, answer: &str) -> Value {
         config,
         "--no-watch",
     ]);
-    let out = Command::new(venv_python())
-        .arg(workspace_root().join("tests/all/approvals/mcp_approve.py"))
-        .args([mode, answer, &argv.to_string()])
-        .env_remove("TOOLHOST_CONFIG")
-        .output()
-        .expect("python starts");
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON from the client ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    python_client(
+        "tests/all/approvals/mcp_approve.py",
+        &[mode, answer, &argv.to_string()],
+    )
 }
 
 fn check(got: &Value, version: &str, approved: bool, refusal: &str) {

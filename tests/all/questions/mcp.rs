@@ -5,11 +5,9 @@
 //! revisions: 2025-11-25 (`elicitation/create`) and 2026-07-28 (an
 //! `input_required` result, the call run again with the answers so far).
 
-use std::process::Command;
-
 use serde_json::{Value, json};
-use toolhost_tests::mcp::{test_cache_dir, venv_python};
-use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin, workspace_root};
+use toolhost_tests::mcp::{python_client, test_cache_dir};
+use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin};
 
 fn ask(mode: &str, answer: &str) -> Value {
     ask_in(mode, answer, None)
@@ -35,23 +33,10 @@ fn ask_in(mode: &str, answer: &str, config: Option<&str>) -> Value {
         argv.push(json!("--config"));
         argv.push(json!(file));
     }
-    let out = Command::new(venv_python())
-        .arg(workspace_root().join("tests/all/questions/mcp_ask.py"))
-        .args([mode, answer, &argv.to_string()])
-        .env_remove("TOOLHOST_CONFIG")
-        .output()
-        .expect("python starts");
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "no JSON from the client ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    python_client(
+        "tests/all/questions/mcp_ask.py",
+        &[mode, answer, &argv.to_string()],
+    )
 }
 
 /// The tool's own answer list, from the result's text.
