@@ -92,14 +92,15 @@ fn a_call_without_a_live_session_is_not_answered() {
 /// Start `hostile_spin` (it spins for a minute unless stopped) in
 /// `session` on a thread of its own; its answer, and how long it took.
 fn spin(session: &Session, id: u64) -> thread::JoinHandle<(Value, Duration)> {
+    spin_with(session, call_request(id, "hostile_spin", json!({})))
+}
+
+/// As [`spin`], for the request `request`.
+fn spin_with(session: &Session, request: Value) -> thread::JoinHandle<(Value, Duration)> {
     let (addr, session_id) = (session.addr.clone(), session.id.clone());
     thread::spawn(move || {
         let started = Instant::now();
-        let (status, _, body) = post(
-            &addr,
-            Some(&session_id),
-            &call_request(id, "hostile_spin", json!({})),
-        );
+        let (status, _, body) = post(&addr, Some(&session_id), &request);
         assert_eq!(status, 200, "{body}");
         (message(&body), started.elapsed())
     })
@@ -146,6 +147,23 @@ fn ending_a_session_stops_its_calls() {
     for (call, id) in calls.into_iter().zip([11, 12]) {
         assert_stopped(call, id);
     }
+    well_behaved_visit(&server.addr);
+}
+
+/// A call with a progress token goes through rmcp's session worker, not
+/// the direct path; the end of its session still answers it (with an error
+/// that says it was cancelled) before the session's streams close.
+#[test]
+fn ending_a_session_answers_its_calls_that_went_through_rmcp() {
+    let plugins = plugins();
+    let server = serve(plugins.path(), &[]);
+    let session = Session::open(&server.addr);
+    let mut request = call_request(21, "hostile_spin", json!({}));
+    request["params"]["_meta"] = json!({"progressToken": "p21"});
+    let call = spin_with(&session, request);
+    thread::sleep(Duration::from_millis(500));
+    session.end();
+    assert_stopped(call, 21);
     well_behaved_visit(&server.addr);
 }
 

@@ -130,6 +130,18 @@ impl DirectSessions {
         })
     }
 
+    /// Before session `id` is closed: stop its calls and let their answers
+    /// out ([`Connection::end_calls`]).
+    pub(super) async fn end(&self, id: &str) {
+        let conn = {
+            let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
+            sessions.get(id).and_then(|session| session.conn.upgrade())
+        };
+        if let Some(conn) = conn {
+            conn.end_calls().await;
+        }
+    }
+
     fn now(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }

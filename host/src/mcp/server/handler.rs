@@ -20,8 +20,9 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
@@ -32,7 +33,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
@@ -127,6 +128,29 @@ pub(super) struct Connection {
     direct_calls: Mutex<HashMap<RequestId, CancellationToken>>,
     /// The level the client asked for log lines from (`logging/setLevel`).
     log_level: SessionLevel,
+    /// Calls running now, by either path ([`Connection::end_calls`]).
+    calls: AtomicUsize,
+    /// Told when the last running call ends.
+    calls_ended: Notify,
+}
+
+/// How long the end of a session waits for its cancelled calls to be
+/// answered (a guest stops within a 10 ms epoch tick).
+const END_CALLS_WAIT: Duration = Duration::from_secs(2);
+
+/// After a session's last call returned its answer, how long rmcp gets to
+/// pass it on (a few task hops) before the session is closed under it.
+const END_CALLS_GRACE: Duration = Duration::from_millis(50);
+
+/// One call counted in [`Connection::calls`] until it drops.
+struct RunningCall<'a>(&'a Connection);
+
+impl Drop for RunningCall<'_> {
+    fn drop(&mut self) {
+        if self.0.calls.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.calls_ended.notify_waiters();
+        }
+    }
 }
 
 impl McpTools {
@@ -147,6 +171,8 @@ impl McpTools {
                 handshake: AtomicBool::new(false),
                 direct_calls: Mutex::default(),
                 log_level: SessionLevel::default(),
+                calls: AtomicUsize::new(0),
+                calls_ended: Notify::new(),
             }),
             direct: OnceLock::new(),
         }
@@ -157,6 +183,23 @@ impl Connection {
     /// Cancelled when the connection's handler goes (the session ended).
     pub(super) fn stopped(&self) -> &CancellationToken {
         &self.stop
+    }
+
+    /// Before the session ends (DELETE): stop its running calls and let
+    /// their answers (errors that say so) reach the client, as a call
+    /// cancelled by `notifications/cancelled` is not answered but a call
+    /// cut off by the end of its session is. Bounded: a call that will not
+    /// end is closed under as before.
+    pub(super) async fn end_calls(&self) {
+        self.stop.cancel();
+        let ended = self.calls_ended.notified();
+        let mut ended = std::pin::pin!(ended);
+        ended.as_mut().enable();
+        if self.calls.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let _ = tokio::time::timeout(END_CALLS_WAIT, ended).await;
+        tokio::time::sleep(END_CALLS_GRACE).await;
     }
 
     /// Note a direct call in flight until the guard drops, cancelling
@@ -215,6 +258,8 @@ impl Connection {
         trace_parent: Option<TraceParent>,
         cancelled: impl Future<Output = ()>,
     ) -> Result<CallToolResponse, McpError> {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        let _running = RunningCall(self);
         let name = request.name.as_ref();
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
@@ -673,6 +718,15 @@ impl ServerHandler for McpTools {
     ) -> Result<CallToolResponse, McpError> {
         let trace_parent = super::metrics::trace_parent(&context);
         let tools = self.conn.snapshot();
+        // rmcp's token is the client's `notifications/cancelled` (whose
+        // answer rmcp drops); the connection's is the session ending
+        // (whose answer the client gets: see `Connection::end_calls`).
+        let cancelled = async {
+            tokio::select! {
+                () = context.ct.cancelled() => {}
+                () = self.conn.stop.cancelled() => {}
+            }
+        };
         self.conn
             .call_tool(
                 &tools,
@@ -680,7 +734,7 @@ impl ServerHandler for McpTools {
                 &context.meta,
                 Some(&context),
                 trace_parent,
-                context.ct.cancelled(),
+                cancelled,
             )
             .await
     }

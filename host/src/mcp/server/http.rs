@@ -92,7 +92,7 @@ pub(super) async fn serve(
     // it, ending the plugin session, when the session is deleted or
     // expires (after the session idle timeout). A request of the
     // stateless revision gets a handler of its own, dropped once answered.
-    let session_manager = Arc::new(CappedSessions::new(options.sessions));
+    let session_manager = Arc::new(CappedSessions::new(options.sessions, direct.clone()));
     let service = StreamableHttpService::new(
         move || Ok(McpTools::new(tools.clone())),
         Arc::clone(&session_manager),

@@ -80,16 +80,22 @@ pub(super) struct CappedSessions {
     max: usize,
     /// Makes counting and creating one step.
     creating: tokio::sync::Mutex<()>,
+    /// Where a session's calls are stopped and answered before it closes.
+    direct: Option<Arc<super::direct::DirectSessions>>,
 }
 
 impl CappedSessions {
-    pub(super) fn new(budgets: SessionBudgets) -> Self {
+    pub(super) fn new(
+        budgets: SessionBudgets,
+        direct: Option<Arc<super::direct::DirectSessions>>,
+    ) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(budgets.idle_timeout);
         Self {
             local,
             max: budgets.max_sessions,
             creating: tokio::sync::Mutex::new(()),
+            direct,
         }
     }
 
@@ -127,6 +133,10 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        // A DELETE: the calls still running are answered first.
+        if let Some(direct) = &self.direct {
+            direct.end(id).await;
+        }
         Ok(self.local.close_session(id).await?)
     }
 
