@@ -149,6 +149,41 @@ async fn python_tool_converts_units_with_its_configured_precision() {
     assert_eq!(out["value"], json!(0.03));
 }
 
+/// A Python component is slow to instantiate (~0.5 ms), so a call that
+/// finds no spare instance ready waits for the one being made rather than
+/// making its own. Calls back to back, and several callers at once (one
+/// waits, the others instantiate), each get their own answer, and none
+/// waits for a spare that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_calls_back_to_back_and_side_by_side_each_get_their_answer() {
+    let (registry, _dir) = load("py_units", None).await;
+    let registry = std::sync::Arc::new(registry);
+    let convert = |registry: std::sync::Arc<ToolRegistry>, km: u32| async move {
+        let out = call(
+            &registry,
+            "py_convert_units",
+            json!({"value": km, "from_unit": "km", "to_unit": "m"}),
+        )
+        .await
+        .expect("converts");
+        assert_eq!(out["value"], json!(f64::from(km) * 1000.0), "{km} km");
+    };
+    for km in 0..40 {
+        convert(registry.clone(), km).await;
+    }
+    let callers = (0..4).map(|caller| {
+        let registry = registry.clone();
+        tokio::spawn(async move {
+            for km in 0..15 {
+                convert(registry.clone(), caller * 100 + km).await;
+            }
+        })
+    });
+    for caller in futures::future::join_all(callers).await {
+        caller.expect("the caller finishes");
+    }
+}
+
 #[tokio::test]
 async fn python_tool_error_and_schema_violation_have_their_kinds() {
     let (registry, _dir) = load("py_units", None).await;

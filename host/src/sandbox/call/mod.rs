@@ -293,12 +293,21 @@ impl Inner {
         store.data_mut().attach(sinks, name);
         let result = self
             .bounded(&mut store, async |store| {
-                let plugin = self.pre.instantiate_async(&mut *store).await?;
+                let plugin = self.instantiate_timed(store).await?;
                 plugin.call_call(&mut *store, name, input).await
             })
             .await;
         let refusal = store.data_mut().http.take_refusal();
         http::explain(self.finish(result), refusal)
+    }
+
+    /// An instance in `store`, its making timed for the spares (which wait
+    /// for instances that are slow to make).
+    async fn instantiate_timed(&self, store: &mut Store<StoreState>) -> wasmtime::Result<Plugin> {
+        let start = Instant::now();
+        let plugin = self.pre.instantiate_async(store).await?;
+        self.spares.timed(start.elapsed());
+        Ok(plugin)
     }
 
     /// A new instance, made now.
@@ -307,7 +316,7 @@ impl Inner {
         let mut store = self.new_store()?;
         let plugin = self
             .bounded(&mut store, async |store| {
-                self.pre.instantiate_async(&mut *store).await
+                self.instantiate_timed(store).await
             })
             .await?;
         Ok(Live {
