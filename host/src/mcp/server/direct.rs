@@ -45,6 +45,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::Connection;
+use super::sessions::CappedSessions;
 
 /// The header that names a session (a `HeaderName` made once: looking one
 /// up by `&str` parses the name on every request).
@@ -132,10 +133,15 @@ impl DirectSessions {
 
     /// Before session `id` is closed: stop its calls and let their answers
     /// out ([`Connection::end_calls`]).
+    /// The session leaves the direct ones at once: a call that comes
+    /// after the DELETE goes to rmcp, which answers 404 for a session it
+    /// closed.
     pub(super) async fn end(&self, id: &str) {
         let conn = {
-            let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
-            sessions.get(id).and_then(|session| session.conn.upgrade())
+            let mut sessions = self.sessions.write().unwrap_or_else(|e| e.into_inner());
+            sessions
+                .remove(id)
+                .and_then(|session| session.conn.upgrade())
         };
         if let Some(conn) = conn {
             conn.end_calls().await;
@@ -146,10 +152,11 @@ impl DirectSessions {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn session(&self, headers: &HeaderMap) -> Option<Arc<Session>> {
+    /// The session named in `headers`, and its id.
+    fn session<'h>(&self, headers: &'h HeaderMap) -> Option<(&'h str, Arc<Session>)> {
         let id = headers.get(&SESSION_HEADER)?.to_str().ok()?;
         let sessions = self.sessions.read().unwrap_or_else(|e| e.into_inner());
-        sessions.get(id).cloned()
+        Some((id, sessions.get(id).cloned()?))
     }
 
     /// Whether a POST with these headers is one rmcp would take as they
@@ -243,6 +250,9 @@ pub(super) struct Front {
     router: Router,
     /// `None` when serving stateless: no sessions.
     direct: Option<Arc<DirectSessions>>,
+    /// rmcp's sessions: a call is answered here only while its session is
+    /// open there (a DELETE or the idle timer closes it there first).
+    open: Arc<CappedSessions>,
     /// The bearer token the router's layer requires, checked here too for
     /// what never reaches it.
     token: Option<Arc<str>>,
@@ -255,12 +265,14 @@ impl Front {
     pub(super) fn new(
         router: Router,
         direct: Option<Arc<DirectSessions>>,
+        open: Arc<CappedSessions>,
         token: Option<Arc<str>>,
         metrics: Option<crate::telemetry::Metrics>,
     ) -> Self {
         Self {
             router,
             direct,
+            open,
             token,
             metrics,
         }
@@ -273,15 +285,17 @@ impl Front {
             .as_deref()
             .is_none_or(|token| super::http::authorized(request.headers(), token));
         let request = match &self.direct {
-            Some(direct) if authorized => match answer_directly(direct, request).await {
-                Ok(response) => {
-                    if let Some(metrics) = &self.metrics {
-                        metrics.record_http(response.status().as_u16());
+            Some(direct) if authorized => {
+                match answer_directly(direct, &self.open, request).await {
+                    Ok(response) => {
+                        if let Some(metrics) = &self.metrics {
+                            metrics.record_http(response.status().as_u16());
+                        }
+                        return response;
                     }
-                    return response;
+                    Err(request) => request,
                 }
-                Err(request) => request,
-            },
+            }
             _ => request,
         };
         match tower_service::Service::call(&mut self.router, request).await {
@@ -293,10 +307,20 @@ impl Front {
 
 /// The answer to a plain `tools/call` POST of a registered session, or
 /// the request back to go through the router.
-async fn answer_directly(direct: &DirectSessions, request: Request) -> Result<Response, Request> {
-    let Some(session) = direct.session(request.headers()) else {
+async fn answer_directly(
+    direct: &DirectSessions,
+    open: &CappedSessions,
+    request: Request,
+) -> Result<Response, Request> {
+    let Some((id, session)) = direct.session(request.headers()) else {
         return Err(request);
     };
+    // The handler (and so this entry) outlives the session's close by a
+    // moment, and a session can be registered after its DELETE: rmcp
+    // answers those (404).
+    if !open.is_open(id).await {
+        return Err(request);
+    }
     let now = direct.now();
     let fresh = Duration::from_millis(now.saturating_sub(session.rmcp_saw.load(Ordering::Relaxed)))
         < direct.refresh;
@@ -305,7 +329,11 @@ async fn answer_directly(direct: &DirectSessions, request: Request) -> Result<Re
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .filter(|n| *n <= LARGEST_CALL);
-    let conn = session.conn.upgrade();
+    // A session being ended is rmcp's to answer (404 once it is closed).
+    let conn = session
+        .conn
+        .upgrade()
+        .filter(|conn| !conn.stopped().is_cancelled());
     let (Some(conn), Some(length), true, true, true) = (
         conn,
         length,

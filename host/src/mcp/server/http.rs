@@ -120,7 +120,13 @@ pub(super) async fn serve(
         app = super::metrics::count_status(app, metrics.clone());
     }
     // Direct answers skip the router's layers: the front counts them.
-    let app = Front::new(app, direct, options.token.clone(), metrics);
+    let app = Front::new(
+        app,
+        direct,
+        Arc::clone(&session_manager),
+        options.token.clone(),
+        metrics,
+    );
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
     let budgets = options.connections;
     let shutdown = async move {

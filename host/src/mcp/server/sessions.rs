@@ -103,6 +103,12 @@ impl CappedSessions {
         self.local.sessions.read().await.len()
     }
 
+    /// Whether session `id` is open (not closed by a DELETE or its idle
+    /// timer).
+    pub(super) async fn is_open(&self, id: &str) -> bool {
+        self.local.sessions.read().await.contains_key(id)
+    }
+
     async fn full(&self) -> bool {
         self.live().await >= self.max
     }
