@@ -140,7 +140,9 @@ const END_CALLS_WAIT: Duration = Duration::from_secs(2);
 
 /// After a session's last call returned its answer, how long rmcp gets to
 /// pass it on (a few task hops) before the session is closed under it.
-const END_CALLS_GRACE: Duration = Duration::from_millis(50);
+/// Paid only by a DELETE that found calls running; generous, because a
+/// busy machine can hold those hops up well past a quiet one's 1 ms.
+const END_CALLS_GRACE: Duration = Duration::from_millis(250);
 
 /// One call counted in [`Connection::calls`] until it drops.
 struct RunningCall<'a>(&'a Connection);
