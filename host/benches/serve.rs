@@ -20,7 +20,11 @@
 //! (`--telemetry off,traces`) runs only the HTTP rows (8 clients unless
 //! `--clients` says otherwise), for each mode in turn over `--rounds N`
 //! (default 3) alternating rounds, and prints each mode's median against
-//! the first mode's, with the floor for exported traces.
+//! the first mode's, with the floor for exported traces. Each round also
+//! times 8 callers in this process on a registry that records what the
+//! mode says (metrics, spans exported to the same sink): the telemetry's
+//! own CPU per call, without loopback TCP and without the server's threads
+//! and its clients' taking turns on the cores.
 //!
 //! The MCP client here is deliberately thin (newline-delimited JSON-RPC on
 //! stdio; HTTP/1.1 keep-alive written by hand, one connection and one MCP
@@ -350,10 +354,24 @@ async fn compare_telemetry(
         window.as_secs_f64(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
-    // results[mode][client row] = (calls/s, CPU per call) of each round.
+    // results[mode][client row] = (calls/s, CPU per call) of each round;
+    // in_process[mode] = the same for 8 callers in this process.
     let mut results = vec![vec![Vec::new(); clients.len()]; modes.len()];
+    let mut in_process = vec![Vec::new(); modes.len()];
+    let mut registries = Vec::new();
+    for (mode, telemetry) in modes {
+        registries.push(in_process_registry(setup, *mode, telemetry).await);
+    }
     for round in 0..rounds {
         for (m, (mode, telemetry)) in modes.iter().enumerate() {
+            let (rate, cpu) = eight_callers(&registries[m].0, window).await;
+            eprintln!(
+                "round {}: {} in process, 8 callers: {rate:.0} calls/s, {} per call",
+                round + 1,
+                mode.name(),
+                cpu.map(fmt).unwrap_or_default()
+            );
+            in_process[m].push((rate, cpu.unwrap_or_default()));
             setup.telemetry = telemetry.clone();
             let rows = http_rows(setup, Peer::Toolhost, clients, 0, window).await;
             for (c, row) in rows.iter().enumerate() {
@@ -406,6 +424,30 @@ async fn compare_telemetry(
             }
         }
     }
+    // The telemetry's own cost, without loopback TCP and without a server
+    // and its clients sharing the cores (the trace sink still does).
+    println!();
+    println!(
+        "| telemetry | in process, 8 callers | calls/s (median) | CPU per call (median) | CPU vs {} |",
+        modes[0].0.name()
+    );
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    let mut base_cpu = 0.0;
+    for (m, (mode, _)) in modes.iter().enumerate() {
+        let rate = median(&mut in_process[m].iter().map(|r| r.0).collect());
+        let cpu = median(&mut in_process[m].iter().map(|r| r.1.as_secs_f64()).collect());
+        if m == 0 {
+            base_cpu = cpu;
+        }
+        println!(
+            "| {} | 8 | {rate:.0} | {} | {:.3}x ({:+.1} µs) |",
+            mode.name(),
+            fmt(Duration::from_secs_f64(cpu)),
+            cpu / base_cpu,
+            (cpu - base_cpu) * 1e6
+        );
+    }
+    drop(registries);
     println!();
     for (rate, cpu) in verdicts {
         println!(
@@ -585,11 +627,22 @@ async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InPro
         }
     }
     samples.sort();
+    let (rate, cpu) = eight_callers(&registry, window).await;
+    InProcess {
+        latencies: samples,
+        rate_8: rate,
+        cpu,
+    }
+}
+
+/// 8 callers calling [`TOOL`] on `registry` back to back for `window`:
+/// calls/s and this process's CPU per call.
+async fn eight_callers(registry: &Arc<ToolRegistry>, window: Duration) -> (f64, Option<Duration>) {
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let tasks: Vec<_> = (0..8)
         .map(|_| {
-            let (registry, done, stop) = (Arc::clone(&registry), done.clone(), stop.clone());
+            let (registry, done, stop) = (Arc::clone(registry), done.clone(), stop.clone());
             tokio::spawn(async move {
                 let cx = CallContext::default();
                 while !stop.load(Ordering::Relaxed) {
@@ -609,11 +662,44 @@ async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InPro
     for task in tasks {
         task.await.unwrap();
     }
-    InProcess {
-        latencies: samples,
-        rate_8: rate,
-        cpu,
+    (rate, cpu)
+}
+
+/// A registry of the `text` plugin for in-process rows, recording what
+/// `telemetry` says `serve` records: metrics unless off, and spans
+/// exported to its sink for traces (the tracer provider comes back, to
+/// keep while the registry is used).
+async fn in_process_registry(
+    setup: &Setup,
+    mode: Telemetry,
+    telemetry: &TelemetrySetup,
+) -> (
+    Arc<ToolRegistry>,
+    Option<opentelemetry_sdk::trace::SdkTracerProvider>,
+) {
+    use opentelemetry::trace::TracerProvider as _;
+    let host = PluginHost::new(HostConfig {
+        cache_dir: Some(setup.cache.clone()),
+        ..HostConfig::default()
+    })
+    .unwrap();
+    let registry = ToolRegistry::new();
+    common::register_plugins(&host, &setup.plugins, &["text"], &registry).await;
+    if mode != Telemetry::Off {
+        registry.set_metrics(Some(toolhost::telemetry::Metrics::new()));
     }
+    let provider = telemetry.otlp.as_ref().map(|endpoint| {
+        let config = toolhost::telemetry::TelemetryConfig {
+            endpoint: Some(endpoint.clone()),
+            ..toolhost::telemetry::TelemetryConfig::default()
+        };
+        let provider = toolhost::telemetry::tracer_provider(&config)
+            .expect("a tracer provider")
+            .expect("an endpoint");
+        registry.set_tracer(Some(provider.tracer("toolhost")));
+        provider
+    });
+    (Arc::new(registry), provider)
 }
 
 /// Whether call `i` of a latency row begun at `began` is past the warm-up:
