@@ -606,9 +606,8 @@ fn input() -> Value {
     json!({ "text": TEXT })
 }
 
-/// The same call through the library: one caller's latencies, and the
-/// rate of 8 concurrent callers.
-async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InProcess {
+/// A registry of the bundled `text` plugin, recording nothing.
+async fn text_registry(setup: &Setup) -> ToolRegistry {
     let host = PluginHost::new(HostConfig {
         cache_dir: Some(setup.cache.clone()),
         ..HostConfig::default()
@@ -616,6 +615,13 @@ async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InPro
     .unwrap();
     let registry = ToolRegistry::new();
     common::register_plugins(&host, &setup.plugins, &["text"], &registry).await;
+    registry
+}
+
+/// The same call through the library: one caller's latencies, and the
+/// rate of 8 concurrent callers.
+async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InProcess {
+    let registry = text_registry(setup).await;
     let registry = Arc::new(registry);
     let cx = CallContext::default();
     let mut samples = Vec::with_capacity(calls);
@@ -678,13 +684,7 @@ async fn in_process_registry(
     Option<opentelemetry_sdk::trace::SdkTracerProvider>,
 ) {
     use opentelemetry::trace::TracerProvider as _;
-    let host = PluginHost::new(HostConfig {
-        cache_dir: Some(setup.cache.clone()),
-        ..HostConfig::default()
-    })
-    .unwrap();
-    let registry = ToolRegistry::new();
-    common::register_plugins(&host, &setup.plugins, &["text"], &registry).await;
+    let registry = text_registry(setup).await;
     if mode != Telemetry::Off {
         registry.set_metrics(Some(toolhost::telemetry::Metrics::new()));
     }
