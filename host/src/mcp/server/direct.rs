@@ -132,10 +132,8 @@ impl DirectSessions {
     }
 
     /// Before session `id` is closed: stop its calls and let their answers
-    /// out ([`Connection::end_calls`]).
-    /// The session leaves the direct ones at once: a call that comes
-    /// after the DELETE goes to rmcp, which answers 404 for a session it
-    /// closed.
+    /// out ([`Connection::end_calls`]). Its entry goes now, not when its
+    /// handler drops.
     pub(super) async fn end(&self, id: &str) {
         let conn = {
             let mut sessions = self.sessions.write().unwrap_or_else(|e| e.into_inner());
@@ -329,11 +327,7 @@ async fn answer_directly(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .filter(|n| *n <= LARGEST_CALL);
-    // A session being ended is rmcp's to answer (404 once it is closed).
-    let conn = session
-        .conn
-        .upgrade()
-        .filter(|conn| !conn.stopped().is_cancelled());
+    let conn = session.conn.upgrade();
     let (Some(conn), Some(length), true, true, true) = (
         conn,
         length,
