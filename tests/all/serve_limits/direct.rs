@@ -22,6 +22,28 @@ fn post_in(session: &Session, body: &Value) -> (u16, String, Value) {
     (status, content_type, message(&answer))
 }
 
+/// A session whose calls are answered directly. The 202 to
+/// `notifications/initialized` comes before the server has processed it;
+/// until then a call goes through rmcp (answered all the same, as an
+/// event stream), which on a loaded machine can last a moment. The
+/// session must go direct within a few seconds.
+fn open_direct(addr: &str) -> Session {
+    let session = Session::open(addr);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let (status, content_type, answer) = post_in(
+            &session,
+            &call_request(2, "calc_eval", json!({"expression": "1+1"})),
+        );
+        assert_eq!((status, answer["id"].clone()), (200, json!(2)), "{answer}");
+        if content_type == "application/json" {
+            return session;
+        }
+        assert!(Instant::now() < deadline, "the session never went direct");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn call_request(id: u64, tool: &str, args: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": tool, "arguments": args}})
@@ -31,7 +53,7 @@ fn call_request(id: u64, tool: &str, args: Value) -> Value {
 fn a_call_in_a_session_is_answered_with_one_json_body() {
     let plugins = plugins();
     let server = serve(plugins.path(), &[]);
-    let session = Session::open(&server.addr);
+    let session = open_direct(&server.addr);
     let (status, content_type, answer) = post_in(
         &session,
         &call_request(3, "calc_eval", json!({"expression": "6*7"})),
@@ -124,7 +146,7 @@ fn assert_stopped(call: thread::JoinHandle<(Value, Duration)>, id: u64) {
 fn notifications_cancelled_stops_a_call_in_a_session() {
     let plugins = plugins();
     let server = serve(plugins.path(), &[]);
-    let session = Session::open(&server.addr);
+    let session = open_direct(&server.addr);
     let call = spin(&session, 9);
     thread::sleep(Duration::from_millis(500));
     let (status, _, body) = post(
@@ -144,7 +166,7 @@ fn notifications_cancelled_stops_a_call_in_a_session() {
 fn ending_a_session_stops_its_calls() {
     let plugins = plugins();
     let server = serve(plugins.path(), &[]);
-    let session = Session::open(&server.addr);
+    let session = open_direct(&server.addr);
     let calls = [spin(&session, 11), spin(&session, 12)];
     thread::sleep(Duration::from_millis(500));
     session.end();
@@ -161,7 +183,7 @@ fn ending_a_session_stops_its_calls() {
 fn ending_a_session_answers_its_calls_that_went_through_rmcp() {
     let plugins = plugins();
     let server = serve(plugins.path(), &[]);
-    let session = Session::open(&server.addr);
+    let session = open_direct(&server.addr);
     let mut request = call_request(21, "hostile_spin", json!({}));
     request["params"]["_meta"] = json!({"progressToken": "p21"});
     let call = spin_with(&session, request);
@@ -175,7 +197,7 @@ fn ending_a_session_answers_its_calls_that_went_through_rmcp() {
 fn a_session_busy_with_calls_outlives_its_idle_timeout() {
     let plugins = plugins();
     let server = serve(plugins.path(), &["--session-idle-timeout", "1s"]);
-    let session = Session::open(&server.addr);
+    let session = open_direct(&server.addr);
     let started = Instant::now();
     let mut i = 0;
     while started.elapsed() < Duration::from_secs(3) {
