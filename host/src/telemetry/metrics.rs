@@ -2,6 +2,7 @@
 //! in Prometheus' text format.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -10,10 +11,11 @@ use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::metrics::histogram::exponential_buckets;
 use prometheus_client::registry::Registry;
 
 use super::call::CallStats;
+use super::sharded::{ShardedCounter, ShardedHistogram};
 
 /// The media type of [`Metrics::render`]'s text (OpenMetrics 1.0, which
 /// Prometheus reads natively).
@@ -48,15 +50,17 @@ struct ServerLabels {
     server: String,
 }
 
-type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+type HistogramFamily<L> = Family<L, ShardedHistogram, fn() -> ShardedHistogram>;
 
 /// What a scrape asks of the parts whose state is read, not counted (the
 /// instance pool): each is called before the text is rendered.
 type Probe = Box<dyn Fn(&Metrics) + Send + Sync>;
 
 struct Inner {
+    /// Tells this host's metrics from another's ([`ToolMetrics::owner`]).
+    id: u64,
     registry: Registry,
-    calls: Family<OutcomeLabels, Counter>,
+    calls: Family<OutcomeLabels, ShardedCounter>,
     duration: HistogramFamily<ToolLabels>,
     fuel: HistogramFamily<ToolLabels>,
     memory: HistogramFamily<ToolLabels>,
@@ -64,7 +68,9 @@ struct Inner {
     instances_in_use: Gauge,
     instances_spare: Gauge,
     sessions: Gauge,
-    http: Family<StatusLabels, Counter>,
+    http: Family<StatusLabels, ShardedCounter>,
+    /// The `200` series of `http`, looked up once: nearly every request.
+    http_ok: std::sync::OnceLock<ShardedCounter>,
     upstream_up: Family<ServerLabels, Gauge>,
     upstream_restarts: Family<ServerLabels, Counter>,
     probes: Mutex<Vec<Probe>>,
@@ -116,26 +122,42 @@ impl Default for Metrics {
     }
 }
 
-fn latency_histogram() -> Histogram {
+fn latency_histogram() -> ShardedHistogram {
     // 100 µs to ~100 s.
-    Histogram::new(exponential_buckets(0.0001, 2.5, 16))
+    ShardedHistogram::new(exponential_buckets(0.0001, 2.5, 16))
 }
 
-fn fuel_histogram() -> Histogram {
+fn fuel_histogram() -> ShardedHistogram {
     // 10 thousand to 100 billion instructions' worth.
-    Histogram::new(exponential_buckets(1e4, 10.0, 8))
+    ShardedHistogram::new(exponential_buckets(1e4, 10.0, 8))
 }
 
-fn memory_histogram() -> Histogram {
+fn memory_histogram() -> ShardedHistogram {
     // 64 KiB (one page) to 4 GiB.
-    Histogram::new(exponential_buckets(65536.0, 4.0, 9))
+    ShardedHistogram::new(exponential_buckets(65536.0, 4.0, 9))
+}
+
+/// One tool's series of a [`Metrics`], looked up once: a registry keeps
+/// them with the tool, so that counting a call takes no lock and makes no
+/// label. Errors and retries (rarer) are looked up per call.
+#[derive(Clone, Debug)]
+pub(crate) struct ToolMetrics {
+    /// The [`Metrics`] these series belong to.
+    owner: u64,
+    /// The `tool` label.
+    tool: String,
+    duration: ShardedHistogram,
+    fuel: ShardedHistogram,
+    memory: ShardedHistogram,
+    ok: ShardedCounter,
 }
 
 impl Metrics {
     /// Every metric at zero.
     pub fn new() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let mut registry = Registry::with_prefix("toolhost");
-        let calls = Family::<OutcomeLabels, Counter>::default();
+        let calls = Family::<OutcomeLabels, ShardedCounter>::default();
         registry.register(
             "tool_calls",
             "Tool calls, by tool and outcome (ok, or the error kind: timeout, out_of_fuel, ...)",
@@ -183,7 +205,7 @@ impl Metrics {
             "Live MCP sessions of the HTTP server",
             sessions.clone(),
         );
-        let http = Family::<StatusLabels, Counter>::default();
+        let http = Family::<StatusLabels, ShardedCounter>::default();
         registry.register(
             "http_requests",
             "HTTP requests the MCP server answered, by status",
@@ -203,6 +225,7 @@ impl Metrics {
         );
         Self {
             inner: Arc::new(Inner {
+                id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
                 registry,
                 calls,
                 duration,
@@ -213,6 +236,7 @@ impl Metrics {
                 instances_spare,
                 sessions,
                 http,
+                http_ok: std::sync::OnceLock::new(),
                 upstream_up,
                 upstream_restarts,
                 probes: Mutex::new(Vec::new()),
@@ -258,32 +282,73 @@ impl Metrics {
         elapsed: Duration,
         stats: &CallStats,
     ) {
-        let tool = tool_label(tool);
-        let labels = ToolLabels { tool };
-        self.inner
-            .duration
-            .get_or_create(&labels)
-            .observe(elapsed.as_secs_f64());
+        self.record(&self.tool(tool), outcome, attempts, elapsed, stats);
+    }
+
+    /// The series of calls of `tool` (of a name no tool has: `None`), to
+    /// keep for [`record`](Self::record).
+    pub(crate) fn tool(&self, tool: Option<&str>) -> ToolMetrics {
+        let labels = ToolLabels {
+            tool: tool_label(tool),
+        };
+        let ok = self
+            .inner
+            .calls
+            .get_or_create(&OutcomeLabels {
+                tool: labels.tool.clone(),
+                outcome: "ok".to_owned(),
+            })
+            .clone();
+        ToolMetrics {
+            owner: self.inner.id,
+            duration: self.inner.duration.get_or_create(&labels).clone(),
+            fuel: self.inner.fuel.get_or_create(&labels).clone(),
+            memory: self.inner.memory.get_or_create(&labels).clone(),
+            ok,
+            tool: labels.tool,
+        }
+    }
+
+    /// As [`record_call`](Self::record_call), on series looked up before
+    /// with [`tool`](Self::tool) (of this `Metrics` or another: then they
+    /// are looked up again here).
+    pub(crate) fn record(
+        &self,
+        series: &ToolMetrics,
+        outcome: &'static str,
+        attempts: u32,
+        elapsed: Duration,
+        stats: &CallStats,
+    ) {
+        if series.owner != self.inner.id {
+            let tool = Some(series.tool.as_str());
+            self.record(&self.tool(tool), outcome, attempts, elapsed, stats);
+            return;
+        }
+        series.duration.observe(elapsed.as_secs_f64());
         if let Some(fuel) = stats.fuel_used {
-            self.inner.fuel.get_or_create(&labels).observe(fuel as f64);
+            series.fuel.observe(fuel as f64);
         }
         if let Some(memory) = stats.memory_bytes {
-            self.inner
-                .memory
-                .get_or_create(&labels)
-                .observe(memory as f64);
+            series.memory.observe(memory as f64);
         }
         if attempts > 1 {
             self.inner
                 .retries
-                .get_or_create(&labels)
+                .get_or_create(&ToolLabels {
+                    tool: series.tool.clone(),
+                })
                 .inc_by(u64::from(attempts - 1));
         }
-        let labels = OutcomeLabels {
-            tool: labels.tool,
-            outcome: outcome.to_owned(),
-        };
-        self.inner.calls.get_or_create(&labels).inc();
+        if outcome == "ok" {
+            series.ok.inc();
+        } else {
+            let labels = OutcomeLabels {
+                tool: series.tool.clone(),
+                outcome: outcome.to_owned(),
+            };
+            self.inner.calls.get_or_create(&labels).inc();
+        }
     }
 
     /// How many calls of `tool` ended with `outcome` (`ok` or an error
@@ -316,10 +381,17 @@ impl Metrics {
 
     /// Count one HTTP request answered with `status`.
     pub fn record_http(&self, status: u16) {
-        self.inner
-            .http
-            .get_or_create(&StatusLabels { status })
-            .inc();
+        let counter = |status| {
+            self.inner
+                .http
+                .get_or_create(&StatusLabels { status })
+                .clone()
+        };
+        if status == 200 {
+            self.inner.http_ok.get_or_init(|| counter(200)).inc();
+        } else {
+            counter(status).inc();
+        }
     }
 
     /// HTTP requests answered with `status`.

@@ -34,12 +34,14 @@ mod config;
 #[cfg(feature = "otlp")]
 mod export;
 mod metrics;
+mod sharded;
 mod trace;
 
 pub(crate) use call::{CallStats, Instance, measured, note_instance, note_usage};
 pub use config::{OtlpProtocol, TelemetryConfig};
 #[cfg(feature = "otlp")]
 pub use export::{ExportError, tracer_provider};
+pub(crate) use metrics::ToolMetrics;
 pub use metrics::{CONTENT_TYPE, Metrics, UNKNOWN_TOOL};
 pub use trace::{SPAN_TARGET, TRACEPARENT, TRACESTATE, TraceParent};
 pub(crate) use trace::{clipped, current_w3c};

@@ -520,6 +520,7 @@ impl ToolRegistry {
             validator: Arc::new(validator),
             output_validator,
             options,
+            metrics: std::sync::OnceLock::new(),
         }))
     }
 
@@ -560,6 +561,7 @@ impl ToolRegistry {
                 validator: Arc::clone(&entry.validator),
                 output_validator: entry.output_validator.clone(),
                 options: options.clone(),
+                metrics: entry.metrics.clone(),
             });
             let mut tools = set.tools.clone();
             if let Some(versions) = tools.get_mut(key) {

@@ -74,8 +74,14 @@ impl ToolSet {
                 Ok(_) => "ok",
                 Err(e) => e.kind.as_str(),
             };
-            let tool = self.resolve(name).map(|(key, _, _)| key);
-            metrics.record_call(tool, outcome, report.attempts, clock.elapsed(), &stats);
+            let elapsed = clock.elapsed();
+            match self.resolve(name) {
+                Some((key, _, entry)) => {
+                    let series = entry.metrics.get_or_init(|| metrics.tool(Some(key)));
+                    metrics.record(series, outcome, report.attempts, elapsed, &stats);
+                }
+                None => metrics.record_call(None, outcome, report.attempts, elapsed, &stats),
+            }
         }
         match span {
             Some(CallSpan::Otel(otel)) => self.end_otel(&otel, &report, &stats),

@@ -19,6 +19,9 @@ pub(super) struct Entry {
     /// The tool's output schema, compiled, when it declares one.
     pub(super) output_validator: Option<Arc<jsonschema::Validator>>,
     pub(super) options: ExecOptions,
+    /// The tool's series in the registry's metrics, looked up at its first
+    /// counted call.
+    pub(super) metrics: std::sync::OnceLock<crate::telemetry::ToolMetrics>,
 }
 
 /// One consistent view of a [`ToolRegistry`](super::ToolRegistry): the tools as they were when
