@@ -19,8 +19,9 @@
 //! a sink on loopback that takes them and drops them). A list of modes
 //! (`--telemetry off,traces`) runs only the HTTP rows (8 clients unless
 //! `--clients` says otherwise), for each mode in turn over `--rounds N`
-//! (default 3) alternating rounds, and prints each mode's median against
-//! the first mode's, with the floor for exported traces. Each round also
+//! (default 3) alternating rounds (each round starts with the next mode),
+//! and prints each mode's median against the first mode's, with the floor
+//! for exported traces. Each round also
 //! times 8 callers in this process on a registry that records what the
 //! mode says (metrics, spans exported to the same sink): the telemetry's
 //! own CPU per call, without loopback TCP and without the server's threads
@@ -34,6 +35,18 @@
 //! It prints the floors the project holds `serve` to and whether this run
 //! met them; it exits non-zero only if a call failed. Needs the bundled
 //! plugins: it runs `plugins/build.sh rust` if `text.wasm` is missing.
+//!
+//! `--baseline PATH` names an earlier `toolhost` binary (built from an
+//! older commit): the bench then runs only the HTTP rows (8 clients unless
+//! `--clients` says otherwise), this build's server and the baseline's in
+//! alternating rounds (`--rounds N`, default 5) on the `text` plugin, each at
+//! its default telemetry and with a compile cache of its own, and prints
+//! each one's median and this build's against the baseline's: issue 22's
+//! "calls/s at least 3x today's", measured in one run (today's: commit
+//! d7b78aa, the last before work on the issue began). A build from before
+//! plugin contract 0.2 cannot load today's plugins: `--baseline-plugins
+//! DIR` gives it `text.wasm` (and `text.toml`) built at its own commit
+//! (`plugins/build.sh rust` in a checkout of it).
 //!
 //! `--wassette PATH` adds the same rows for microsoft/wassette (a peer MCP
 //! server for WebAssembly components, `wassette run` / `wassette serve
@@ -75,6 +88,8 @@ const HTTP_CPU_FLOOR: f64 = 2.5;
 /// Calls/s with 8 HTTP clients when issue 22 was filed (the best of its
 /// five runs), and the multiple of it the server must reach.
 const HTTP_8_BASELINE: f64 = 8_700.0;
+/// The commit that build was made from, for `--baseline`.
+const ISSUE_22_BUILD: &str = "d7b78aa";
 const HTTP_RATE_FLOOR: f64 = 3.0;
 
 /// With traces exported, calls/s and server CPU per call with 8 HTTP
@@ -143,6 +158,7 @@ fn main() {
     let cache = tempfile::tempdir().unwrap();
     let components = tempfile::tempdir().unwrap();
     let mut setup = Setup {
+        binary: PathBuf::from(env!("CARGO_BIN_EXE_toolhost")),
         plugins: plugins.path().to_owned(),
         cache: cache.path().to_owned(),
         telemetry: modes[0].1.clone(),
@@ -156,6 +172,30 @@ fn main() {
         .build()
         .unwrap();
     let window = Duration::from_secs_f64(seconds);
+    if let Some(binary) = flag("--baseline") {
+        let clients = flag("--clients").map_or(vec![8], |_| clients);
+        let rounds = flag("--rounds").map_or(5, |n| n.parse().expect("--rounds N"));
+        let baseline_cache = tempfile::tempdir().unwrap();
+        let baseline_plugins = tempfile::tempdir().unwrap();
+        let from = flag("--baseline-plugins").map_or_else(|| built.clone(), PathBuf::from);
+        for file in ["text.wasm", "text.toml"] {
+            if from.join(file).is_file() {
+                std::fs::copy(from.join(file), baseline_plugins.path().join(file)).unwrap();
+            }
+        }
+        let baseline = Setup {
+            binary: PathBuf::from(binary),
+            plugins: baseline_plugins.path().to_owned(),
+            cache: baseline_cache.path().to_owned(),
+            telemetry: TelemetrySetup {
+                otlp: None,
+                config: None,
+            },
+            wassette: None,
+        };
+        rt.block_on(compare_builds(&setup, &baseline, &clients, rounds, window));
+        return;
+    }
     if modes.len() > 1 {
         let clients = flag("--clients").map_or(vec![8], |_| clients);
         let rounds = flag("--rounds").map_or(3, |n| n.parse().expect("--rounds N"));
@@ -288,6 +328,8 @@ fn main() {
 }
 
 struct Setup {
+    /// The `toolhost` binary that serves: this build's, or `--baseline`'s.
+    binary: PathBuf,
     plugins: PathBuf,
     cache: PathBuf,
     /// What `serve` records, the mode of these rows.
@@ -363,7 +405,11 @@ async fn compare_telemetry(
         registries.push(in_process_registry(setup, *mode, telemetry).await);
     }
     for round in 0..rounds {
-        for (m, (mode, telemetry)) in modes.iter().enumerate() {
+        // Rotate which mode goes first, so that none always runs right
+        // after another's server (its exporter, its exit) or first.
+        for i in 0..modes.len() {
+            let m = (i + round) % modes.len();
+            let (mode, telemetry) = &modes[m];
             let (rate, cpu) = eight_callers(&registries[m].0, window).await;
             eprintln!(
                 "round {}: {} in process, 8 callers: {rate:.0} calls/s, {} per call",
@@ -457,6 +503,91 @@ async fn compare_telemetry(
             (rate - 1.0) * 100.0,
             (cpu - 1.0) * 100.0,
             verdict(rate >= 1.0 - TRACES_FLOOR && cpu <= 1.0 + TRACES_FLOOR)
+        );
+    }
+}
+
+/// This build's server against an earlier build's (`--baseline`): the
+/// HTTP rows of each in alternating rounds, each one's median round, and
+/// this build's against the baseline's.
+async fn compare_builds(
+    ours: &Setup,
+    baseline: &Setup,
+    clients: &[usize],
+    rounds: usize,
+    window: Duration,
+) {
+    println!(
+        "serve bench, this build against {}: `{TOOL}` over HTTP, {rounds} alternating rounds of \
+         {} s per build and client count, {} cores shared by client and server",
+        baseline.binary.display(),
+        window.as_secs_f64(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let builds = [("this build", ours), ("baseline", baseline)];
+    // results[build][client row] = (calls/s, CPU per call) of each round.
+    let mut results = vec![vec![Vec::new(); clients.len()]; builds.len()];
+    for round in 0..rounds {
+        // Alternate which build goes first, so neither always runs on a
+        // machine the other just warmed (or loaded).
+        for b in 0..builds.len() {
+            let b = (b + round) % builds.len();
+            let (name, setup) = builds[b];
+            let rows = http_rows(setup, Peer::Toolhost, clients, 0, window).await;
+            for (c, row) in rows.iter().enumerate() {
+                assert_eq!(row.errors, 0, "HTTP calls to {name} failed");
+                eprintln!(
+                    "round {}: {name}, {} clients: {:.0} calls/s, {} per call",
+                    round + 1,
+                    row.clients,
+                    row.per_second,
+                    row.cpu.map(fmt).unwrap_or_default()
+                );
+                results[b][c].push((row.per_second, row.cpu.unwrap_or_default()));
+            }
+        }
+    }
+    let median = |values: &mut Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!();
+    println!(
+        "| build | clients | calls/s (median) | server CPU per call (median) | calls/s vs baseline | CPU vs baseline |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    let medians: Vec<Vec<(f64, f64)>> = results
+        .iter_mut()
+        .map(|rows| {
+            rows.iter()
+                .map(|rounds| {
+                    (
+                        median(&mut rounds.iter().map(|r| r.0).collect()),
+                        median(&mut rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    for (b, (name, _)) in builds.iter().enumerate() {
+        for (c, &n) in clients.iter().enumerate() {
+            let (rate, cpu) = medians[b][c];
+            let (base_rate, base_cpu) = medians[1][c];
+            println!(
+                "| {name} | {n} | {rate:.0} | {} | {:.2}x | {:.2}x |",
+                fmt(Duration::from_secs_f64(cpu)),
+                rate / base_rate,
+                cpu / base_cpu
+            );
+        }
+    }
+    println!();
+    if let Some(c) = clients.iter().position(|&n| n == 8) {
+        let ratio = medians[0][c].0 / medians[1][c].0;
+        println!(
+            "floor, if the baseline is the build issue 22 was filed against ({ISSUE_22_BUILD}): \
+             HTTP with 8 clients >= {HTTP_RATE_FLOOR} x its calls/s: {ratio:.2}x -> {}",
+            verdict(ratio >= HTTP_RATE_FLOOR)
         );
     }
 }
@@ -580,7 +711,7 @@ impl Setup {
 
     /// `toolhost serve` on these plugins, with `extra` flags.
     fn serve(&self, extra: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_toolhost"));
+        let mut command = Command::new(&self.binary);
         command
             .arg("serve")
             .arg("--plugins")
