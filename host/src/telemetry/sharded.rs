@@ -45,11 +45,23 @@ fn shards() -> usize {
 /// The shard of the CPU this thread runs on now. A thread moved to another
 /// CPU mid-update still adds correctly (every add is atomic); it only
 /// shares a line for a moment.
+#[cfg(target_os = "linux")]
 fn shard() -> usize {
     // SAFETY: `sched_getcpu` takes no arguments and only reads the CPU
     // number (from the thread's rseq area or the vDSO).
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).unwrap_or(0) % shards()
+}
+
+/// Elsewhere: a shard per thread, handed out in turn.
+#[cfg(not(target_os = "linux"))]
+fn shard() -> usize {
+    use std::sync::atomic::AtomicUsize;
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: usize = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    SHARD.with(|s| *s) % shards()
 }
 
 /// Words `0..words` of each shard, each shard on lines of its own.
