@@ -419,30 +419,9 @@ async fn compare_telemetry(
             );
             in_process[m].push((rate, cpu.unwrap_or_default()));
             setup.telemetry = telemetry.clone();
-            let rows = http_rows(setup, Peer::Toolhost, clients, 0, window).await;
-            for (c, row) in rows.iter().enumerate() {
-                assert_eq!(
-                    row.errors,
-                    0,
-                    "HTTP calls failed with telemetry {}",
-                    mode.name()
-                );
-                eprintln!(
-                    "round {}: {} {} clients: {:.0} calls/s, {} per call",
-                    round + 1,
-                    mode.name(),
-                    row.clients,
-                    row.per_second,
-                    row.cpu.map(fmt).unwrap_or_default()
-                );
-                results[m][c].push((row.per_second, row.cpu.unwrap_or_default()));
-            }
+            http_round(setup, clients, window, round, mode.name(), &mut results[m]).await;
         }
     }
-    let median = |values: &mut Vec<f64>| {
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
     println!();
     println!(
         "| telemetry | clients | calls/s (median) | server CPU per call (median) | calls/s vs {} | CPU vs {} |",
@@ -454,8 +433,8 @@ async fn compare_telemetry(
     let mut verdicts = Vec::new();
     for (m, (mode, _)) in modes.iter().enumerate() {
         for (c, &n) in clients.iter().enumerate() {
-            let rate = median(&mut results[m][c].iter().map(|r| r.0).collect());
-            let cpu = median(&mut results[m][c].iter().map(|r| r.1.as_secs_f64()).collect());
+            let rate = median(results[m][c].iter().map(|r| r.0).collect());
+            let cpu = median(results[m][c].iter().map(|r| r.1.as_secs_f64()).collect());
             if m == 0 {
                 base[c] = (rate, cpu);
             }
@@ -480,8 +459,8 @@ async fn compare_telemetry(
     println!("| --- | ---: | ---: | ---: | ---: |");
     let mut base_cpu = 0.0;
     for (m, (mode, _)) in modes.iter().enumerate() {
-        let rate = median(&mut in_process[m].iter().map(|r| r.0).collect());
-        let cpu = median(&mut in_process[m].iter().map(|r| r.1.as_secs_f64()).collect());
+        let rate = median(in_process[m].iter().map(|r| r.0).collect());
+        let cpu = median(in_process[m].iter().map(|r| r.1.as_secs_f64()).collect());
         if m == 0 {
             base_cpu = cpu;
         }
@@ -505,6 +484,36 @@ async fn compare_telemetry(
             verdict(rate >= 1.0 - TRACES_FLOOR && cpu <= 1.0 + TRACES_FLOOR)
         );
     }
+}
+
+/// One round of `setup`'s HTTP rows: each row's calls/s and server CPU
+/// per call added to `results` (a list per client count).
+async fn http_round(
+    setup: &Setup,
+    clients: &[usize],
+    window: Duration,
+    round: usize,
+    label: &str,
+    results: &mut [Vec<(f64, Duration)>],
+) {
+    let rows = http_rows(setup, Peer::Toolhost, clients, 0, window).await;
+    for (c, row) in rows.iter().enumerate() {
+        assert_eq!(row.errors, 0, "HTTP calls failed ({label})");
+        eprintln!(
+            "round {}: {label}, {} clients: {:.0} calls/s, {} per call",
+            round + 1,
+            row.clients,
+            row.per_second,
+            row.cpu.map(fmt).unwrap_or_default()
+        );
+        results[c].push((row.per_second, row.cpu.unwrap_or_default()));
+    }
+}
+
+/// The median of `values` (the upper one of an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
 
 /// This build's server against an earlier build's (`--baseline`): the
@@ -533,24 +542,9 @@ async fn compare_builds(
         for b in 0..builds.len() {
             let b = (b + round) % builds.len();
             let (name, setup) = builds[b];
-            let rows = http_rows(setup, Peer::Toolhost, clients, 0, window).await;
-            for (c, row) in rows.iter().enumerate() {
-                assert_eq!(row.errors, 0, "HTTP calls to {name} failed");
-                eprintln!(
-                    "round {}: {name}, {} clients: {:.0} calls/s, {} per call",
-                    round + 1,
-                    row.clients,
-                    row.per_second,
-                    row.cpu.map(fmt).unwrap_or_default()
-                );
-                results[b][c].push((row.per_second, row.cpu.unwrap_or_default()));
-            }
+            http_round(setup, clients, window, round, name, &mut results[b]).await;
         }
     }
-    let median = |values: &mut Vec<f64>| {
-        values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
-    };
     println!();
     println!(
         "| build | clients | calls/s (median) | server CPU per call (median) | calls/s vs baseline | CPU vs baseline |"
@@ -562,8 +556,8 @@ async fn compare_builds(
             rows.iter()
                 .map(|rounds| {
                     (
-                        median(&mut rounds.iter().map(|r| r.0).collect()),
-                        median(&mut rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
+                        median(rounds.iter().map(|r| r.0).collect()),
+                        median(rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
                     )
                 })
                 .collect()
