@@ -502,4 +502,45 @@ mod tests {
         let onward = registry.call("onward", "{}", &cx("call_1")).await.unwrap();
         assert_eq!(onward, serde_json::Value::Null);
     }
+
+    #[tokio::test]
+    async fn calls_count_in_the_metrics_the_registry_has_at_each_call() {
+        // A tool keeps its series after its first counted call; a later
+        // `Metrics` must still get every call, and the first no more.
+        let registry = registry();
+        let first = Metrics::new();
+        registry.set_metrics(Some(first.clone()));
+        registry.call("echo", "{}", &cx("call_1")).await.unwrap();
+        registry.call("echo", "{}", &cx("call_2")).await.unwrap();
+        let _ = registry.call("boom", "{}", &cx("call_3")).await;
+        let second = Metrics::new();
+        registry.set_metrics(Some(second.clone()));
+        registry.call("echo", "{}", &cx("call_4")).await.unwrap();
+        let _ = registry.call("boom", "{}", &cx("call_5")).await;
+        let _ = registry.call("nope", "{}", &cx("call_6")).await;
+        assert_eq!(first.calls("echo", "ok"), 2);
+        assert_eq!(first.calls("boom", "timeout"), 1);
+        assert_eq!(second.calls("echo", "ok"), 1);
+        assert_eq!(second.calls("boom", "timeout"), 1);
+        assert_eq!(
+            second.calls(crate::telemetry::UNKNOWN_TOOL, "unknown_tool"),
+            1
+        );
+        let text = first.render();
+        assert!(
+            text.contains(r#"toolhost_tool_call_duration_seconds_count{tool="echo"} 2"#),
+            "{text}"
+        );
+        // The options of a tool change; its series stay the same.
+        let mut options = registry.snapshot().options("echo").unwrap().clone();
+        options.retries = 0;
+        assert!(registry.set_options("echo", options));
+        registry.call("echo", "{}", &cx("call_7")).await.unwrap();
+        assert_eq!(second.calls("echo", "ok"), 2);
+        assert!(
+            second
+                .render()
+                .contains(r#"toolhost_tool_call_duration_seconds_count{tool="echo"} 2"#)
+        );
+    }
 }
