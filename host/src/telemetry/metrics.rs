@@ -468,6 +468,17 @@ mod tests {
             text.contains(r#"toolhost_tool_call_retries_total{tool="calc"} 2"#),
             "{text}"
         );
+        // Buckets are cumulative, up to `+Inf`, which equals the count.
+        for (le, n) in [
+            ("100000.0", 0),
+            ("1000000.0", 1),
+            ("10000000.0", 2),
+            ("+Inf", 2),
+        ] {
+            let line =
+                format!(r#"toolhost_tool_call_fuel_used_bucket{{le="{le}",tool="calc"}} {n}"#);
+            assert!(text.contains(&line), "{line} in {text}");
+        }
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
