@@ -85,3 +85,21 @@ fn a_client_without_elicitation_is_refused_and_told_why() {
     );
     assert_eq!(got["results"][1]["is_error"], false, "{got}");
 }
+
+#[test]
+fn an_accept_is_for_the_arguments_the_user_was_shown() {
+    // 2026-07-28 keeps nothing between rounds: a retry that carries the
+    // accept of one call with other arguments is asked about those again.
+    let got = ask("switch", "accept");
+    assert_eq!(got["protocol_version"], "2026-07-28", "{got}");
+    let rounds = got["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 4, "{got}");
+    let asked = |i: usize| rounds[i]["asked"].as_str().unwrap_or_default();
+    assert!(asked(0).contains(r#"{"expression":"6*7"}"#), "{got}");
+    // The accept of 6*7 sent with 6*9 did not run 6*9: the user is asked.
+    assert!(asked(1).contains(r#"{"expression":"6*9"}"#), "{got}");
+    assert_eq!(rounds[2]["is_error"], false, "{got}");
+    assert!(rounds[2]["text"].as_str().unwrap().contains("54"), "{got}");
+    assert_eq!(rounds[3]["is_error"], false, "{got}");
+    assert!(rounds[3]["text"].as_str().unwrap().contains("42"), "{got}");
+}

@@ -40,9 +40,68 @@ pub(super) enum Gate {
     /// Run it; 2026-07-28: with the client's accept, for a later round of
     /// the call to carry on in its `requestState` (a call that asks
     /// questions takes several).
-    Run(Option<serde_json::Value>),
+    Run(Option<Approved>),
     /// Answer with this instead of running it.
     Answer(CallToolResponse),
+}
+
+/// A 2026-07-28 call's approval, for its later rounds.
+pub(super) struct Approved {
+    /// The client's accept (an elicitation result), as it sent it.
+    pub answer: serde_json::Value,
+    /// The call it approves ([`digest`]).
+    pub call: String,
+}
+
+/// What identifies a call for its approval: a SHA-256 of the tool's name
+/// and its arguments (object keys sorted, so that a client that orders
+/// them differently in a later round is not asked again). A 2026-07-28
+/// server keeps nothing between rounds, so the call a user was shown
+/// travels in `requestState`, and a round whose arguments differ from it
+/// is asked again: an accept is never taken for arguments the user did not
+/// see.
+pub(super) fn digest(tool: &str, arguments: &JsonObject) -> String {
+    use sha2::{Digest as _, Sha256};
+    fn canonical(value: &serde_json::Value, out: &mut String) {
+        match value {
+            serde_json::Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                out.push('{');
+                for (i, (key, value)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
+                    out.push(':');
+                    canonical(value, out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical(item, out);
+                }
+                out.push(']');
+            }
+            scalar => out.push_str(&scalar.to_string()),
+        }
+    }
+    let mut text = String::new();
+    for (key, value) in [
+        ("tool", tool.into()),
+        ("arguments", serde_json::Value::Object(arguments.clone())),
+    ] {
+        text.push_str(key);
+        text.push(':');
+        canonical(&value, &mut text);
+        text.push('\n');
+    }
+    format!("{:x}", Sha256::digest(text.as_bytes()))
 }
 
 /// Whether a call of `name` needs approval: the server's policy names it,
@@ -84,6 +143,7 @@ pub(super) async fn ask(
              ask the server's operator whether `{tool}` must need approval"
         ));
     }
+    let call = digest(tool, arguments);
     let arguments = serde_json::Value::Object(arguments.clone()).to_string();
     let shown = clip(&arguments, SHOWN_ARGUMENT_BYTES);
     let params = ElicitRequestParams::FormElicitationParams {
@@ -105,25 +165,35 @@ pub(super) async fn ask(
         .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
     let mut given = None;
     let action = if modern {
-        let earlier = || {
-            super::question::RequestState::parse(request_state)
-                .ok()
-                .and_then(|state| state.approval)
+        let state = super::question::RequestState::parse(request_state).unwrap_or_default();
+        // An answer counts only for the call the user was shown: this
+        // round's (the state names it), or an earlier round's accept of it.
+        let answer = if state.approval_for.as_deref() == Some(call.as_str()) {
+            input_responses
+                .and_then(|r| r.get(APPROVAL_INPUT_KEY))
+                .cloned()
+                .or(state.approval)
+        } else {
+            None
         };
-        let Some(answer) = input_responses
-            .and_then(|r| r.get(APPROVAL_INPUT_KEY))
-            .cloned()
-            .or_else(earlier)
-        else {
+        let Some(answer) = answer else {
+            // The first round, or arguments other than those asked about:
+            // ask, and have the next round say which call was asked about.
             let requests = BTreeMap::from([(
                 APPROVAL_INPUT_KEY.to_owned(),
                 InputRequest::Elicitation(Request::new(params)),
             )]);
-            return Gate::Answer(InputRequiredResult::from_input_requests(requests).into());
+            let mut result = InputRequiredResult::from_input_requests(requests);
+            let mut state = super::question::RequestState {
+                approval_for: Some(call),
+                ..Default::default()
+            };
+            result.request_state = Some(state.encode());
+            return Gate::Answer(result.into());
         };
         match serde_json::from_value::<ElicitResult>(answer.clone()) {
             Ok(result) => {
-                given = Some(answer);
+                given = Some(Approved { answer, call });
                 result.action
             }
             Err(e) => {
@@ -177,4 +247,50 @@ pub(super) async fn ask(
 
 fn refuse(message: String) -> Gate {
     Gate::Answer(CallToolResult::error(vec![ContentBlock::text(message)]).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn object(value: serde_json::Value) -> JsonObject {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn an_approval_is_for_one_tool_and_its_arguments_in_any_key_order() {
+        let call = digest(
+            "pay",
+            &object(json!({"to": "ada", "amount": {"eur": 5, "cents": 0}})),
+        );
+        let reordered = digest(
+            "pay",
+            &object(json!({"amount": {"cents": 0, "eur": 5}, "to": "ada"})),
+        );
+        assert_eq!(call, reordered);
+        for other in [
+            digest(
+                "pay",
+                &object(json!({"to": "eve", "amount": {"eur": 5, "cents": 0}})),
+            ),
+            digest(
+                "pay",
+                &object(json!({"to": "ada", "amount": {"eur": 500, "cents": 0}})),
+            ),
+            digest("pay", &object(json!({"to": "ada"}))),
+            digest(
+                "refund",
+                &object(json!({"to": "ada", "amount": {"eur": 5, "cents": 0}})),
+            ),
+        ] {
+            assert_ne!(call, other);
+        }
+        // A key or value that spells another's structure is still another call.
+        assert_ne!(
+            digest("t", &object(json!({"a": "1,\"b\":2"}))),
+            digest("t", &object(json!({"a": "1", "b": 2})))
+        );
+    }
 }

@@ -56,6 +56,10 @@ pub(super) struct Questions {
 pub(super) struct RequestState {
     /// The approval's elicitation result, as the client sent it.
     pub approval: Option<Value>,
+    /// The call (tool and arguments, [`super::approval::digest`]) the user
+    /// was asked to approve, or approved: a round with other arguments is
+    /// asked again.
+    pub approval_for: Option<String>,
     /// The questions' elicitation results, in the order they were asked.
     pub answers: Vec<Value>,
 }
@@ -78,31 +82,50 @@ impl RequestState {
         if state.len() > MAX_REQUEST_STATE {
             return Err(wrong());
         }
-        let (approval, answers) = match serde_json::from_str::<Value>(state) {
+        let (approval, approval_for, answers) = match serde_json::from_str::<Value>(state) {
             // Only answers: the call needed no approval.
-            Ok(Value::Array(answers)) => (None, answers),
-            Ok(Value::Object(mut state)) => match state.remove("answers") {
-                Some(Value::Array(answers)) => (state.remove("approval"), answers),
-                _ => return Err(wrong()),
-            },
+            Ok(Value::Array(answers)) => (None, None, answers),
+            Ok(Value::Object(mut state)) => {
+                let approval_for = match state.remove("for") {
+                    None => None,
+                    Some(Value::String(call)) => Some(call),
+                    Some(_) => return Err(wrong()),
+                };
+                match state.remove("answers") {
+                    Some(Value::Array(answers)) => {
+                        (state.remove("approval"), approval_for, answers)
+                    }
+                    _ => return Err(wrong()),
+                }
+            }
             _ => return Err(wrong()),
         };
         if answers.len() >= MAX_QUESTIONS_PER_CALL {
             return Err(wrong());
         }
-        Ok(Self { approval, answers })
+        Ok(Self {
+            approval,
+            approval_for,
+            answers,
+        })
     }
 
     /// As the retried call is to carry it back: the answers alone when the
-    /// call needed no approval.
-    fn encode(&mut self) -> String {
+    /// call needs no approval.
+    pub fn encode(&mut self) -> String {
         let answers = Value::Array(std::mem::take(&mut self.answers));
-        match self.approval.take() {
-            None => answers.to_string(),
-            Some(approval) => {
-                serde_json::json!({"approval": approval, "answers": answers}).to_string()
-            }
+        if self.approval.is_none() && self.approval_for.is_none() {
+            return answers.to_string();
         }
+        let mut state = serde_json::Map::new();
+        if let Some(approval) = self.approval.take() {
+            state.insert("approval".to_owned(), approval);
+        }
+        if let Some(call) = self.approval_for.take() {
+            state.insert("for".to_owned(), Value::String(call));
+        }
+        state.insert("answers".to_owned(), answers);
+        Value::Object(state).to_string()
     }
 }
 
@@ -127,7 +150,7 @@ impl Questions {
         context: &RequestContext<RoleServer>,
         input_responses: Option<&InputResponses>,
         request_state: Option<&str>,
-        approval: Option<Value>,
+        approval: Option<super::approval::Approved>,
     ) -> Result<Self, String> {
         let form = context
             .client_capabilities()
@@ -197,7 +220,14 @@ impl Questions {
         });
         Ok(Self {
             sink: Some(sink),
-            unanswered: Some((asked, RequestState { approval, answers })),
+            unanswered: Some((
+                asked,
+                RequestState {
+                    approval_for: approval.as_ref().map(|a| a.call.clone()),
+                    approval: approval.map(|a| a.answer),
+                    answers,
+                },
+            )),
         })
     }
 
@@ -259,6 +289,7 @@ mod tests {
         let answers = vec![serde_json::json!({"action": "decline"})];
         let mut state = RequestState {
             approval: Some(approval.clone()),
+            approval_for: Some("c0ffee".to_owned()),
             answers: answers.clone(),
         };
         let sent = state.encode();
@@ -266,17 +297,25 @@ mod tests {
             RequestState::parse(Some(&sent)).unwrap(),
             RequestState {
                 approval: Some(approval),
+                approval_for: Some("c0ffee".to_owned()),
                 answers: answers.clone(),
             }
         );
         // Without an approval, the answers alone, as a list.
         let mut plain = RequestState {
             approval: None,
+            approval_for: None,
             answers,
         };
         assert_eq!(plain.encode(), r#"[{"action":"decline"}]"#);
         assert_eq!(RequestState::parse(None).unwrap(), RequestState::default());
-        for wrong in ["{}", r#"{"answers": 3}"#, r#""x""#, "not json"] {
+        for wrong in [
+            "{}",
+            r#"{"answers": 3}"#,
+            r#"{"for": 3, "answers": []}"#,
+            r#""x""#,
+            "not json",
+        ] {
             assert!(RequestState::parse(Some(wrong)).is_err(), "{wrong}");
         }
     }
