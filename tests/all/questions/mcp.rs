@@ -129,3 +129,26 @@ fn a_call_that_needs_approval_and_asks_is_approved_once_in_either_revision() {
         }
     }
 }
+
+#[test]
+fn answers_count_only_for_the_arguments_they_were_given_for() {
+    // 2026-07-28 keeps nothing between rounds: answers carried in
+    // `requestState` to a round with other arguments are dropped, and the
+    // tool asks from the start.
+    let got = ask("switch", "accept");
+    assert_eq!(got["protocol_version"], "2026-07-28", "{got}");
+    let rounds = got["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 4, "{got}");
+    assert_eq!(rounds[0]["answers_kept"], 0, "{got}");
+    assert_eq!(rounds[1]["answers_kept"], 1, "{got}");
+    assert_eq!(
+        rounds[2]["answers_kept"], 0,
+        "other arguments: asked from the start: {got}"
+    );
+    let last = json!({"is_error": rounds[3]["is_error"], "text": rounds[3]["text"]});
+    let names: Vec<Value> = answers(&last)
+        .iter()
+        .map(|a| a["content"]["name"].clone())
+        .collect();
+    assert_eq!(names, vec![json!("Ada 1"), json!("Ada 2")], "{got}");
+}

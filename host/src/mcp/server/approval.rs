@@ -40,26 +40,18 @@ pub(super) enum Gate {
     /// Run it; 2026-07-28: with the client's accept, for a later round of
     /// the call to carry on in its `requestState` (a call that asks
     /// questions takes several).
-    Run(Option<Approved>),
+    Run(Option<serde_json::Value>),
     /// Answer with this instead of running it.
     Answer(CallToolResponse),
 }
 
-/// A 2026-07-28 call's approval, for its later rounds.
-pub(super) struct Approved {
-    /// The client's accept (an elicitation result), as it sent it.
-    pub answer: serde_json::Value,
-    /// The call it approves ([`digest`]).
-    pub call: String,
-}
-
-/// What identifies a call for its approval: a SHA-256 of the tool's name
-/// and its arguments (object keys sorted, so that a client that orders
-/// them differently in a later round is not asked again). A 2026-07-28
-/// server keeps nothing between rounds, so the call a user was shown
-/// travels in `requestState`, and a round whose arguments differ from it
-/// is asked again: an accept is never taken for arguments the user did not
-/// see.
+/// What identifies a call for its approval and its questions' answers: a
+/// SHA-256 of the tool's name and its arguments (object keys sorted, so
+/// that a client that orders them differently in a later round is not
+/// asked again). A 2026-07-28 server keeps nothing between rounds, so the
+/// call a user was shown travels in `requestState`, and a round whose
+/// arguments differ from it is asked again: an accept or an answer is never
+/// taken for arguments the user did not see.
 pub(super) fn digest(tool: &str, arguments: &JsonObject) -> String {
     use sha2::{Digest as _, Sha256};
     fn canonical(value: &serde_json::Value, out: &mut String) {
@@ -129,6 +121,7 @@ pub(super) async fn ask(
     request_state: Option<&str>,
     tool: &str,
     arguments: &JsonObject,
+    call: &str,
 ) -> Gate {
     let form = context
         .client_capabilities()
@@ -143,7 +136,6 @@ pub(super) async fn ask(
              ask the server's operator whether `{tool}` must need approval"
         ));
     }
-    let call = digest(tool, arguments);
     let arguments = serde_json::Value::Object(arguments.clone()).to_string();
     let shown = clip(&arguments, SHOWN_ARGUMENT_BYTES);
     let params = ElicitRequestParams::FormElicitationParams {
@@ -168,7 +160,7 @@ pub(super) async fn ask(
         let state = super::question::RequestState::parse(request_state).unwrap_or_default();
         // An answer counts only for the call the user was shown: this
         // round's (the state names it), or an earlier round's accept of it.
-        let answer = if state.approval_for.as_deref() == Some(call.as_str()) {
+        let answer = if state.call.as_deref() == Some(call) {
             input_responses
                 .and_then(|r| r.get(APPROVAL_INPUT_KEY))
                 .cloned()
@@ -185,7 +177,7 @@ pub(super) async fn ask(
             )]);
             let mut result = InputRequiredResult::from_input_requests(requests);
             let mut state = super::question::RequestState {
-                approval_for: Some(call),
+                call: Some(call.to_owned()),
                 ..Default::default()
             };
             result.request_state = Some(state.encode());
@@ -193,7 +185,7 @@ pub(super) async fn ask(
         };
         match serde_json::from_value::<ElicitResult>(answer.clone()) {
             Ok(result) => {
-                given = Some(Approved { answer, call });
+                given = Some(answer);
                 result.action
             }
             Err(e) => {

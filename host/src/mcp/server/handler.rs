@@ -277,7 +277,12 @@ impl Connection {
         let log_level =
             notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
         let mut approved = None;
-        if approval::needs(&self.tools.approval, &self.tools.overrides, tools, name) {
+        // 2026-07-28: what a round's approval and answers must be for.
+        let asks = rmcp.is_some() && tool.may_ask_user();
+        let needs_approval =
+            approval::needs(&self.tools.approval, &self.tools.overrides, tools, name);
+        let call = (needs_approval || asks).then(|| approval::digest(name, &arguments));
+        if needs_approval {
             // Never a silent run: without rmcp's request there is no one to
             // ask (the direct path sends such calls to rmcp).
             let Some(context) = rmcp else {
@@ -292,6 +297,7 @@ impl Connection {
                 request.request_state.as_deref(),
                 name,
                 &arguments,
+                call.as_deref().unwrap_or_default(),
             )
             .await
             {
@@ -302,10 +308,11 @@ impl Connection {
         // A tool that may ask its user asks the client's (a direct call
         // never comes here: `needs_rmcp` sends it to rmcp).
         let mut questions = match rmcp {
-            Some(context) if tool.may_ask_user() => Questions::of(
+            Some(context) if asks => Questions::of(
                 context,
                 request.input_responses.as_ref(),
                 request.request_state.as_deref(),
+                call.as_deref().unwrap_or_default(),
                 approved,
             )
             .map_err(|e| McpError::invalid_params(e, None))?,

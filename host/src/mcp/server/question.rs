@@ -56,10 +56,10 @@ pub(super) struct Questions {
 pub(super) struct RequestState {
     /// The approval's elicitation result, as the client sent it.
     pub approval: Option<Value>,
-    /// The call (tool and arguments, [`super::approval::digest`]) the user
-    /// was asked to approve, or approved: a round with other arguments is
-    /// asked again.
-    pub approval_for: Option<String>,
+    /// The call (tool and arguments, [`super::approval::digest`]) the
+    /// approval and the answers are for: a round with other arguments is
+    /// asked again, from the start.
+    pub call: Option<String>,
     /// The questions' elicitation results, in the order they were asked.
     pub answers: Vec<Value>,
 }
@@ -82,19 +82,17 @@ impl RequestState {
         if state.len() > MAX_REQUEST_STATE {
             return Err(wrong());
         }
-        let (approval, approval_for, answers) = match serde_json::from_str::<Value>(state) {
+        let (approval, call, answers) = match serde_json::from_str::<Value>(state) {
             // Only answers: the call needed no approval.
             Ok(Value::Array(answers)) => (None, None, answers),
             Ok(Value::Object(mut state)) => {
-                let approval_for = match state.remove("for") {
+                let call = match state.remove("for") {
                     None => None,
                     Some(Value::String(call)) => Some(call),
                     Some(_) => return Err(wrong()),
                 };
                 match state.remove("answers") {
-                    Some(Value::Array(answers)) => {
-                        (state.remove("approval"), approval_for, answers)
-                    }
+                    Some(Value::Array(answers)) => (state.remove("approval"), call, answers),
                     _ => return Err(wrong()),
                 }
             }
@@ -105,7 +103,7 @@ impl RequestState {
         }
         Ok(Self {
             approval,
-            approval_for,
+            call,
             answers,
         })
     }
@@ -114,14 +112,14 @@ impl RequestState {
     /// call needs no approval.
     pub fn encode(&mut self) -> String {
         let answers = Value::Array(std::mem::take(&mut self.answers));
-        if self.approval.is_none() && self.approval_for.is_none() {
+        if self.approval.is_none() && self.call.is_none() {
             return answers.to_string();
         }
         let mut state = serde_json::Map::new();
         if let Some(approval) = self.approval.take() {
             state.insert("approval".to_owned(), approval);
         }
-        if let Some(call) = self.approval_for.take() {
+        if let Some(call) = self.call.take() {
             state.insert("for".to_owned(), Value::String(call));
         }
         state.insert("answers".to_owned(), answers);
@@ -150,7 +148,8 @@ impl Questions {
         context: &RequestContext<RoleServer>,
         input_responses: Option<&InputResponses>,
         request_state: Option<&str>,
-        approval: Option<super::approval::Approved>,
+        call: &str,
+        approval: Option<Value>,
     ) -> Result<Self, String> {
         let form = context
             .client_capabilities()
@@ -185,8 +184,15 @@ impl Questions {
                 unanswered: None,
             });
         }
-        let mut answers = RequestState::parse(request_state)?.answers;
-        if let Some(latest) = input_responses.and_then(|r| r.get(QUESTION_INPUT_KEY)) {
+        let state = RequestState::parse(request_state)?;
+        // Answers count only for the call they were given for: with other
+        // arguments (or no state naming them) the tool asks from the start.
+        let same_call = state.call.as_deref() == Some(call);
+        let mut answers = if same_call { state.answers } else { Vec::new() };
+        if let Some(latest) = input_responses
+            .and_then(|r| r.get(QUESTION_INPUT_KEY))
+            .filter(|_| same_call)
+        {
             if answers.len() >= MAX_QUESTIONS_PER_CALL {
                 return Err(format!(
                     "more answers than the {MAX_QUESTIONS_PER_CALL} questions one call may ask"
@@ -223,8 +229,8 @@ impl Questions {
             unanswered: Some((
                 asked,
                 RequestState {
-                    approval_for: approval.as_ref().map(|a| a.call.clone()),
-                    approval: approval.map(|a| a.answer),
+                    approval,
+                    call: Some(call.to_owned()),
                     answers,
                 },
             )),
@@ -289,7 +295,7 @@ mod tests {
         let answers = vec![serde_json::json!({"action": "decline"})];
         let mut state = RequestState {
             approval: Some(approval.clone()),
-            approval_for: Some("c0ffee".to_owned()),
+            call: Some("c0ffee".to_owned()),
             answers: answers.clone(),
         };
         let sent = state.encode();
@@ -297,14 +303,14 @@ mod tests {
             RequestState::parse(Some(&sent)).unwrap(),
             RequestState {
                 approval: Some(approval),
-                approval_for: Some("c0ffee".to_owned()),
+                call: Some("c0ffee".to_owned()),
                 answers: answers.clone(),
             }
         );
         // Without an approval, the answers alone, as a list.
         let mut plain = RequestState {
             approval: None,
-            approval_for: None,
+            call: None,
             answers,
         };
         assert_eq!(plain.encode(), r#"[{"action":"decline"}]"#);
