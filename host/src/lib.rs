@@ -24,6 +24,7 @@ pub mod config;
 pub mod egress;
 pub mod environ;
 pub mod fsread;
+mod json;
 pub mod llm;
 pub mod mcp;
 pub mod oci;

@@ -6,7 +6,6 @@
 //! reports back. Nothing here is async or touches the network, so every cap
 //! is unit- and property-tested without HTTP.
 
-use std::collections::BTreeSet;
 use std::num::NonZeroUsize;
 
 use serde::{Deserialize, Serialize};
@@ -372,40 +371,9 @@ pub fn normalize_arguments(arguments: &str) -> String {
     match serde_json::from_str::<Value>(arguments.trim()) {
         Ok(value) => {
             let mut out = String::new();
-            write_canonical(&value, &mut out);
+            crate::json::write_canonical(&value, &mut out);
             out
         }
         Err(_) => arguments.trim().to_owned(),
-    }
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let keys: BTreeSet<&String> = map.keys().collect();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                if let Some(v) = map.get(key) {
-                    write_canonical(v, out);
-                }
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
     }
 }

@@ -54,35 +54,6 @@ pub(super) enum Gate {
 /// taken for arguments the user did not see.
 pub(super) fn digest(tool: &str, arguments: &JsonObject) -> String {
     use sha2::{Digest as _, Sha256};
-    fn canonical(value: &serde_json::Value, out: &mut String) {
-        match value {
-            serde_json::Value::Object(map) => {
-                let mut entries: Vec<_> = map.iter().collect();
-                entries.sort_by(|a, b| a.0.cmp(b.0));
-                out.push('{');
-                for (i, (key, value)) in entries.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    out.push_str(&serde_json::Value::String(key.clone()).to_string());
-                    out.push(':');
-                    canonical(value, out);
-                }
-                out.push('}');
-            }
-            serde_json::Value::Array(items) => {
-                out.push('[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    canonical(item, out);
-                }
-                out.push(']');
-            }
-            scalar => out.push_str(&scalar.to_string()),
-        }
-    }
     let mut text = String::new();
     for (key, value) in [
         ("tool", tool.into()),
@@ -90,7 +61,7 @@ pub(super) fn digest(tool: &str, arguments: &JsonObject) -> String {
     ] {
         text.push_str(key);
         text.push(':');
-        canonical(&value, &mut text);
+        crate::json::write_canonical(&value, &mut text);
         text.push('\n');
     }
     format!("{:x}", Sha256::digest(text.as_bytes()))

@@ -83,7 +83,7 @@ impl RequestState {
             return Err(wrong());
         }
         let (approval, call, answers) = match serde_json::from_str::<Value>(state) {
-            // Only answers: the call needed no approval.
+            // Only answers, naming no call (as before calls were named).
             Ok(Value::Array(answers)) => (None, None, answers),
             Ok(Value::Object(mut state)) => {
                 let call = match state.remove("for") {
@@ -108,8 +108,8 @@ impl RequestState {
         })
     }
 
-    /// As the retried call is to carry it back: the answers alone when the
-    /// call needs no approval.
+    /// As the retried call is to carry it back: the answers alone when it
+    /// names no call and no approval.
     pub fn encode(&mut self) -> String {
         let answers = Value::Array(std::mem::take(&mut self.answers));
         if self.approval.is_none() && self.call.is_none() {
