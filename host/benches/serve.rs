@@ -19,9 +19,12 @@
 //! a sink on loopback that takes them and drops them). A list of modes
 //! (`--telemetry off,traces`) runs only the HTTP rows (8 clients unless
 //! `--clients` says otherwise), for each mode in turn over `--rounds N`
-//! (default 3) alternating rounds (each round starts with the next mode),
-//! and prints each mode's median against the first mode's, with the floor
-//! for exported traces. Each round also
+//! (default 7) alternating rounds (each round starts with the next mode),
+//! and prints each mode's median against the first mode's, and the median
+//! of each round's ratio to the first mode's run of the same round (which
+//! the machine's drift over the run moves less; a round's ratio varies by
+//! ±15% on a 2-core VM, hence the many rounds), with the floor for
+//! exported traces by both. Each round also
 //! times 8 callers in this process on a registry that records what the
 //! mode says (metrics, spans exported to the same sink): the telemetry's
 //! own CPU per call, without loopback TCP and without the server's threads
@@ -33,7 +36,13 @@
 //! the cores, the figures are the server's and not a client library's.
 //!
 //! It prints the floors the project holds `serve` to and whether this run
-//! met them; it exits non-zero only if a call failed. Needs the bundled
+//! met them; it exits non-zero only if a call failed. Beside each floor it
+//! prints what the machine allows (module `floor`): the same clients
+//! served over the same transports by a server that answers with a canned
+//! answer and does nothing else (the transport's own cost), and by one
+//! that makes the call in a registry and answers with its output, with
+//! none of `serve`'s layers between (the transport and the call): no
+//! server that runs the call can go below the second. Needs the bundled
 //! plugins: it runs `plugins/build.sh rust` if `text.wasm` is missing.
 //!
 //! `--baseline PATH` names an earlier `toolhost` binary (built from an
@@ -71,6 +80,7 @@ use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolRegistry};
 
 mod common;
+mod floor;
 
 /// The in-process rows allocate as `toolhost serve` does (the binary runs
 /// on mimalloc), so the ratios compare the transports, not the allocators.
@@ -103,6 +113,9 @@ const LATENCY_BUDGET: Duration = Duration::from_secs(20);
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if floor::serve_if_asked(&args) {
+        return;
+    }
     let full = args.iter().any(|a| a == "--bench");
     let flag = |name: &str| {
         args.iter()
@@ -165,6 +178,7 @@ fn main() {
         wassette: wassette.map(|binary| {
             Wassette::install(binary, &plugins.path().join("text.wasm"), components.path())
         }),
+        floor: None,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -192,13 +206,14 @@ fn main() {
                 config: None,
             },
             wassette: None,
+            floor: None,
         };
         rt.block_on(compare_builds(&setup, &baseline, &clients, rounds, window));
         return;
     }
     if modes.len() > 1 {
         let clients = flag("--clients").map_or(vec![8], |_| clients);
-        let rounds = flag("--rounds").map_or(3, |n| n.parse().expect("--rounds N"));
+        let rounds = flag("--rounds").map_or(7, |n| n.parse().expect("--rounds N"));
         rt.block_on(compare_telemetry(
             &mut setup, &modes, &clients, rounds, window,
         ));
@@ -215,6 +230,11 @@ fn main() {
     let (in_process, in_process_8) = (&local.latencies, local.rate_8);
     let (stdio, stdio_cpu) = stdio_round_trips(&setup, Peer::Toolhost, calls);
     let http = rt.block_on(http_rows(&setup, Peer::Toolhost, &clients, calls, window));
+    setup.floor = Some(rt.block_on(tool_result(&setup)));
+    let floor_stdio = stdio_round_trips(&setup, Peer::Floor, calls);
+    let floor_stdio_call = stdio_round_trips(&setup, Peer::FloorCall, calls);
+    let floor_http = rt.block_on(http_rows(&setup, Peer::Floor, &clients, calls, window));
+    let floor_call = rt.block_on(http_rows(&setup, Peer::FloorCall, &clients, calls, window));
     let peer = setup.wassette.as_ref().map(|_| {
         let stdio = stdio_round_trips(&setup, Peer::Wassette, calls);
         let http = rt.block_on(http_rows(&setup, Peer::Wassette, &clients, calls, window));
@@ -236,13 +256,16 @@ fn main() {
         "| in process (`ToolRegistry::call`) | 8 | | | {in_process_8:.0} | {} |",
         cpu(local.cpu)
     );
-    println!(
-        "| MCP over stdio (`toolhost serve`) | 1 | {} | {} | {:.0} | {} (server) |",
-        fmt(percentile(&stdio, 0.5)),
-        fmt(percentile(&stdio, 0.99)),
-        one(&stdio),
-        cpu(stdio_cpu)
-    );
+    let stdio_row = |label: &str, latencies: &[Duration], server: Option<Duration>| {
+        println!(
+            "| {label} | 1 | {} | {} | {:.0} | {} (server) |",
+            fmt(percentile(latencies, 0.5)),
+            fmt(percentile(latencies, 0.99)),
+            one(latencies),
+            cpu(server)
+        );
+    };
+    stdio_row("MCP over stdio (`toolhost serve`)", &stdio, stdio_cpu);
     let http_table = |label: &str, rows: &[HttpRow]| {
         for row in rows {
             let (p50, p99) = match &row.latencies {
@@ -258,13 +281,30 @@ fn main() {
         }
     };
     http_table("MCP over HTTP (`toolhost serve --http`)", &http);
-    if let Some(((peer_stdio, peer_stdio_cpu), peer_http)) = &peer {
-        println!(
-            "| wassette over stdio (`wassette run`) | 1 | {} | {} | {:.0} | {} (server) |",
-            fmt(percentile(peer_stdio, 0.5)),
-            fmt(percentile(peer_stdio, 0.99)),
-            one(peer_stdio),
-            cpu(*peer_stdio_cpu)
+    stdio_row(
+        "transport floor over stdio (a canned answer: no MCP, no guest)",
+        &floor_stdio.0,
+        floor_stdio.1,
+    );
+    stdio_row(
+        "transport and call over stdio (the call in a registry, none of `serve` between)",
+        &floor_stdio_call.0,
+        floor_stdio_call.1,
+    );
+    http_table(
+        "transport floor over HTTP (a canned answer: no HTTP library, no MCP, no guest)",
+        &floor_http,
+    );
+    http_table(
+        "transport and call over HTTP (the call in a registry, none of `serve` between)",
+        &floor_call,
+    );
+    if let Some((peer_stdio_row, peer_http)) = &peer {
+        let peer_stdio = &peer_stdio_row.0;
+        stdio_row(
+            "wassette over stdio (`wassette run`)",
+            peer_stdio,
+            peer_stdio_row.1,
         );
         http_table(
             "wassette over HTTP (`wassette serve --streamable-http`)",
@@ -295,6 +335,26 @@ fn main() {
         verdict(stdio_p50 <= stdio_floor),
         stdio_p50.as_secs_f64() / in_p50.as_secs_f64()
     );
+    let pipes = percentile(&floor_stdio.0, 0.5);
+    println!(
+        "  the transport alone (a server answering over the same pipes without any work): p50 {}; \
+         the floor leaves {} for MCP and the call{}",
+        fmt(pipes),
+        fmt(stdio_floor.saturating_sub(pipes)),
+        if pipes >= stdio_floor {
+            " (none: below what the pipes alone take on this machine)"
+        } else {
+            ""
+        }
+    );
+    let bare = percentile(&floor_stdio_call.0, 0.5);
+    println!(
+        "  the transport and the call, with none of `serve` between: p50 {} ({}); `serve`'s own \
+         layers add {}",
+        fmt(bare),
+        verdict(bare <= stdio_floor),
+        fmt(stdio_p50.saturating_sub(bare))
+    );
     if let Some(eight) = http.iter().find(|r| r.clients == 8) {
         if let (Some(server), Some(local)) = (eight.cpu, local.cpu) {
             let ratio = server.as_secs_f64() / local.as_secs_f64();
@@ -305,6 +365,38 @@ fn main() {
                 fmt(local),
                 verdict(ratio <= HTTP_CPU_FLOOR)
             );
+            if let Some(transport) = floor_http
+                .iter()
+                .find(|r| r.clients == 8)
+                .and_then(|r| r.cpu)
+            {
+                let allowed = local.mul_f64(HTTP_CPU_FLOOR);
+                println!(
+                    "  the transport alone (a server answering the same 8 clients without any work) \
+                     spends {} per call ({:.2}x in process): the floor leaves {} for HTTP, MCP and \
+                     the call, which takes {} in process; this server spends {} on top of the \
+                     transport",
+                    fmt(transport),
+                    transport.as_secs_f64() / local.as_secs_f64(),
+                    fmt(allowed.saturating_sub(transport)),
+                    fmt(local),
+                    fmt(server.saturating_sub(transport))
+                );
+            }
+            if let Some(bare) = floor_call
+                .iter()
+                .find(|r| r.clients == 8)
+                .and_then(|r| r.cpu)
+            {
+                println!(
+                    "  the transport and the call, with none of `serve` between, spend {} per call \
+                     ({:.2}x in process: {}): `serve`'s own layers cost {} per call",
+                    fmt(bare),
+                    bare.as_secs_f64() / local.as_secs_f64(),
+                    verdict(bare.as_secs_f64() / local.as_secs_f64() <= HTTP_CPU_FLOOR),
+                    fmt(server.saturating_sub(bare))
+                );
+            }
         }
         let ratio = eight.per_second / HTTP_8_BASELINE;
         println!(
@@ -315,9 +407,30 @@ fn main() {
             verdict(ratio >= HTTP_RATE_FLOOR),
             eight.per_second / in_process_8
         );
+        if let Some(transport) = floor_http.iter().find(|r| r.clients == 8) {
+            println!(
+                "  the transport alone answers {:.0} calls/s to the same 8 clients: {:.0} calls/s \
+                 (the floor) is {:.0}% of it, this server {:.0}%",
+                transport.per_second,
+                HTTP_8_BASELINE * HTTP_RATE_FLOOR,
+                HTTP_8_BASELINE * HTTP_RATE_FLOOR / transport.per_second * 100.0,
+                eight.per_second / transport.per_second * 100.0
+            );
+        }
+        if let Some(bare) = floor_call.iter().find(|r| r.clients == 8) {
+            println!(
+                "  the transport and the call, with none of `serve` between, answer {:.0} calls/s \
+                 to the same 8 clients ({:.2}x the {HTTP_8_BASELINE:.0}: {})",
+                bare.per_second,
+                bare.per_second / HTTP_8_BASELINE,
+                verdict(bare.per_second / HTTP_8_BASELINE >= HTTP_RATE_FLOOR)
+            );
+        }
     }
     let failed: u64 = http
         .iter()
+        .chain(&floor_http)
+        .chain(&floor_call)
         .chain(peer.iter().flat_map(|(_, rows)| rows))
         .map(|r| r.errors)
         .sum();
@@ -335,6 +448,9 @@ struct Setup {
     /// What `serve` records, the mode of these rows.
     telemetry: TelemetrySetup,
     wassette: Option<Wassette>,
+    /// The `tools/call` result the floor server answers with (the full
+    /// run's, taken from a call in process).
+    floor: Option<String>,
 }
 
 /// What every `toolhost serve` of a run records (`--telemetry`).
@@ -445,7 +561,27 @@ async fn compare_telemetry(
                 fmt(Duration::from_secs_f64(cpu))
             );
             if *mode == Telemetry::Traces && n == 8 && modes[0].0 == Telemetry::Off {
-                verdicts.push((rate_ratio, cpu_ratio));
+                verdicts.push((
+                    (rate_ratio, cpu_ratio),
+                    paired(&results[m][c], &results[0][c]),
+                ));
+            }
+        }
+    }
+    // Each mode's round against the first mode's in the same round (the
+    // two ran minutes apart at most, on the same machine state): the
+    // machine's drift over the run, which moves both, cancels out.
+    if modes.len() > 1 {
+        println!();
+        println!(
+            "| telemetry | clients | calls/s vs {0}, same round (median, min-max) | CPU vs {0}, same round (median, min-max) |",
+            modes[0].0.name()
+        );
+        println!("| --- | ---: | ---: | ---: |");
+        for (m, (mode, _)) in modes.iter().enumerate().skip(1) {
+            for (c, &n) in clients.iter().enumerate() {
+                let (rate, cpu) = paired(&results[m][c], &results[0][c]);
+                println!("| {} | {n} | {rate} | {cpu} |", mode.name());
             }
         }
     }
@@ -474,16 +610,59 @@ async fn compare_telemetry(
     }
     drop(registries);
     println!();
-    for (rate, cpu) in verdicts {
+    let within = |rate: f64, cpu: f64| rate >= 1.0 - TRACES_FLOOR && cpu <= 1.0 + TRACES_FLOOR;
+    for ((rate, cpu), (paired_rate, paired_cpu)) in verdicts {
+        let (paired_rate, paired_cpu) = (paired_rate.median, paired_cpu.median);
         println!(
             "floor: traces exported, 8 HTTP clients, within {:.0}% of telemetry off: calls/s {:+.1}%, \
-             server CPU per call {:+.1}% -> {}",
+             server CPU per call {:+.1}% -> {} (medians of each mode's rounds); calls/s {:+.1}%, \
+             server CPU per call {:+.1}% -> {} (median of the same round's ratios)",
             TRACES_FLOOR * 100.0,
             (rate - 1.0) * 100.0,
             (cpu - 1.0) * 100.0,
-            verdict(rate >= 1.0 - TRACES_FLOOR && cpu <= 1.0 + TRACES_FLOOR)
+            verdict(within(rate, cpu)),
+            (paired_rate - 1.0) * 100.0,
+            (paired_cpu - 1.0) * 100.0,
+            verdict(within(paired_rate, paired_cpu))
         );
     }
+}
+
+/// A ratio over rounds: the median and the range.
+#[derive(Clone, Copy)]
+struct Spread {
+    median: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Spread {
+    fn of(ratios: Vec<f64>) -> Self {
+        Self {
+            min: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+            max: ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            median: median(ratios),
+        }
+    }
+}
+
+impl std::fmt::Display for Spread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.3}x ({:.3}-{:.3})", self.median, self.min, self.max)
+    }
+}
+
+/// The ratios of `rows` to `base`, round by round: calls/s, CPU per call.
+fn paired(rows: &[(f64, Duration)], base: &[(f64, Duration)]) -> (Spread, Spread) {
+    let pairs = || rows.iter().zip(base);
+    (
+        Spread::of(pairs().map(|(r, b)| r.0 / b.0).collect()),
+        Spread::of(
+            pairs()
+                .map(|(r, b)| r.1.as_secs_f64() / b.1.as_secs_f64())
+                .collect(),
+        ),
+    )
 }
 
 /// One round of `setup`'s HTTP rows: each row's calls/s and server CPU
@@ -634,6 +813,10 @@ fn otlp_sink() -> String {
 enum Peer {
     Toolhost,
     Wassette,
+    /// The transport floor (`floor`): a canned answer, no work.
+    Floor,
+    /// The transport and the call, with nothing of `serve` between.
+    FloorCall,
 }
 
 /// A wassette binary and its component directory, holding `text.wasm`.
@@ -694,8 +877,22 @@ impl Setup {
                 command
             }
             Peer::Wassette => self.wassette().serve("run"),
+            Peer::Floor => self.floor("stdio"),
+            Peer::FloorCall => self.floor("stdio-call"),
         };
         command.stdin(Stdio::piped()).stdout(Stdio::piped());
+        command
+    }
+
+    /// The floor server on `transport`, answering with this run's answer.
+    fn floor(&self, transport: &str) -> Command {
+        let mut command = Command::new(std::env::current_exe().expect("the bench's own path"));
+        command.arg(floor::FLAG).arg(transport);
+        if transport.ends_with("-call") {
+            command.arg(&self.plugins).arg(&self.cache);
+        } else {
+            command.arg(self.floor.as_deref().expect("the floor's answer"));
+        }
         command
     }
 
@@ -741,6 +938,22 @@ async fn text_registry(setup: &Setup) -> ToolRegistry {
     let registry = ToolRegistry::new();
     common::register_plugins(&host, &setup.plugins, &["text"], &registry).await;
     registry
+}
+
+/// The MCP `tools/call` result of one call in process, for the floor
+/// server to answer with: the same bytes `serve` sends, give or take.
+async fn tool_result(setup: &Setup) -> String {
+    let registry = text_registry(setup).await;
+    let output = registry
+        .call_value(TOOL, input(), &CallContext::default())
+        .await
+        .unwrap();
+    json!({
+        "content": [{"type": "text", "text": output.to_string()}],
+        "structuredContent": output,
+        "isError": false
+    })
+    .to_string()
 }
 
 /// The same call through the library: one caller's latencies, and the
@@ -914,7 +1127,9 @@ fn initialize(id: u64) -> String {
 /// the component's `call(name, input)` export as a tool of its own.
 fn call_request(peer: Peer, id: u64) -> String {
     let params = match peer {
-        Peer::Toolhost => json!({"name": TOOL, "arguments": input()}),
+        Peer::Toolhost | Peer::Floor | Peer::FloorCall => {
+            json!({"name": TOOL, "arguments": input()})
+        }
         Peer::Wassette => json!({
             "name": "toolhost_plugin_tool_0_1_0_call",
             "arguments": {"name": TOOL, "input": input().to_string()}
@@ -927,7 +1142,7 @@ fn call_request(peer: Peer, id: u64) -> String {
 fn check_answer(peer: Peer, response: &Value) -> Result<(), String> {
     let result = &response["result"];
     let output = match peer {
-        Peer::Toolhost => result["structuredContent"].clone(),
+        Peer::Toolhost | Peer::Floor | Peer::FloorCall => result["structuredContent"].clone(),
         // The export's `result<string, tool-error>`: the JSON text in `ok`.
         Peer::Wassette => result["structuredContent"]["result"]["ok"]
             .as_str()
@@ -995,8 +1210,11 @@ impl Drop for HttpServer {
 
 impl HttpServer {
     fn start(setup: &Setup, peer: Peer) -> Self {
-        if peer == Peer::Wassette {
-            return Self::start_wassette(setup.wassette());
+        match peer {
+            Peer::Wassette => return Self::start_wassette(setup.wassette()),
+            Peer::Floor => return Self::start_floor(setup, "http"),
+            Peer::FloorCall => return Self::start_floor(setup, "http-call"),
+            Peer::Toolhost => {}
         }
         let mut child = setup
             .serve(&["--http", "127.0.0.1:0"])
@@ -1016,6 +1234,26 @@ impl HttpServer {
             }
         };
         std::thread::spawn(move || lines.for_each(drop));
+        Self { child, addr }
+    }
+
+    /// The floor server prints its address on stdout.
+    fn start_floor(setup: &Setup, transport: &str) -> Self {
+        let mut child = setup
+            .floor(transport)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("the floor server starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("the floor server prints its address")
+            .to_owned();
         Self { child, addr }
     }
 
