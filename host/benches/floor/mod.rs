@@ -160,12 +160,22 @@ fn answer(message: &[u8], id: u64, result: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#)
 }
 
-/// Newline-delimited JSON-RPC on stdin and stdout, blocking: a read, a
-/// write and a flush per request (the call, if any, made on the reading
-/// thread, with the runtime's workers for what the sandbox does aside).
+/// Newline-delimited JSON-RPC on stdin and stdout. The canned answer:
+/// blocking reads and writes on the main thread, the least a round trip
+/// over pipes can cost. The call: stdin and stdout polled by a task on a
+/// tokio worker (as `toolhost serve` polls them), the call made in that
+/// task, one request at a time.
 fn stdio(work: Work) {
-    let rt = runtime();
-    let answers = rt.block_on(work.answer());
+    match work {
+        Work::Canned(result) => stdio_canned(&result),
+        work @ Work::Call(..) => runtime().block_on(async move {
+            let answers = work.answer().await;
+            tokio::spawn(stdio_calls(answers)).await.unwrap();
+        }),
+    }
+}
+
+fn stdio_canned(result: &str) {
     let stdin = std::io::stdin();
     let mut stdin = stdin.lock();
     let mut stdout = std::io::stdout().lock();
@@ -176,9 +186,33 @@ fn stdio(work: Work) {
             return;
         }
         if let Some(id) = request_id(&line) {
-            let mut out = rt.block_on(answers.to(&line, id));
+            let mut out = answer(&line, id, result);
             out.push('\n');
             if stdout.write_all(out.as_bytes()).is_err() || stdout.flush().is_err() {
+                return;
+            }
+        }
+    }
+}
+
+async fn stdio_calls(answers: Answer) {
+    use std::os::fd::AsFd;
+    use tokio::io::AsyncBufReadExt;
+    use tokio::net::unix::pipe;
+    let fd = |fd: std::os::fd::BorrowedFd<'_>| fd.try_clone_to_owned().unwrap();
+    let stdin = pipe::Receiver::from_owned_fd(fd(std::io::stdin().as_fd())).unwrap();
+    let mut stdout = pipe::Sender::from_owned_fd(fd(std::io::stdout().as_fd())).unwrap();
+    let mut stdin = tokio::io::BufReader::new(stdin);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if stdin.read_until(b'\n', &mut line).await.unwrap_or(0) == 0 {
+            return;
+        }
+        if let Some(id) = request_id(&line) {
+            let mut out = answers.to(&line, id).await;
+            out.push('\n');
+            if stdout.write_all(out.as_bytes()).await.is_err() {
                 return;
             }
         }

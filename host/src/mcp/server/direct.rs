@@ -38,14 +38,16 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::model::{
-    CallToolRequestParams, JsonRpcVersion2_0, ProtocolVersion, RequestId, ServerJsonRpcMessage,
-    ServerResult,
+    CallToolRequestParams, JsonRpcVersion2_0, ProtocolVersion, RequestId, RequestMetaObject,
+    ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::Connection;
 use super::sessions::CappedSessions;
+use crate::telemetry::TraceParent;
+use crate::tools::ToolSet;
 
 /// The header that names a session (a `HeaderName` made once: looking one
 /// up by `&str` parses the name on every request).
@@ -240,6 +242,78 @@ struct CallRequest<'a> {
     params: CallToolRequestParams,
 }
 
+/// A `tools/call` the direct path may answer, as it came.
+pub(super) struct PlainCall {
+    pub(super) id: RequestId,
+    pub(super) params: CallToolRequestParams,
+    /// The request's `_meta` (taken out of `params`).
+    pub(super) meta: RequestMetaObject,
+}
+
+impl PlainCall {
+    /// `message` as a plain `tools/call`: `None` for anything else,
+    /// including a call whose `_meta` names a protocol revision (rmcp's to
+    /// check).
+    pub(super) fn parse(message: &[u8]) -> Option<Self> {
+        let CallRequest {
+            id,
+            method,
+            mut params,
+            ..
+        } = serde_json::from_slice(message).ok()?;
+        if method != "tools/call"
+            || params
+                .meta
+                .as_ref()
+                .is_some_and(|meta| meta.protocol_version().is_some())
+        {
+            return None;
+        }
+        let meta = params.meta.take().unwrap_or_default();
+        Some(Self { id, params, meta })
+    }
+
+    /// Whether it must go through rmcp after all (see
+    /// [`Connection::needs_rmcp`]).
+    pub(super) fn needs_rmcp(&self, conn: &Connection, tools: &ToolSet) -> bool {
+        conn.needs_rmcp(tools, &self.params, &self.meta)
+    }
+
+    /// Run the call in `conn` on `tools` until it ends, the connection
+    /// stops or `cancel` is cancelled (`notifications/cancelled` for its
+    /// id), and answer it as rmcp answers a session of a revision with a
+    /// handshake.
+    pub(super) async fn answer(
+        self,
+        conn: &Connection,
+        tools: &ToolSet,
+        trace_parent: Option<TraceParent>,
+        cancel: CancellationToken,
+    ) -> ServerJsonRpcMessage {
+        let Self { id, params, meta } = self;
+        let _in_flight = conn.direct_call(id.clone(), cancel.clone());
+        let stopped = conn.stopped();
+        let cancelled = async {
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                () = stopped.cancelled() => {}
+            }
+        };
+        match conn
+            .call_tool(tools, params, &meta, None, trace_parent, cancelled)
+            .await
+        {
+            Ok(response) => {
+                let mut result = ServerResult::from(response);
+                result.strip_result_type_for_legacy_peer();
+                result.strip_non_object_output_for_legacy_peer();
+                ServerJsonRpcMessage::response(result, id)
+            }
+            Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
+        }
+    }
+}
+
 /// What serves each HTTP request: a plain `tools/call` POST of a
 /// registered session here, everything else through the router (rmcp and
 /// its checks).
@@ -343,55 +417,21 @@ async fn answer_directly(
         let ended = (StatusCode::BAD_REQUEST, "the request body ended early\n");
         return Ok(ended.into_response());
     };
-    let call = match serde_json::from_slice::<CallRequest>(&bytes) {
-        Ok(call)
-            if call.method == "tools/call"
-                // A revision named in `_meta` is rmcp's to check.
-                && call
-                    .params
-                    .meta
-                    .as_ref()
-                    .is_none_or(|meta| meta.protocol_version().is_none()) =>
-        {
-            call
-        }
-        _ => {
-            session.rmcp_saw.store(now, Ordering::Relaxed);
-            return Err(Request::from_parts(parts, Body::from(bytes)));
-        }
+    let Some(call) = PlainCall::parse(&bytes) else {
+        session.rmcp_saw.store(now, Ordering::Relaxed);
+        return Err(Request::from_parts(parts, Body::from(bytes)));
     };
-    let CallRequest { id, mut params, .. } = call;
-    let meta = params.meta.take().unwrap_or_default();
     // A call that asks the user (approval) or reports progress needs
     // rmcp's event stream.
     let tools = conn.snapshot();
-    if conn.needs_rmcp(&tools, &params, &meta) {
+    if call.needs_rmcp(&conn, &tools) {
         session.rmcp_saw.store(now, Ordering::Relaxed);
         return Err(Request::from_parts(parts, Body::from(bytes)));
     }
-    let trace_parent = super::metrics::trace_parent_in(&meta, Some(&parts.headers));
-    let cancel = CancellationToken::new();
-    let _in_flight = conn.direct_call(id.clone(), cancel.clone());
-    let stopped = conn.stopped();
-    let cancelled = async {
-        tokio::select! {
-            () = cancel.cancelled() => {}
-            () = stopped.cancelled() => {}
-        }
-    };
-    let message = match conn
-        .call_tool(&tools, params, &meta, None, trace_parent, cancelled)
-        .await
-    {
-        Ok(response) => {
-            // As rmcp answers a session of a revision with a handshake.
-            let mut result = ServerResult::from(response);
-            result.strip_result_type_for_legacy_peer();
-            result.strip_non_object_output_for_legacy_peer();
-            ServerJsonRpcMessage::response(result, id)
-        }
-        Err(error) => ServerJsonRpcMessage::error(error, Some(id)),
-    };
+    let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
+    let message = call
+        .answer(&conn, &tools, trace_parent, CancellationToken::new())
+        .await;
     Ok(match serde_json::to_vec(&message) {
         Ok(body) => (
             [(

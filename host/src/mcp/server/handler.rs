@@ -181,6 +181,14 @@ impl McpTools {
     }
 }
 
+impl McpTools {
+    /// What answers this handler's calls (a stdio connection's direct
+    /// path holds it too).
+    pub(super) fn connection(&self) -> &Arc<Connection> {
+        &self.conn
+    }
+}
+
 impl Connection {
     /// Cancelled when the connection's handler goes (the session ended).
     pub(super) fn stopped(&self) -> &CancellationToken {

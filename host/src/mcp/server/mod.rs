@@ -69,6 +69,7 @@ mod question;
 mod sessions;
 mod sse;
 mod stdio;
+mod stdio_direct;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -76,6 +77,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::ServiceExt;
+use rmcp::model::ProtocolVersion;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
@@ -355,10 +357,24 @@ impl ToolServer {
             reader,
             closed: input_closed.clone(),
         };
-        let service = handler::McpTools::new(self.tools.clone())
-            .serve((reader, writer))
-            .await
-            .map_err(|e| ServeError::Handshake(Box::new(e)))?;
+        // Plain calls skip rmcp's service loop once the handshake is done
+        // (see `stdio_direct`); rmcp serves everything else.
+        let (front, rmcp_end) = stdio_direct::Front::start(reader, writer);
+        let handler = handler::McpTools::new(self.tools.clone());
+        let conn = Arc::clone(handler.connection());
+        let service = match handler.serve(tokio::io::split(rmcp_end)).await {
+            Ok(service) => service,
+            Err(e) => {
+                front.close().await;
+                return Err(ServeError::Handshake(Box::new(e)));
+            }
+        };
+        if service.peer().peer_info().is_some_and(|info| {
+            info.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+        }) {
+            front.open(&conn);
+        }
+        drop(conn);
         let cancel = service.cancellation_token();
         let mut waiting = std::pin::pin!(service.waiting());
         tokio::select! {
@@ -381,6 +397,7 @@ impl ToolServer {
                 cancel.cancel();
             }
         }
+        front.close().await;
         Ok(())
     }
 
