@@ -41,8 +41,9 @@ use super::direct::PlainCall;
 use super::handler::Connection;
 use super::stdio::{EndSignalling, Writer};
 
-/// The longest line answered directly (as for HTTP bodies); longer ones
-/// go to rmcp, which holds them to its own limit.
+/// The longest line answered directly (as for HTTP bodies), and the most
+/// of a line held here; longer ones go to rmcp as they come, which holds
+/// them to its own limit.
 const LARGEST_CALL: usize = 1 << 20;
 
 /// How much rmcp may have written and the writer not yet taken.
@@ -110,9 +111,10 @@ async fn read(
     let mut line = Vec::with_capacity(4096);
     loop {
         line.clear();
-        match input.read_until(b'\n', &mut line).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
+        match next_line(&mut input, &mut line, &mut to_rmcp).await {
+            Ok(Line::Whole) => {}
+            Ok(Line::PassedOn) => continue,
+            Ok(Line::End) | Err(_) => break,
         }
         if let Some(conn) = conn.get().and_then(Weak::upgrade)
             && let Some(call) = plain_call(&line, &conn)
@@ -127,11 +129,58 @@ async fn read(
     let _ = to_rmcp.shutdown().await;
 }
 
+/// What [`next_line`] read.
+enum Line {
+    /// A whole line, in the buffer.
+    Whole,
+    /// A line too long to be answered here, written to rmcp as it came
+    /// (rmcp holds lines to its own limit), never held whole here.
+    PassedOn,
+    /// The end of the input (what came before it without a newline went
+    /// to rmcp).
+    End,
+}
+
+/// Read the next line of `input` into `line`, up to [`LARGEST_CALL`]
+/// bytes; a longer one is passed on to rmcp piece by piece.
+async fn next_line(
+    input: &mut BufReader<EndSignalling>,
+    line: &mut Vec<u8>,
+    to_rmcp: &mut WriteHalf<DuplexStream>,
+) -> std::io::Result<Line> {
+    let mut passing = false;
+    loop {
+        let available = input.fill_buf().await?;
+        if available.is_empty() {
+            if !line.is_empty() {
+                to_rmcp.write_all(line).await?;
+            }
+            return Ok(Line::End);
+        }
+        let newline = available.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(available.len(), |i| i + 1);
+        if !passing && line.len() + take > LARGEST_CALL {
+            to_rmcp.write_all(line).await?;
+            line.clear();
+            passing = true;
+        }
+        if passing {
+            to_rmcp.write_all(&available[..take]).await?;
+        } else {
+            line.extend_from_slice(&available[..take]);
+        }
+        input.consume(take);
+        if newline.is_some() {
+            return Ok(if passing { Line::PassedOn } else { Line::Whole });
+        }
+    }
+}
+
 /// `line` as a call to answer directly in `conn`, with the tools it runs
 /// on; `None` when it must go to rmcp.
 fn plain_call(line: &[u8], conn: &Connection) -> Option<(PlainCall, Arc<crate::tools::ToolSet>)> {
     const METHOD: &[u8] = b"tools/call";
-    if line.len() > LARGEST_CALL || !line.windows(METHOD.len()).any(|w| w == METHOD) {
+    if !line.windows(METHOD.len()).any(|w| w == METHOD) {
         return None;
     }
     let call = PlainCall::parse(line)?;

@@ -241,6 +241,32 @@ async fn stdio_calls_that_need_rmcp_and_other_requests_are_still_answered() {
     let answer = lines.next().await;
     assert_eq!(answer["id"], 3);
     assert_eq!(answer["result"]["tools"][0]["name"], "first");
+    // A line longer than the direct path holds (1 MiB) is passed on to
+    // rmcp as it comes, and answered (its input is over the host's budget
+    // for one: an error result that says so); the call after it too.
+    lines
+        .send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                     "params": {"name": "first", "arguments": {"text": "x".repeat(3 << 20)}}}))
+        .await;
+    lines.send(Lines::call(5, "first")).await;
+    let mut ids = Vec::new();
+    for _ in [4, 5] {
+        let answer = lines.next().await;
+        let result = &answer["result"];
+        match answer["id"].as_u64() {
+            Some(4) => assert!(
+                result["isError"] == true
+                    && result["content"][0]["text"]
+                        .as_str()
+                        .is_some_and(|t| t.contains("the most a tool takes")),
+                "{answer}"
+            ),
+            _ => assert_eq!(result["structuredContent"], json!({"said": "first"})),
+        }
+        ids.push(answer["id"].as_u64().unwrap());
+    }
+    ids.sort_unstable();
+    assert_eq!(ids, [4, 5], "each answered once, in any order");
     // The end of the input ends serving.
     drop(lines);
     tokio::time::timeout(Duration::from_secs(30), serving)
