@@ -35,11 +35,15 @@ fn answering(name: &'static str) -> NativeTool {
     )
 }
 
-#[tokio::test]
-async fn serve_io_lists_calls_and_tells_of_tools_registered_and_removed_later() {
-    let registry = Arc::new(ToolRegistry::new());
-    registry.register(answering("first")).unwrap();
-    let server = ToolServer::new(Arc::clone(&registry), ServerOptions::new());
+/// `serve_io` of `registry` on an in-memory pipe: the client's end, and
+/// the serving task.
+fn serving(
+    registry: Arc<ToolRegistry>,
+) -> (
+    tokio::io::DuplexStream,
+    tokio::task::JoinHandle<Result<(), super::ServeError>>,
+) {
+    let server = ToolServer::new(registry, ServerOptions::new());
     let (client_end, server_end) = tokio::io::duplex(64 * 1024);
     let (server_read, server_write) = tokio::io::split(server_end);
     let serving = tokio::spawn(async move {
@@ -47,6 +51,14 @@ async fn serve_io_lists_calls_and_tells_of_tools_registered_and_removed_later() 
             .serve_io(server_read, server_write, std::future::pending())
             .await
     });
+    (client_end, serving)
+}
+
+#[tokio::test]
+async fn serve_io_lists_calls_and_tells_of_tools_registered_and_removed_later() {
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(answering("first")).unwrap();
+    let (client_end, serving) = serving(Arc::clone(&registry));
     let changed = Arc::new(Notify::new());
     let client = Listener(Arc::clone(&changed))
         .serve(tokio::io::split(client_end))
@@ -101,17 +113,11 @@ struct Lines {
 
 impl Lines {
     /// `serve_io` of `registry`, past the handshake (revision 2025-11-25).
-    async fn serve(registry: Arc<ToolRegistry>) -> (Self, tokio::task::JoinHandle<()>) {
+    async fn serve(
+        registry: Arc<ToolRegistry>,
+    ) -> (Self, tokio::task::JoinHandle<Result<(), super::ServeError>>) {
         use tokio::io::AsyncBufReadExt;
-        let server = ToolServer::new(registry, ServerOptions::new());
-        let (client_end, server_end) = tokio::io::duplex(64 * 1024);
-        let (server_read, server_write) = tokio::io::split(server_end);
-        let serving = tokio::spawn(async move {
-            server
-                .serve_io(server_read, server_write, std::future::pending())
-                .await
-                .unwrap();
-        });
+        let (client_end, serving) = serving(registry);
         let (read, write) = tokio::io::split(client_end);
         let mut lines = Self {
             write,
@@ -272,6 +278,7 @@ async fn stdio_calls_that_need_rmcp_and_other_requests_are_still_answered() {
     tokio::time::timeout(Duration::from_secs(30), serving)
         .await
         .expect("serving ends with the input")
+        .unwrap()
         .unwrap();
 }
 
@@ -293,5 +300,6 @@ async fn the_end_of_stdio_input_stops_a_running_call() {
     tokio::time::timeout(Duration::from_secs(30), serving)
         .await
         .expect("serving ends with the input")
+        .unwrap()
         .unwrap();
 }
