@@ -371,8 +371,17 @@ fn xdg_dir(var: &str, fallback: &str) -> Option<PathBuf> {
     let base = std::env::var_os(var)
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(fallback)))?;
+        .or_else(|| home_dir().map(|h| h.join(fallback)))?;
     Some(base.join("toolhost"))
+}
+
+/// `$HOME`, else the user's home from the password database: MCP clients
+/// and service managers start `toolhost serve` with a filtered
+/// environment, sometimes without `HOME`, and the process must still find
+/// the compile cache the user's shell filled (or it compiles every plugin
+/// again before it can answer).
+fn home_dir() -> Option<PathBuf> {
+    std::env::home_dir().filter(|h| h.is_absolute())
 }
 
 /// Registry logins from the Docker config the user already has, unless the
@@ -382,7 +391,7 @@ fn default_docker_config(config: &mut HostConfig) {
     if config.oci.docker_config.is_none() {
         config.oci.docker_config = std::env::var_os("DOCKER_CONFIG")
             .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".docker")))
+            .or_else(|| home_dir().map(|h| h.join(".docker")))
             .map(|dir| dir.join("config.json"));
     }
 }

@@ -90,6 +90,20 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // error, found at once.
     let options = options(&args)?;
     let toolbox = args.plugins.load_all().await?;
+    // MCP clients start `serve` with an environment of their own: say which
+    // compile cache this process uses, so that a slow first start (every
+    // plugin compiled again) can be traced to a cache other than the
+    // shell's (docs/mcp.md, "Use it from Claude Desktop").
+    match &toolbox.host().config().cache_dir {
+        Some(dir) => tracing::info!(
+            "compile cache: {}",
+            toolhost::text::escape_controls(&dir.display().to_string())
+        ),
+        None => tracing::warn!(
+            "no compile cache (--no-cache, or no home directory to put it in): \
+             every start compiles every plugin; pass --cache-dir DIR"
+        ),
+    }
     let options = options.approval(toolbox.host().config().approval.clone());
     let registry = Arc::clone(toolbox.registry());
     if registry.is_empty() {
