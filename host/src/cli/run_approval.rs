@@ -71,7 +71,11 @@ impl ApprovalArgs {
     /// # Errors
     ///
     /// A value that is neither a tool pattern nor such a call id.
-    pub fn sort(&self, round: Option<&PendingRound>, tools: &[String]) -> anyhow::Result<ApprovalFlags> {
+    pub fn sort(
+        &self,
+        round: Option<&PendingRound>,
+        tools: &[String],
+    ) -> anyhow::Result<ApprovalFlags> {
         let waiting: Vec<String> = round
             .map(|r| r.awaiting().into_iter().map(|r| r.call_id).collect())
             .unwrap_or_default();
@@ -82,7 +86,12 @@ impl ApprovalArgs {
         let mut approve_ids: Vec<&String> = self.approve_call.iter().collect();
         let mut deny_ids: Vec<&String> = self.deny_call.iter().collect();
         for (values, patterns, ids, flag) in [
-            (&self.approve, &mut flags.approve, &mut approve_ids, "--approve"),
+            (
+                &self.approve,
+                &mut flags.approve,
+                &mut approve_ids,
+                "--approve",
+            ),
             (&self.deny, &mut flags.deny, &mut deny_ids, "--deny"),
         ] {
             for value in values {

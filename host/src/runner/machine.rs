@@ -364,7 +364,9 @@ impl LoopState {
 
 /// The error result of a call of a tool not offered now.
 pub(super) fn unavailable_message(name: &str) -> String {
-    format!("unknown_tool: tool `{name}` is not available in this step; use one of the tools listed")
+    format!(
+        "unknown_tool: tool `{name}` is not available in this step; use one of the tools listed"
+    )
 }
 
 /// Arguments up to JSON formatting: parsed and written back with sorted
