@@ -11,8 +11,10 @@ use toolhost::llm::{Provider, ProviderKind, ProviderOptions};
 use toolhost::tools::{ExecOptions, NativeTool, ToolRegistry};
 
 mod cli;
+mod cli_ids;
 mod library;
 mod mcp;
+mod tampered;
 
 fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {
     kind.build(ProviderOptions {

@@ -9,7 +9,7 @@
 //! A call that needs approval is asked about on the terminal; without one,
 //! it is refused unless `--approve` covers it, or, with `--transcript`, the
 //! run pauses (exit code [`EXIT_AWAITING_APPROVAL`]) and continues with
-//! `--resume FILE --approve CALL_ID`.
+//! `--resume FILE --approve-call CALL_ID`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,7 +38,7 @@ use super::run_question;
 use super::{ChainDisplay, EXIT_FAILED, ExecArgs, PluginArgs, UsageError};
 
 /// Exit code of a run that paused: a call waits for approval, and the
-/// transcript holds the round (`--resume FILE --approve CALL_ID`).
+/// transcript holds the round (`--resume FILE --approve-call CALL_ID`).
 pub const EXIT_AWAITING_APPROVAL: u8 = 3;
 
 /// Which provider to talk to.
@@ -263,7 +263,7 @@ impl RunArgs {
             }
             match (&self.prompt, &transcript.pending) {
                 (Some(_), Some(_)) => bail!(
-                    "--resume {}: the run paused waiting for approval; resume it without a                      PROMPT (decide with --approve/--deny CALL_ID), then ask the next question",
+                    "--resume {}: the run paused waiting for approval; resume it without a                      PROMPT (decide with --approve-call/--deny-call CALL_ID), then ask the next question",
                     path.display()
                 ),
                 (None, None) => bail!(
@@ -367,8 +367,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     // The live line of calls that report progress (a terminal only).
     let live = CallProgress::new(args.plugins.quiet_progress());
     let live_result = live.clone();
-    let approver = CliApprover::new(args.approval.clone(), args.transcript.is_some());
+    let flags = args
+        .approval
+        .sort(start.pending.as_ref(), &names)
+        .map_err(UsageError)?;
+    let decisions = flags.decisions.clone();
+    let approver = CliApprover::new(flags, args.transcript.is_some());
     let mut runner = ToolRunner::resume(provider, registry, config, start).approver(approver);
+    for (id, decision) in decisions {
+        runner = runner.decide(id, decision);
+    }
     // A tool's questions go to the person at the terminal; without one,
     // the tool hears that no one can be asked.
     if let Some(answerer) = run_question::terminal_answerer() {

@@ -1,6 +1,11 @@
 //! Who approves a call in `toolhost run`: the `--approve`/`--deny` flags,
 //! then the person at the terminal; without a terminal, the run pauses
 //! (with `--transcript`) or the call is refused.
+//!
+//! A pattern matches tool names only, never a call id: the model chooses
+//! its call ids. A call id is a decision for one call of the paused round a
+//! `--resume` continues (`--approve-call ID`, `--deny-call ID`), given to
+//! the library once, for that call.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, IsTerminal, Write};
@@ -10,29 +15,123 @@ use std::sync::{Arc, Mutex};
 use clap::Args;
 use futures::future::BoxFuture;
 use toolhost::approval::{ApprovalRequest, Approver, Decision, ToolPattern};
-use toolhost::runner::RunOutcome;
+use toolhost::runner::{PendingRound, RunOutcome};
 use toolhost::text::{clip, escape_controls};
 
 /// The approval flags of `toolhost run`.
 #[derive(Debug, Clone, Args)]
 pub struct ApprovalArgs {
     /// Approve calls of tools matching PATTERN (`*` is any run of
-    /// characters), or the call with id PATTERN of a resumed run, without
-    /// asking. Repeatable.
+    /// characters; tool names only, never call ids), without asking.
+    /// Repeatable. With --resume, a value that matches no tool and is the
+    /// id of a waiting call of the paused round is --approve-call ID.
     #[arg(long, value_name = "PATTERN")]
     pub approve: Vec<String>,
     /// Approve every call that needs approval, without asking.
     #[arg(long, conflicts_with = "approve")]
     pub approve_all: bool,
-    /// Refuse calls of tools matching PATTERN, or the call with id
-    /// PATTERN, without asking. Wins over --approve. Repeatable.
+    /// Refuse calls of tools matching PATTERN (tool names only), without
+    /// asking. Wins over --approve. Repeatable. With --resume, a value
+    /// that matches no tool and is the id of a waiting call of the paused
+    /// round is --deny-call ID.
     #[arg(long, value_name = "PATTERN")]
     pub deny: Vec<String>,
+    /// With --resume: approve the call with id ID of the paused round,
+    /// once (no other call, whatever its id). Repeatable.
+    #[arg(long, value_name = "ID", requires = "resume")]
+    pub approve_call: Vec<String>,
+    /// With --resume: refuse the call with id ID of the paused round.
+    /// Wins over --approve-call. Repeatable.
+    #[arg(long, value_name = "ID", requires = "resume")]
+    pub deny_call: Vec<String>,
     /// Also require approval for tools matching PATTERN in this run (on
     /// top of the host config's [approval] require and the tools' own
     /// needs_approval). Repeatable.
     #[arg(long, value_name = "PATTERN")]
     pub require_approval: Vec<ToolPattern>,
+}
+
+/// What the approval flags say: tool patterns for every call, and the
+/// decisions for calls of the resumed round, by id.
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalFlags {
+    approve: Vec<ToolPattern>,
+    deny: Vec<ToolPattern>,
+    approve_all: bool,
+    /// Decisions by call id, for the round a resume continues.
+    pub decisions: Vec<(String, Decision)>,
+}
+
+impl ApprovalArgs {
+    /// The flags sorted out: `--approve`/`--deny` values are tool
+    /// patterns, except, when `round` (the paused round a resume
+    /// continues) has a waiting call with that id and the value matches
+    /// none of `tools`, a decision for that call (as `--approve-call`).
+    ///
+    /// # Errors
+    ///
+    /// A value that is neither a tool pattern nor such a call id.
+    pub fn sort(
+        &self,
+        round: Option<&PendingRound>,
+        tools: &[String],
+    ) -> anyhow::Result<ApprovalFlags> {
+        let waiting: Vec<String> = round
+            .map(|r| r.awaiting().into_iter().map(|r| r.call_id).collect())
+            .unwrap_or_default();
+        let mut flags = ApprovalFlags {
+            approve_all: self.approve_all,
+            ..ApprovalFlags::default()
+        };
+        let mut approve_ids: Vec<&String> = self.approve_call.iter().collect();
+        let mut deny_ids: Vec<&String> = self.deny_call.iter().collect();
+        for (values, patterns, ids, flag) in [
+            (
+                &self.approve,
+                &mut flags.approve,
+                &mut approve_ids,
+                "--approve",
+            ),
+            (&self.deny, &mut flags.deny, &mut deny_ids, "--deny"),
+        ] {
+            for value in values {
+                let pattern = ToolPattern::new(value.as_str()).ok();
+                let names_a_tool = pattern
+                    .as_ref()
+                    .is_some_and(|p| tools.iter().any(|t| p.matches(t)));
+                if !names_a_tool && waiting.contains(value) {
+                    ids.push(value);
+                    continue;
+                }
+                match pattern {
+                    Some(pattern) => patterns.push(pattern),
+                    None => anyhow::bail!(
+                        "{flag} {}: not a tool pattern (a-z, A-Z, 0-9, `_`, `-`, `.`, `@`, `+`, `*`){}",
+                        escape_controls(value),
+                        if round.is_some() {
+                            "; for a call of the paused round use --approve-call ID / --deny-call ID"
+                        } else {
+                            ""
+                        }
+                    ),
+                }
+            }
+        }
+        for id in deny_ids {
+            if !flags.decisions.iter().any(|(d, _)| d == id) {
+                flags.decisions.push((
+                    id.clone(),
+                    Decision::deny("the operator", "--deny-call refused this call"),
+                ));
+            }
+        }
+        for id in approve_ids {
+            if !flags.decisions.iter().any(|(d, _)| d == id) {
+                flags.decisions.push((id.clone(), Decision::Approve));
+            }
+        }
+        Ok(flags)
+    }
 }
 
 /// How much of the arguments the prompt shows.
@@ -41,41 +140,39 @@ const SHOWN_ARGUMENT_BYTES: usize = 500;
 /// Decides in `toolhost run`, in this order: `--deny`, `--approve` /
 /// `--approve-all`, a tool approved "always" earlier in the run, the person
 /// at the terminal; with no terminal, it defers (the run pauses, when it
-/// can be saved) or refuses.
+/// can be saved) or refuses. Its patterns match the tool's name, never the
+/// call's id.
 pub struct CliApprover {
-    args: ApprovalArgs,
+    flags: ApprovalFlags,
     interactive: bool,
     can_pause: bool,
     always: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl CliApprover {
-    /// The approver for `args`; `can_pause` when the run is saved
+    /// The approver for `flags`; `can_pause` when the run is saved
     /// (`--transcript`), so that a call nobody can decide now waits.
-    pub fn new(args: ApprovalArgs, can_pause: bool) -> Self {
+    pub fn new(flags: ApprovalFlags, can_pause: bool) -> Self {
         let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
         Self {
-            args,
+            flags,
             interactive,
             can_pause,
             always: Arc::default(),
         }
     }
 
-    fn covers(patterns: &[String], request: &ApprovalRequest) -> bool {
-        patterns.iter().any(|p| {
-            *p == request.call_id
-                || ToolPattern::new(p.as_str()).is_ok_and(|p| p.matches(&request.tool))
-        })
+    fn covers(patterns: &[ToolPattern], request: &ApprovalRequest) -> bool {
+        patterns.iter().any(|p| p.matches(&request.tool))
     }
 }
 
 impl Approver for CliApprover {
     fn decide(&self, request: ApprovalRequest) -> BoxFuture<'static, Decision> {
-        if Self::covers(&self.args.deny, &request) {
+        if Self::covers(&self.flags.deny, &request) {
             return ready(Decision::deny("the operator", "--deny covers this tool"));
         }
-        if self.args.approve_all || Self::covers(&self.args.approve, &request) {
+        if self.flags.approve_all || Self::covers(&self.flags.approve, &request) {
             return ready(Decision::Approve);
         }
         if self
@@ -178,10 +275,10 @@ pub fn report_pending(outcome: &RunOutcome, transcript: Option<&Path>) {
     if let Some(path) = transcript {
         let ids: Vec<String> = waiting
             .iter()
-            .map(|r| format!("--approve {}", escape_controls(&r.call_id)))
+            .map(|r| format!("--approve-call {}", escape_controls(&r.call_id)))
             .collect();
         eprintln!(
-            "continue with: toolhost run --resume {} {} (or --deny CALL_ID)",
+            "continue with: toolhost run --resume {} {} (or --deny-call CALL_ID)",
             escape_controls(&path.display().to_string()),
             ids.join(" ")
         );

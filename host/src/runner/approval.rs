@@ -100,25 +100,77 @@ impl PendingRound {
     }
 
     /// Whether it is well formed: one entry per call of the message, in
-    /// the same order, and at least one call waiting.
+    /// the same order, call ids unique, a call answered in it only as
+    /// declined, unavailable or refused, and at least one call waiting.
+    ///
+    /// Well formed is not trusted: whoever can write a saved round can
+    /// write a well-formed one. [`ToolRunner::resume`](super::ToolRunner::resume)
+    /// checks it too, and takes no approval from it.
     ///
     /// # Errors
     ///
-    /// What is wrong, for [`TranscriptError::Pending`](super::TranscriptError).
-    pub fn check(&self) -> Result<(), &'static str> {
+    /// [`RoundError`], what is wrong.
+    pub fn check(&self) -> Result<(), RoundError> {
         let ids = self.message.tool_calls.iter().map(|c| c.id.as_str());
         if !ids.eq(self.calls.iter().map(PendingCall::id)) {
-            return Err("its calls are not those of its message, in order");
+            return Err(RoundError::Mismatch);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for call in &self.calls {
+            if !seen.insert(call.id()) {
+                return Err(RoundError::DuplicateId(
+                    crate::text::escape_controls(call.id()).into_owned(),
+                ));
+            }
+            if let PendingCall::Answered { id, status, .. } = call
+                && !matches!(
+                    status,
+                    CallStatus::Declined | CallStatus::Unavailable | CallStatus::Refused
+                )
+            {
+                return Err(RoundError::AnsweredAs {
+                    id: crate::text::escape_controls(id).into_owned(),
+                    status: *status,
+                });
+            }
         }
         if !self
             .calls
             .iter()
             .any(|c| matches!(c, PendingCall::Awaiting { .. }))
         {
-            return Err("no call of it waits for a decision");
+            return Err(RoundError::NothingWaits);
         }
         Ok(())
     }
+}
+
+/// Why a paused round ([`PendingRound`]) is not well formed: it is
+/// refused before any of its calls runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RoundError {
+    /// Its calls are not those of its message, one each, in order.
+    #[error("its calls are not those of its message, in order")]
+    Mismatch,
+    /// Two of its calls have one id (escaped for display).
+    #[error("two of its calls have the id `{0}`, and the calls of a round have unique ids")]
+    DuplicateId(String),
+    /// A call is answered in it with a status a paused round never gives
+    /// (only declined, unavailable and refused calls are answered before
+    /// the round runs).
+    #[error(
+        "call `{id}` is answered in it as {status:?}, and a paused round answers a call only as declined, unavailable or refused"
+    )]
+    AnsweredAs {
+        /// The call's id (escaped for display).
+        id: String,
+        /// The status it is answered with.
+        status: CallStatus,
+    },
+    /// No call of it waits for a decision: it is not a paused round.
+    #[error("no call of it waits for a decision")]
+    NothingWaits,
 }
 
 fn request(call: &ToolCall) -> ApprovalRequest {
@@ -132,8 +184,11 @@ fn request(call: &ToolCall) -> ApprovalRequest {
 /// How one call passes the gate.
 #[derive(Debug)]
 pub(super) enum Gate {
-    /// Run it.
+    /// Run it: it needs no approval.
     Run,
+    /// Run it: it needed approval and has it, given in this run. A round
+    /// that pauses keeps no approval: saved, such a call waits again.
+    Approved,
     /// Answer it with this record, without running it.
     Answered(Box<CallRecord>),
     /// Wait for a decision.
@@ -166,7 +221,9 @@ pub(super) struct Approval {
     pub approver: Option<Arc<dyn Approver>>,
     /// The sync callback, if any: asked about every call.
     pub on_tool_call: Option<OnToolCall>,
-    /// Decisions by call id, for the round a resumed run starts with.
+    /// Decisions by call id, for the round a resumed run starts with
+    /// only: that round takes them all at its start, so that no later
+    /// call (whose id the model chose) ever meets one.
     pub decisions: BTreeMap<String, Decision>,
     /// Who answers the tools' own questions for the user, if anyone.
     pub questions: Option<QuestionSink>,
@@ -192,10 +249,11 @@ impl Approval {
                 .is_some_and(|o| o.with(run_options).needs_approval)
     }
 
-    /// The gate of a call that needs a decision: one given up front, else
-    /// the callback's or the approver's, else it waits.
-    pub async fn ask(&mut self, call: &ToolCall) -> Gate {
-        let decision = if let Some(decision) = self.decisions.remove(&call.id) {
+    /// The gate of a call that needs a decision: `given` (a decision for
+    /// it given up front), else the callback's or the approver's, else it
+    /// waits.
+    pub async fn ask(&self, call: &ToolCall, given: Option<Decision>) -> Gate {
+        let decision = if let Some(decision) = given {
             decision
         } else if let Some(on_tool_call) = &self.on_tool_call {
             match on_tool_call(call) {
@@ -208,7 +266,7 @@ impl Approval {
             Decision::Defer
         };
         match decision {
-            Decision::Approve => Gate::Run,
+            Decision::Approve => Gate::Approved,
             Decision::Deny(denial) => Gate::Answered(Box::new(refused(call, &denial))),
             // `Decision` is non-exhaustive; anything else is not an approval.
             _ => Gate::Awaiting,
@@ -226,7 +284,9 @@ pub(super) fn refused(call: &ToolCall, denial: &Denial) -> CallRecord {
     )
 }
 
-/// The paused round of `message` whose calls passed `gates`.
+/// The paused round of `message` whose calls passed `gates`. A call
+/// approved in this run waits again in it: an approval is not kept in a
+/// saved round, where anyone who can write the file could forge one.
 pub(super) fn pending_round(message: AssistantMessage, gates: Vec<Gate>) -> PendingRound {
     let calls = message
         .tool_calls
@@ -236,7 +296,7 @@ pub(super) fn pending_round(message: AssistantMessage, gates: Vec<Gate>) -> Pend
             Gate::Run => PendingCall::Ready {
                 id: call.id.clone(),
             },
-            Gate::Awaiting => PendingCall::Awaiting {
+            Gate::Approved | Gate::Awaiting => PendingCall::Awaiting {
                 id: call.id.clone(),
             },
             Gate::Answered(record) => PendingCall::Answered {
@@ -248,30 +308,4 @@ pub(super) fn pending_round(message: AssistantMessage, gates: Vec<Gate>) -> Pend
         })
         .collect();
     PendingRound { message, calls }
-}
-
-/// The gates of a paused round's calls as they were when it paused; the
-/// waiting ones are asked again by the caller.
-pub(super) fn gates_of(round: &PendingRound) -> Vec<Gate> {
-    round
-        .message
-        .tool_calls
-        .iter()
-        .zip(&round.calls)
-        .map(|(call, pending)| match pending {
-            PendingCall::Ready { .. } => Gate::Run,
-            PendingCall::Awaiting { .. } => Gate::Awaiting,
-            PendingCall::Answered {
-                status,
-                error_kind,
-                content,
-                ..
-            } => Gate::Answered(Box::new(answered(
-                call,
-                *status,
-                *error_kind,
-                content.clone(),
-            ))),
-        })
-        .collect()
 }

@@ -266,10 +266,7 @@ impl LoopState {
             let disposition = if position >= admitted {
                 Disposition::Decline(decline_reason.clone())
             } else if !is_offered(&call.name) {
-                Disposition::Unavailable(format!(
-                    "unknown_tool: tool `{}` is not available in this step; use one of the tools listed",
-                    call.name
-                ))
+                Disposition::Unavailable(unavailable_message(&call.name))
             } else {
                 match &mut budget {
                     Some(0) => {
@@ -363,6 +360,13 @@ impl LoopState {
         }
         None
     }
+}
+
+/// The error result of a call of a tool not offered now.
+pub(super) fn unavailable_message(name: &str) -> String {
+    format!(
+        "unknown_tool: tool `{name}` is not available in this step; use one of the tools listed"
+    )
 }
 
 /// Arguments up to JSON formatting: parsed and written back with sorted

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::approval::PendingRound;
+use super::approval::{PendingRound, RoundError};
 use super::machine::StopReason;
 use crate::llm::InvariantError;
 use crate::llm::{AssistantMessage, FinishReason, LlmError, Message, ToolCall, ToolResult, Usage};
@@ -195,6 +195,7 @@ impl RunErrorKind {
             Self::Invariant(_) => "invariant",
             Self::AlreadyFinished => "already_finished",
             Self::Decision { .. } => "decision",
+            Self::Round(_) => "round",
         }
     }
 }
@@ -254,6 +255,11 @@ pub enum RunErrorKind {
         /// The ids of the calls that do wait.
         waiting: Vec<String>,
     },
+    /// The paused round given to [`ToolRunner::resume`](super::ToolRunner::resume)
+    /// is not well formed (e.g. two calls with one id); none of its calls
+    /// ran.
+    #[error("the paused round cannot be resumed: {0}")]
+    Round(RoundError),
 }
 
 fn waiting_list(waiting: &[String]) -> String {

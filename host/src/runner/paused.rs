@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::approval::{self, Gate, PendingRound};
+use super::approval::{self, Gate, PendingCall, PendingRound};
 use super::driver::{Driver, ToolRunner, report};
 use super::execute;
 use super::machine::{Disposition, StopReason};
@@ -23,6 +23,18 @@ impl ToolRunner {
     /// with [`decide`](Self::decide) (or an [`approver`](Self::approver));
     /// a call still undecided pauses the run again at once, with
     /// [`StopReason::AwaitingApproval`] and no model request.
+    ///
+    /// The saved round grants nothing: it is data from outside the process
+    /// (its digest is no signature). Every call of it that it does not
+    /// answer is gated again under `config` and the tools of `registry` as
+    /// they are now: a call that needs approval (or that the round marks
+    /// waiting) runs only with a decision given now, by
+    /// [`decide`](Self::decide), the approver or the `on_tool_call`
+    /// callback, whatever the round says; an approval given before the
+    /// pause is not kept (the saved round lists that call as waiting). A
+    /// round that is not well formed (two calls with one id, calls that are
+    /// not its message's) ends the run with [`RunErrorKind::Round`] before
+    /// anything runs.
     ///
     /// The caps count from here: the resumed round is not one of this
     /// run's iterations. For a run paused in this process, pass
@@ -72,9 +84,12 @@ impl ToolRunner {
     }
 
     /// The decision about the waiting call `call_id` of the round this run
-    /// resumes ([`resume`](Self::resume)). A decision for a call that does
-    /// not wait ends the run with [`RunErrorKind::Decision`] before
-    /// anything runs.
+    /// resumes ([`resume`](Self::resume)), used once, for that call only:
+    /// never for a call of a later model response, whatever its id. A
+    /// decision for a call that does not wait (one that needs no approval
+    /// now and is not marked waiting), or given to a run that resumes no
+    /// round, ends the run with [`RunErrorKind::Decision`] before anything
+    /// runs.
     pub fn decide(mut self, call_id: impl Into<String>, decision: Decision) -> Self {
         let call_id = call_id.into();
         self.update(move |d| {
@@ -126,17 +141,73 @@ impl ToolRunner {
 }
 
 impl Driver {
-    /// The first step of a resumed run: the paused round, its waiting
-    /// calls decided now, run without a model request; or the same pause
-    /// again while a call is still undecided.
+    /// The first step of a resumed run: the paused round, its calls gated
+    /// again and its waiting calls decided now, run without a model
+    /// request; or the same pause again while a call is still undecided.
+    ///
+    /// The round is data from outside (a file, a database): nothing in it
+    /// grants an approval. Every call it does not answer goes through the
+    /// gate as a fresh call does, under this run's policy and tools: not
+    /// offered now, it is unavailable; needing approval now (or marked
+    /// waiting), it is decided by the decisions given for this resume, else
+    /// asked. The decisions are taken here, all of them: none is left for a
+    /// later round's calls.
     pub(super) async fn resume_round(&mut self, round: PendingRound) -> Result<RunItem, RunError> {
-        let waiting: Vec<String> = round.awaiting().into_iter().map(|r| r.call_id).collect();
-        if let Some(id) = self
-            .approval
-            .decisions
-            .keys()
-            .find(|id| !waiting.contains(id))
-        {
+        let mut decisions = std::mem::take(&mut self.approval.decisions);
+        if let Err(e) = round.check() {
+            // Not kept as the outcome's round: it could not be saved again.
+            return Err(self.error(RunErrorKind::Round(e), StopReason::Error));
+        }
+        let tools = self.registry.snapshot();
+        let (_, routes) = self.offered_specs(&tools);
+        let mut gates = Vec::with_capacity(round.calls.len());
+        let mut waiting = Vec::new();
+        for (call, pending) in round.message.tool_calls.iter().zip(&round.calls) {
+            let marked_waiting = match pending {
+                PendingCall::Answered {
+                    status,
+                    error_kind,
+                    content,
+                    ..
+                } => {
+                    gates.push(Gate::Answered(Box::new(approval::answered(
+                        call,
+                        *status,
+                        *error_kind,
+                        content.clone(),
+                    ))));
+                    continue;
+                }
+                PendingCall::Awaiting { .. } => true,
+                // A ready mark grants nothing: the gate below decides.
+                PendingCall::Ready { .. } => false,
+            };
+            let target = routes.get(&call.name).map_or(call.name.as_str(), |t| t);
+            let needs = marked_waiting
+                || self.approval.needs(
+                    &self.config.approval,
+                    &self.config.tool_options,
+                    &tools,
+                    call,
+                    target,
+                );
+            if needs {
+                waiting.push(call.id.clone());
+            }
+            gates.push(if !routes.contains_key(&call.name) {
+                Gate::Answered(Box::new(approval::answered(
+                    call,
+                    CallStatus::Unavailable,
+                    Some(ToolErrorKind::UnknownTool),
+                    super::machine::unavailable_message(&call.name),
+                )))
+            } else if needs {
+                Gate::Awaiting
+            } else {
+                Gate::Run
+            });
+        }
+        if let Some(id) = decisions.keys().find(|id| !waiting.contains(id)) {
             let kind = RunErrorKind::Decision {
                 id: id.clone(),
                 waiting,
@@ -145,12 +216,9 @@ impl Driver {
             self.paused = Some(round);
             return Err(self.error(kind, StopReason::Error));
         }
-        let tools = self.registry.snapshot();
-        let (_, routes) = self.offered_specs(&tools);
-        let mut gates = approval::gates_of(&round);
         for (gate, call) in gates.iter_mut().zip(&round.message.tool_calls) {
             if matches!(gate, Gate::Awaiting) {
-                *gate = self.approval.ask(call).await;
+                *gate = self.approval.ask(call, decisions.remove(&call.id)).await;
             }
         }
         if gates.iter().any(|g| matches!(g, Gate::Awaiting)) {
@@ -205,7 +273,7 @@ impl Driver {
                         call,
                         target,
                     ) {
-                        self.approval.ask(call).await
+                        self.approval.ask(call, None).await
                     } else {
                         Gate::Run
                     }
@@ -237,7 +305,7 @@ impl Driver {
             .into_iter()
             .map(|gate| match gate {
                 Gate::Answered(record) => Some(*record),
-                Gate::Run | Gate::Awaiting => None,
+                Gate::Run | Gate::Approved | Gate::Awaiting => None,
             })
             .collect();
         let calls = execute::run_round(

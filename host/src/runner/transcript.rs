@@ -74,7 +74,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{PendingRound, RunOutcome, StopReason};
+use super::{PendingRound, RoundError, RunOutcome, StopReason};
 use crate::fsread;
 use crate::llm::{InvariantError, Message, Usage, check_messages};
 
@@ -174,7 +174,7 @@ pub enum TranscriptError {
     },
     /// The waiting round does not fit its message.
     #[error("the transcript's waiting round is not well formed: {0}; restore it from a copy")]
-    Pending(&'static str),
+    Pending(RoundError),
     /// The messages break the tool-call invariant.
     #[error(
         "the transcript's messages break the tool-call invariant (every tool call is answered by one tool result right after it)"

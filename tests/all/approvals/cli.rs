@@ -1,7 +1,7 @@
 //! `toolhost run` and approvals: on a terminal it asks (yes, no, always for
 //! the tool); without one a call that needs approval is refused unless
 //! `--approve` covers it, or, with `--transcript`, the run pauses (exit 3)
-//! and `--resume FILE --approve CALL_ID` continues it.
+//! and `--resume FILE --approve-call CALL_ID` continues it.
 
 use std::path::Path;
 use std::process::Output;
@@ -12,7 +12,7 @@ use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
 use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
 
 /// The `run` arguments against `fake` with the `calc` plugin in `plugins`.
-fn run_args(
+pub(super) fn run_args(
     fake: &FakeOpenAi,
     plugins: &Path,
     prompt: Option<&str>,
@@ -52,7 +52,7 @@ fn command(program: &Path) -> std::process::Command {
 }
 
 /// `toolhost ARGS` with no terminal (stdin closed, output captured).
-async fn no_terminal(args: Vec<String>) -> Output {
+pub(super) async fn no_terminal(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
         command(toolhost_bin())
             .args(&args)
@@ -89,12 +89,12 @@ async fn on_terminal(args: Vec<String>, answers: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).expect("the helper's JSON")
 }
 
-fn calc(expression: &str, id: &str) -> FakeCall {
+pub(super) fn calc(expression: &str, id: &str) -> FakeCall {
     FakeCall::new("calc_eval", json!({"expression": expression})).with_id(id)
 }
 
 /// The OpenAI `tool` results of a request body: (tool_call_id, content).
-fn results(body: &Value) -> Vec<(String, String)> {
+pub(super) fn results(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
         .into_iter()
@@ -109,7 +109,7 @@ fn results(body: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-fn text(out: &Output) -> String {
+pub(super) fn text(out: &Output) -> String {
     format!(
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
@@ -245,7 +245,7 @@ async fn without_a_terminal_a_saved_run_pauses_and_resume_with_approve_finishes_
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("--approve call_a --approve call_b"),
+        stderr.contains("--approve-call call_a --approve-call call_b"),
         "{stderr}"
     );
     assert_eq!(fake.requests().len(), 1);

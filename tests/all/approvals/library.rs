@@ -16,13 +16,13 @@ use toolhost_tests::providers::{FakeAnthropic, FakeCall, FakeOpenAi, Turn};
 
 use super::{provider, registry};
 
-type Runs = Arc<Mutex<Vec<String>>>;
+pub(super) type Runs = Arc<Mutex<Vec<String>>>;
 
-fn prompt() -> Vec<Message> {
+pub(super) fn prompt() -> Vec<Message> {
     vec![Message::system("You are a test."), Message::user("go")]
 }
 
-fn requiring(pattern: &str) -> RunnerConfig {
+pub(super) fn requiring(pattern: &str) -> RunnerConfig {
     RunnerConfig {
         approval: ApprovalPolicy::requiring([ToolPattern::new(pattern).unwrap()]),
         ..RunnerConfig::default()
@@ -30,7 +30,7 @@ fn requiring(pattern: &str) -> RunnerConfig {
 }
 
 /// The OpenAI `tool` messages of a request body: (tool_call_id, content).
-fn openai_results(body: &Value) -> Vec<(String, String)> {
+pub(super) fn openai_results(body: &Value) -> Vec<(String, String)> {
     body["messages"]
         .as_array()
         .into_iter()
