@@ -213,7 +213,12 @@ impl<F: WireFormat> HttpProvider<F> {
         }
         if let Some(why) = self.images.text_only() {
             let messages = media::without_images(request.messages, why);
-            return self.send(ChatRequest { messages: &messages, ..request }).await;
+            return self
+                .send(ChatRequest {
+                    messages: &messages,
+                    ..request
+                })
+                .await;
         }
         match self.send(request).await {
             Err(error) if media::refuses_images(&error) => {
@@ -224,7 +229,11 @@ impl<F: WireFormat> HttpProvider<F> {
                 );
                 self.images.refused.store(true, Ordering::Relaxed);
                 let messages = media::without_images(request.messages, REFUSED_IMAGES);
-                self.send(ChatRequest { messages: &messages, ..request }).await
+                self.send(ChatRequest {
+                    messages: &messages,
+                    ..request
+                })
+                .await
             }
             other => other,
         }

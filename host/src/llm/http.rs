@@ -368,14 +368,13 @@ impl HttpClient {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         let limit = ERROR_BODY_BYTES.min(self.config.limits.max_body_bytes);
-        let text = match tokio::time::timeout(self.config.timeout, read_capped(response, limit))
-            .await
-        {
-            Ok(Ok(Body::Whole(bytes) | Body::Cut(bytes))) => {
-                String::from_utf8_lossy(&bytes).into_owned()
-            }
-            Ok(Err(_)) | Err(_) => String::new(),
-        };
+        let text =
+            match tokio::time::timeout(self.config.timeout, read_capped(response, limit)).await {
+                Ok(Ok(Body::Whole(bytes) | Body::Cut(bytes))) => {
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
+                Ok(Err(_)) | Err(_) => String::new(),
+            };
         let error = LlmError::Status {
             provider: self.provider.clone(),
             status: status.as_u16(),
@@ -480,11 +479,7 @@ impl HttpClient {
                             match state.parser.push(&chunk) {
                                 Ok(events) => state.queue.extend(events),
                                 Err(EventTooLarge) => {
-                                    break too_large(
-                                        provider,
-                                        Cap::Event,
-                                        limits.max_event_bytes,
-                                    );
+                                    break too_large(provider, Cap::Event, limits.max_event_bytes);
                                 }
                             }
                         }

@@ -192,8 +192,7 @@ impl ProviderKind {
                 OpenAiProvider::new(OpenAiConfig::new(http, model))?.with_image_input(images),
             ),
             Self::OpenAiResponses => Arc::new(
-                ResponsesProvider::new(ResponsesConfig::new(http, model))?
-                    .with_image_input(images),
+                ResponsesProvider::new(ResponsesConfig::new(http, model))?.with_image_input(images),
             ),
             Self::Anthropic => Arc::new(
                 AnthropicProvider::new(AnthropicConfig::new(http, model))?.with_image_input(images),

@@ -255,16 +255,28 @@ mod tests {
             message: message.into(),
         };
         for (status, message) in [
-            (500, "server_error: image input is not supported - hint: if this is unexpected, you may need to provide the mmproj"),
-            (400, "Model does not support images. Please use a model that does."),
-            (400, "invalid_request_error: Invalid content type. image_url is only supported by certain models."),
+            (
+                500,
+                "server_error: image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
+            ),
+            (
+                400,
+                "Model does not support images. Please use a model that does.",
+            ),
+            (
+                400,
+                "invalid_request_error: Invalid content type. image_url is only supported by certain models.",
+            ),
             (400, "qwen2.5 is not a multimodal model"),
         ] {
             assert!(refuses_images(&error(status, message)), "{message}");
         }
         for (status, message) in [
             (500, "server_error: The server had an error"),
-            (400, "Invalid 'input[3].output[0].image_url': the image is not valid base64."),
+            (
+                400,
+                "Invalid 'input[3].output[0].image_url': the image is not valid base64.",
+            ),
             (429, "rate limited"),
         ] {
             assert!(!refuses_images(&error(status, message)), "{message}");

@@ -206,7 +206,10 @@ mod tests {
         // Events under the cap, one after the other, never add up.
         let mut parser = SseParser::new(16);
         for _ in 0..100 {
-            assert_eq!(parser.push(b"data: abcdefgh\n\n"), Ok(vec![ev("", "abcdefgh")]));
+            assert_eq!(
+                parser.push(b"data: abcdefgh\n\n"),
+                Ok(vec![ev("", "abcdefgh")])
+            );
         }
         // A comment line that never ends counts too.
         let mut parser = SseParser::new(16);

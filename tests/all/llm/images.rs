@@ -6,8 +6,8 @@
 use serde_json::Value;
 use toolhost::llm::{
     AnthropicConfig, AnthropicProvider, AssistantMessage, GeminiConfig, GeminiProvider, LlmError,
-    Message, Provider, ProviderKind, ProviderOptions, ResponsesConfig, ResponsesProvider,
-    ToolCall, ToolChoice, ToolResult,
+    Message, Provider, ProviderKind, ProviderOptions, ResponsesConfig, ResponsesProvider, ToolCall,
+    ToolChoice, ToolResult,
 };
 use toolhost::tools::Content;
 use toolhost_tests::providers::{
@@ -47,9 +47,14 @@ fn with_image() -> Vec<Message> {
 /// Whether a request body carries an image, in any provider's shape.
 fn has_image(body: &Value) -> bool {
     let text = body.to_string();
-    ["\"input_image\"", "\"type\":\"image\"", "inlineData", "inline_data"]
-        .iter()
-        .any(|shape| text.contains(shape))
+    [
+        "\"input_image\"",
+        "\"type\":\"image\"",
+        "inlineData",
+        "inline_data",
+    ]
+    .iter()
+    .any(|shape| text.contains(shape))
 }
 
 /// One request with the image conversation.
@@ -62,14 +67,17 @@ async fn ask_image(provider: &dyn Provider, stream: bool) -> Result<String, LlmE
 /// carries the image and is refused (not retried, though it is a 500);
 /// the same request goes once more with the stand-in; the next request
 /// sends the stand-in at once.
-async fn falls_back_once(
-    provider: &dyn Provider,
-    requests: impl Fn() -> Vec<Value>,
-    stream: bool,
-) {
-    assert_eq!(ask_image(provider, stream).await.expect("falls back"), "seen as text");
+async fn falls_back_once(provider: &dyn Provider, requests: impl Fn() -> Vec<Value>, stream: bool) {
+    assert_eq!(
+        ask_image(provider, stream).await.expect("falls back"),
+        "seen as text"
+    );
     let bodies = requests();
-    assert_eq!(bodies.len(), 2, "the refused request and its text-only retry");
+    assert_eq!(
+        bodies.len(),
+        2,
+        "the refused request and its text-only retry"
+    );
     assert!(has_image(&bodies[0]));
     assert!(!has_image(&bodies[1]), "{}", bodies[1]);
     let text = bodies[1].to_string();
@@ -88,7 +96,9 @@ async fn a_responses_server_that_refuses_images_gets_stand_ins_once_and_from_the
     for stream in [false, true] {
         let server = FakeResponses::start().await;
         server.refuse_images(500);
-        server.push(Turn::text("seen as text")).push(Turn::text("again"));
+        server
+            .push(Turn::text("seen as text"))
+            .push(Turn::text("again"));
         let provider =
             ResponsesProvider::new(ResponsesConfig::new(http(server.url()), "local-model"))
                 .expect("config");
@@ -100,16 +110,20 @@ async fn a_responses_server_that_refuses_images_gets_stand_ins_once_and_from_the
 async fn an_anthropic_or_gemini_server_that_refuses_images_falls_back_too() {
     let server = FakeAnthropic::start().await;
     server.refuse_images(400);
-    server.push(Turn::text("seen as text")).push(Turn::text("again"));
+    server
+        .push(Turn::text("seen as text"))
+        .push(Turn::text("again"));
     let provider =
         AnthropicProvider::new(AnthropicConfig::new(http(server.url()), "m")).expect("config");
     falls_back_once(&provider, || server.bodies(), true).await;
 
     let server = FakeGemini::start().await;
     server.refuse_images(500);
-    server.push(Turn::text("seen as text")).push(Turn::text("again"));
-    let provider = GeminiProvider::new(GeminiConfig::new(http(server.url()), "gemini-3-pro"))
-        .expect("config");
+    server
+        .push(Turn::text("seen as text"))
+        .push(Turn::text("again"));
+    let provider =
+        GeminiProvider::new(GeminiConfig::new(http(server.url()), "gemini-3-pro")).expect("config");
     falls_back_once(&provider, || server.bodies(), false).await;
 }
 
@@ -119,8 +133,8 @@ async fn an_anthropic_or_gemini_server_that_refuses_images_falls_back_too() {
 async fn a_refusal_without_images_in_the_request_is_returned_as_it_is() {
     let server = FakeResponses::start().await;
     server.push(Reply::error(400, IMAGE_REFUSAL));
-    let provider = ResponsesProvider::new(ResponsesConfig::new(http(server.url()), "m"))
-        .expect("config");
+    let provider =
+        ResponsesProvider::new(ResponsesConfig::new(http(server.url()), "m")).expect("config");
     let (answer, _) = ask(
         &provider,
         &[Message::user("hi")],

@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolhost::llm::{
     AnthropicConfig, AnthropicProvider, GeminiConfig, GeminiProvider, HttpConfig, LlmError,
-    Message, OpenAiConfig, OpenAiProvider, Provider, ProviderKind, ProviderOptions,
-    ResponseLimits, ResponsesConfig, ResponsesProvider, ToolChoice,
+    Message, OpenAiConfig, OpenAiProvider, Provider, ProviderKind, ProviderOptions, ResponseLimits,
+    ResponsesConfig, ResponsesProvider, ToolChoice,
 };
 use toolhost::runner::{RunErrorKind, RunnerConfig, StopReason, ToolRunner};
 use toolhost::tools::{NativeTool, ToolRegistry};
@@ -232,7 +232,10 @@ async fn an_error_body_without_end_is_read_for_its_start_only() {
 #[tokio::test]
 async fn the_loop_keeps_the_conversation_when_an_answer_is_over_a_cap() {
     let server = FakeResponses::start().await;
-    server.push(Turn::calls(vec![FakeCall::new("add", json!({"a": 1, "b": 2}))]));
+    server.push(Turn::calls(vec![FakeCall::new(
+        "add",
+        json!({"a": 1, "b": 2}),
+    )]));
     server.push(Reply::endless(
         200,
         "application/json",
@@ -258,7 +261,9 @@ async fn the_loop_keeps_the_conversation_when_an_answer_is_over_a_cap() {
             "Adds a and b.",
             json!({"type": "object"}),
             |input: serde_json::Value| async move {
-                Ok(json!(input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)))
+                Ok(json!(
+                    input["a"].as_i64().unwrap_or(0) + input["b"].as_i64().unwrap_or(0)
+                ))
             },
         ))
         .expect("add");
@@ -287,7 +292,11 @@ async fn the_loop_keeps_the_conversation_when_an_answer_is_over_a_cap() {
     );
     assert_eq!(error.outcome.stop_reason, StopReason::Error);
     let messages = error.messages();
-    assert_eq!(messages.len(), 3, "user, the call, its result: {messages:?}");
+    assert_eq!(
+        messages.len(),
+        3,
+        "user, the call, its result: {messages:?}"
+    );
     assert_eq!(toolhost::llm::check_messages(messages), Ok(()));
     assert!(matches!(messages.last(), Some(Message::Tool(r)) if r.content == "3"));
 }

@@ -288,7 +288,11 @@ async fn duplicate_ids_go_through_two_rounds(stream: bool) {
     let server = FakeResponses::start().await;
     let same = |a: i64| add(a, 1).with_id("call_0").with_item_id("fc_0");
     server.push(reasoned(vec![same(1), same(2)]));
-    server.push(Turn::calls(vec![same(3), same(4), add(5, 1).with_item_id("fc_0_2")]));
+    server.push(Turn::calls(vec![
+        same(3),
+        same(4),
+        add(5, 1).with_item_id("fc_0_2"),
+    ]));
     server.push(Turn::text("done"));
     let config = RunnerConfig {
         stream,

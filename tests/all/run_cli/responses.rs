@@ -133,7 +133,11 @@ async fn run_stops_at_max_body_bytes_and_keeps_the_conversation() {
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(&transcript).unwrap()).unwrap();
     let messages = saved["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 3, "the prompt, the call, its result: {saved}");
+    assert_eq!(
+        messages.len(),
+        3,
+        "the prompt, the call, its result: {saved}"
+    );
     let result = messages[2]["content"].as_str().unwrap_or_default();
     assert!(result.contains("42"), "{saved}");
 }
@@ -164,7 +168,8 @@ async fn run_text_only_sends_a_tool_image_as_its_stand_in() {
     let text = bodies[1].to_string();
     assert!(!text.contains("input_image"), "{text}");
     assert!(
-        text.contains("image/png") && text.contains("not shown: this model is set up to take no images"),
+        text.contains("image/png")
+            && text.contains("not shown: this model is set up to take no images"),
         "{text}"
     );
 }

@@ -473,7 +473,10 @@ fn raw(
     let stream = futures::stream::once(async move { Bytes::from(head) })
         .chain(body)
         .map(Ok::<_, std::io::Error>);
-    let mut response = ([(header::CONTENT_TYPE, content_type)], Body::from_stream(stream))
+    let mut response = (
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(stream),
+    )
         .into_response();
     *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     response
