@@ -5,6 +5,8 @@ mod anthropic;
 mod errors;
 mod gemini;
 mod ids;
+mod images;
+mod limits;
 mod openai;
 mod params;
 mod replay;

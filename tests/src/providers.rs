@@ -42,4 +42,6 @@ pub use anthropic::{AnthropicDialect, FakeAnthropic};
 pub use gemini::{FakeGemini, GeminiDialect};
 pub use openai::{FakeOpenAi, OpenAiDialect, OpenAiFlavor};
 pub use responses::{FakeResponses, ResponsesDialect};
-pub use server::{Dialect, FakeCall, FakeServer, RecordedRequest, Rejection, Reply, Turn};
+pub use server::{
+    Dialect, FakeCall, FakeServer, IMAGE_REFUSAL, RecordedRequest, Rejection, Reply, Turn,
+};

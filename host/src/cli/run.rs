@@ -21,7 +21,7 @@ use clap::{Args, ValueEnum};
 use serde_json::json;
 use toolhost::approval::ApprovalPolicy;
 use toolhost::fsread;
-use toolhost::llm::{Message, ProviderKind, ProviderOptions, check_messages};
+use toolhost::llm::{Message, ProviderKind, ProviderOptions, ResponseLimits, check_messages};
 use toolhost::runner::{
     CallRecord, CallStatus, OnMaxIterations, OverLimitPolicy, RunOutcome, RunnerConfig, StopReason,
     ToolRunner, Transcript,
@@ -121,6 +121,21 @@ pub struct RunArgs {
     /// The recording to play with --provider replay.
     #[arg(long, value_name = "FILE")]
     pub replay: Option<PathBuf>,
+    /// The model takes no images: images that tools return go to it as a
+    /// text stand-in naming their type and size (without this, that
+    /// happens from the first answer saying it takes no image input).
+    #[arg(long)]
+    pub text_only: bool,
+    /// The most bytes of a whole (not streamed) answer read (default 16 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = ResponseLimits::default().max_body_bytes)]
+    pub max_body_bytes: usize,
+    /// The most bytes of one streamed event, or of one line of a stream,
+    /// read (default 4 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = ResponseLimits::default().max_event_bytes)]
+    pub max_event_bytes: usize,
+    /// The most bytes of one whole stream read (default 64 MiB).
+    #[arg(long, value_name = "BYTES", default_value_t = ResponseLimits::default().max_stream_bytes)]
+    pub max_stream_bytes: usize,
     /// A system prompt.
     #[arg(long)]
     pub system: Option<String>,
@@ -333,6 +348,12 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
             model: args.model.clone(),
             api_key,
             replay_file: args.replay.clone(),
+            limits: ResponseLimits {
+                max_body_bytes: args.max_body_bytes,
+                max_event_bytes: args.max_event_bytes,
+                max_stream_bytes: args.max_stream_bytes,
+            },
+            text_only: args.text_only,
         })
         .context("cannot set up the provider")
         .map_err(UsageError)?;

@@ -11,6 +11,7 @@
 //! into a [`ChatResponse`], and nothing else.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -20,6 +21,7 @@ use serde_json::{Map, Value};
 
 use super::history::{next_turn_index, normalize_answer};
 use super::http::{HttpClient, snippet};
+use super::media;
 use super::params::{ParamError, ParamRules, merge_extra};
 use super::sse::SseEvent;
 use super::{ChatRequest, ChatResponse, LlmError, Provider, TextSink};
@@ -141,14 +143,103 @@ pub(super) fn emit(on_text: Option<TextSink<'_>>, text: &str) {
 /// ([`OpenAiProvider`](super::OpenAiProvider),
 /// [`AnthropicProvider`](super::AnthropicProvider),
 /// [`GeminiProvider`](super::GeminiProvider)).
+///
+/// Images in tool results go as the wire format takes them, unless the
+/// model takes none: declared with
+/// [`with_image_input(false)`](Self::with_image_input), or learnt when the
+/// server answers a request that carried images with an error saying it
+/// takes no image input. Then that request is sent once more with text
+/// stand-ins for the images, and so is every later one of this provider.
 #[derive(Debug)]
 pub struct HttpProvider<F> {
     pub(super) http: HttpClient,
     pub(super) format: F,
+    pub(super) images: ImageInput,
+}
+
+/// Whether tool images go to the model as images.
+#[derive(Debug)]
+pub(super) struct ImageInput {
+    /// The operator's word: `false` when the model takes no images.
+    declared: bool,
+    /// The server answered that the model takes no image input.
+    refused: AtomicBool,
+}
+
+impl Default for ImageInput {
+    fn default() -> Self {
+        Self {
+            declared: true,
+            refused: AtomicBool::new(false),
+        }
+    }
+}
+
+/// The stand-in's reason when the operator said the model takes no images.
+const DECLARED_TEXT_ONLY: &str = "this model is set up to take no images";
+/// The stand-in's reason once the server refused an image.
+const REFUSED_IMAGES: &str = "the provider answered that this model takes no image input";
+
+impl ImageInput {
+    /// Why images go as text stand-ins, or `None` when they go as images.
+    fn text_only(&self) -> Option<&'static str> {
+        if !self.declared {
+            Some(DECLARED_TEXT_ONLY)
+        } else if self.refused.load(Ordering::Relaxed) {
+            Some(REFUSED_IMAGES)
+        } else {
+            None
+        }
+    }
+}
+
+impl<F> HttpProvider<F> {
+    /// Whether the model takes images in tool results (default `true`:
+    /// as many as the wire format takes). With `false`, every image goes
+    /// as a text stand-in that names its type and size, as for a
+    /// text-only API; for a model that cannot see (a local server without
+    /// a vision projector answers 500 "image input is not supported").
+    #[must_use]
+    pub fn with_image_input(mut self, accepted: bool) -> Self {
+        self.images.declared = accepted;
+        self
+    }
 }
 
 impl<F: WireFormat> HttpProvider<F> {
     async fn run(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
+        if !media::has_images(request.messages) {
+            return self.send(request).await;
+        }
+        if let Some(why) = self.images.text_only() {
+            let messages = media::without_images(request.messages, why);
+            return self
+                .send(ChatRequest {
+                    messages: &messages,
+                    ..request
+                })
+                .await;
+        }
+        match self.send(request).await {
+            Err(error) if media::refuses_images(&error) => {
+                tracing::warn!(
+                    provider = %self.http.provider(),
+                    error = %error,
+                    "the model takes no image input; tool images go as text from now on"
+                );
+                self.images.refused.store(true, Ordering::Relaxed);
+                let messages = media::without_images(request.messages, REFUSED_IMAGES);
+                self.send(ChatRequest {
+                    messages: &messages,
+                    ..request
+                })
+                .await
+            }
+            other => other,
+        }
+    }
+
+    async fn send(&self, request: ChatRequest<'_>) -> Result<ChatResponse, LlmError> {
         let body =
             request_body(&self.format, &request).map_err(|source| LlmError::InvalidParams {
                 provider: self.http.provider().to_owned(),

@@ -6,6 +6,11 @@
 //! a successful response has started (a cut stream is
 //! [`LlmError::StreamInterrupted`], and replaying half an answer would
 //! duplicate text the user already saw).
+//!
+//! What is read is capped ([`ResponseLimits`]): a whole body, one SSE
+//! event, all of a stream. Past a cap reading stops and the request fails
+//! with [`LlmError::TooLarge`], which names the cap; an error body is read
+//! up to [`ERROR_BODY_BYTES`] and the rest is left unread.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
@@ -16,7 +21,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::LlmError;
-use super::sse::{SseEvent, SseParser};
+use super::sse::{EventTooLarge, SseEvent, SseParser};
 use crate::tools::retry_after::parse_retry_after;
 
 /// How to reach a provider's HTTP API.
@@ -51,7 +56,41 @@ pub struct HttpConfig {
     /// organisation id or a proxy's routing header. Values are redacted in
     /// `Debug` output, since they may hold credentials.
     pub extra_headers: Vec<(String, String)>,
+    /// How much of an answer is read at most; defaults on
+    /// [`ResponseLimits::default`].
+    pub limits: ResponseLimits,
 }
+
+/// The most bytes read of a provider's answer. Past a cap the request
+/// fails with [`LlmError::TooLarge`] naming it; nothing is retried (the
+/// same request would get the same answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseLimits {
+    /// A whole (not streamed) body. Default 16 MiB: a long answer is a few
+    /// hundred KiB of JSON.
+    pub max_body_bytes: usize,
+    /// One server-sent event: its data lines together, and any one line
+    /// (a comment too). Default 4 MiB: the Responses API's closing event
+    /// repeats the whole answer, encrypted reasoning included.
+    pub max_event_bytes: usize,
+    /// All of one stream, events and everything between them. Default
+    /// 64 MiB: streaming spends some JSON on every few characters.
+    pub max_stream_bytes: usize,
+}
+
+impl Default for ResponseLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 16 << 20,
+            max_event_bytes: 4 << 20,
+            max_stream_bytes: 64 << 20,
+        }
+    }
+}
+
+/// The most bytes of an error body read for its message; the rest is not
+/// read (the status says the request failed; the message needs a line).
+pub const ERROR_BODY_BYTES: usize = 64 << 10;
 
 impl HttpConfig {
     /// A config for `base_url` with the documented defaults and no key.
@@ -65,6 +104,7 @@ impl HttpConfig {
             max_backoff: Duration::from_secs(8),
             max_retry_after: Duration::from_secs(60),
             extra_headers: Vec::new(),
+            limits: ResponseLimits::default(),
         }
     }
 
@@ -139,6 +179,7 @@ impl fmt::Debug for HttpConfig {
             .field("max_backoff", &self.max_backoff)
             .field("max_retry_after", &self.max_retry_after)
             .field("extra_headers", &headers)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -326,17 +367,22 @@ impl HttpClient {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        let text = tokio::time::timeout(self.config.timeout, response.text())
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .unwrap_or_default();
+        let limit = ERROR_BODY_BYTES.min(self.config.limits.max_body_bytes);
+        let text =
+            match tokio::time::timeout(self.config.timeout, read_capped(response, limit)).await {
+                Ok(Ok(Body::Whole(bytes) | Body::Cut(bytes))) => {
+                    String::from_utf8_lossy(&bytes).into_owned()
+                }
+                Ok(Err(_)) | Err(_) => String::new(),
+            };
         let error = LlmError::Status {
             provider: self.provider.clone(),
             status: status.as_u16(),
             message: error_message(&text),
         };
-        if status.as_u16() == 429 || status.is_server_error() {
+        // A server that says the model takes no images says it again.
+        let retryable = status.as_u16() == 429 || status.is_server_error();
+        if retryable && !super::media::refuses_images(&error) {
             Attempt::Retry { error, wait }
         } else {
             Attempt::Fail(error)
@@ -363,12 +409,15 @@ impl HttpClient {
         }
     }
 
-    /// Read a whole JSON body, within the timeout.
+    /// Read a whole JSON body, within the timeout and
+    /// [`ResponseLimits::max_body_bytes`].
     pub(crate) async fn read_json<T: DeserializeOwned>(
         &self,
         response: reqwest::Response,
     ) -> Result<T, LlmError> {
-        let bytes = match tokio::time::timeout(self.config.timeout, response.bytes()).await {
+        let limit = self.config.limits.max_body_bytes;
+        let read = tokio::time::timeout(self.config.timeout, read_capped(response, limit));
+        let bytes = match read.await {
             Err(_) => return Err(self.timeout_error()),
             Ok(Err(e)) => {
                 return Err(LlmError::StreamInterrupted {
@@ -376,7 +425,8 @@ impl HttpClient {
                     message: format!("the response body could not be read: {e}"),
                 });
             }
-            Ok(Ok(bytes)) => bytes,
+            Ok(Ok(Body::Cut(_))) => return Err(self.too_large(Cap::Body, limit)),
+            Ok(Ok(Body::Whole(bytes))) => bytes,
         };
         serde_json::from_slice(&bytes)
             .map_err(|e| self.invalid(format!("{e} in {}", snippet(&bytes))))
@@ -384,55 +434,72 @@ impl HttpClient {
 
     /// The server-sent events of a streaming response. A body error or a
     /// gap longer than the timeout ends the stream with
-    /// [`LlmError::StreamInterrupted`] / [`LlmError::Timeout`].
+    /// [`LlmError::StreamInterrupted`] / [`LlmError::Timeout`]; an event
+    /// past [`ResponseLimits::max_event_bytes`] or a stream past
+    /// [`ResponseLimits::max_stream_bytes`] ends it with
+    /// [`LlmError::TooLarge`], and nothing more is read.
     pub(crate) fn events(
         &self,
         response: reqwest::Response,
     ) -> impl Stream<Item = Result<SseEvent, LlmError>> + Send + 'static {
         let provider = self.provider.clone();
         let timeout = self.config.timeout;
+        let limits = self.config.limits;
         let body = response.bytes_stream().boxed();
-        futures::stream::unfold(
-            (
-                body,
-                SseParser::new(),
-                std::collections::VecDeque::new(),
-                false,
-            ),
-            move |(mut body, mut parser, mut queue, mut ended)| {
-                let provider = provider.clone();
-                async move {
-                    loop {
-                        if let Some(event) = queue.pop_front() {
-                            return Some((Ok(event), (body, parser, queue, ended)));
+        let state = EventsState {
+            body,
+            parser: SseParser::new(limits.max_event_bytes),
+            queue: std::collections::VecDeque::new(),
+            ended: false,
+            read: 0,
+        };
+        futures::stream::unfold(state, move |mut state| {
+            let provider = provider.clone();
+            async move {
+                let error = loop {
+                    if let Some(event) = state.queue.pop_front() {
+                        return Some((Ok(event), state));
+                    }
+                    if state.ended {
+                        return None;
+                    }
+                    match tokio::time::timeout(timeout, state.body.next()).await {
+                        Err(_) => break LlmError::Timeout { provider, timeout },
+                        Ok(Some(Err(e))) => {
+                            break LlmError::StreamInterrupted {
+                                provider,
+                                message: format!("the connection failed mid-stream: {e}"),
+                            };
                         }
-                        if ended {
-                            return None;
+                        Ok(Some(Ok(chunk))) => {
+                            state.read = state.read.saturating_add(chunk.len());
+                            if state.read > limits.max_stream_bytes {
+                                break too_large(provider, Cap::Stream, limits.max_stream_bytes);
+                            }
+                            match state.parser.push(&chunk) {
+                                Ok(events) => state.queue.extend(events),
+                                Err(EventTooLarge) => {
+                                    break too_large(provider, Cap::Event, limits.max_event_bytes);
+                                }
+                            }
                         }
-                        match tokio::time::timeout(timeout, body.next()).await {
-                            Err(_) => {
-                                ended = true;
-                                let error = LlmError::Timeout { provider, timeout };
-                                return Some((Err(error), (body, parser, queue, ended)));
-                            }
-                            Ok(Some(Err(e))) => {
-                                ended = true;
-                                let error = LlmError::StreamInterrupted {
-                                    provider,
-                                    message: format!("the connection failed mid-stream: {e}"),
-                                };
-                                return Some((Err(error), (body, parser, queue, ended)));
-                            }
-                            Ok(Some(Ok(chunk))) => queue.extend(parser.push(&chunk)),
-                            Ok(None) => {
-                                ended = true;
-                                queue.extend(parser.finish());
-                            }
+                        Ok(None) => {
+                            state.ended = true;
+                            state.queue.extend(state.parser.finish());
                         }
                     }
-                }
-            },
-        )
+                };
+                // Stop reading: drop what is queued and end after the error.
+                state.ended = true;
+                state.queue.clear();
+                Some((Err(error), state))
+            }
+        })
+    }
+
+    /// An [`LlmError::TooLarge`] from this provider.
+    fn too_large(&self, cap: Cap, limit: usize) -> LlmError {
+        too_large(self.provider.clone(), cap, limit)
     }
 
     /// An [`LlmError::InvalidResponse`] from this provider.
@@ -450,6 +517,64 @@ impl HttpClient {
             message: message.into(),
         }
     }
+}
+
+/// What [`HttpClient::events`] carries from one event to the next.
+struct EventsState {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    parser: SseParser,
+    queue: std::collections::VecDeque<SseEvent>,
+    ended: bool,
+    /// Bytes of the body read so far.
+    read: usize,
+}
+
+/// Which cap of [`ResponseLimits`] an answer passed.
+#[derive(Debug, Clone, Copy)]
+enum Cap {
+    Body,
+    Event,
+    Stream,
+}
+
+fn too_large(provider: String, cap: Cap, limit: usize) -> LlmError {
+    let (what, setting) = match cap {
+        Cap::Body => ("a response body", "max_body_bytes"),
+        Cap::Event => ("a stream event (or line)", "max_event_bytes"),
+        Cap::Stream => ("a stream", "max_stream_bytes"),
+    };
+    LlmError::TooLarge {
+        provider,
+        what,
+        limit,
+        setting,
+    }
+}
+
+/// A body read up to a cap.
+enum Body {
+    /// All of it.
+    Whole(Vec<u8>),
+    /// The first `limit` bytes; more followed (and were not read).
+    Cut(Vec<u8>),
+}
+
+/// Read `response`'s body, holding at most `limit` bytes: a longer body
+/// (by its `Content-Length`, or as it arrives) is [`Body::Cut`].
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> reqwest::Result<Body> {
+    let declared = response
+        .content_length()
+        .and_then(|n| usize::try_from(n).ok());
+    let mut bytes = Vec::with_capacity(declared.unwrap_or(0).min(limit).min(1 << 20));
+    while let Some(chunk) = response.chunk().await? {
+        let room = limit - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            return Ok(Body::Cut(bytes));
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(Body::Whole(bytes))
 }
 
 fn with_note(error: LlmError, note: &str) -> LlmError {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use super::anthropic::{AnthropicConfig, AnthropicProvider};
 use super::gemini::{GeminiConfig, GeminiProvider};
 use super::http::{
-    ANTHROPIC_BASE_URL, GEMINI_BASE_URL, HttpConfig, OPENAI_BASE_URL, OfficialHost, official_host,
+    ANTHROPIC_BASE_URL, GEMINI_BASE_URL, HttpConfig, OPENAI_BASE_URL, OfficialHost, ResponseLimits,
+    official_host,
 };
 use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
@@ -46,6 +47,14 @@ pub struct ProviderOptions {
     pub api_key: Option<String>,
     /// The recording to play ([`ProviderKind::Replay`] only).
     pub replay_file: Option<PathBuf>,
+    /// How much of an answer is read at most (default
+    /// [`ResponseLimits::default`]).
+    pub limits: ResponseLimits,
+    /// The model takes no images: every image of a tool result goes as a
+    /// text stand-in naming its type and size. Default `false`: images go
+    /// as the wire format takes them (and as text stand-ins from the first
+    /// answer saying the model takes no image input).
+    pub text_only: bool,
 }
 
 impl fmt::Debug for ProviderOptions {
@@ -55,6 +64,8 @@ impl fmt::Debug for ProviderOptions {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("replay_file", &self.replay_file)
+            .field("limits", &self.limits)
+            .field("text_only", &self.text_only)
             .finish()
     }
 }
@@ -174,13 +185,21 @@ impl ProviderKind {
         }
         let mut http = HttpConfig::new(base_url);
         http.api_key = options.api_key;
+        http.limits = options.limits;
+        let images = !options.text_only;
         let provider: Arc<dyn Provider> = match self {
-            Self::OpenAi => Arc::new(OpenAiProvider::new(OpenAiConfig::new(http, model))?),
-            Self::OpenAiResponses => {
-                Arc::new(ResponsesProvider::new(ResponsesConfig::new(http, model))?)
-            }
-            Self::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig::new(http, model))?),
-            Self::Gemini => Arc::new(GeminiProvider::new(GeminiConfig::new(http, model))?),
+            Self::OpenAi => Arc::new(
+                OpenAiProvider::new(OpenAiConfig::new(http, model))?.with_image_input(images),
+            ),
+            Self::OpenAiResponses => Arc::new(
+                ResponsesProvider::new(ResponsesConfig::new(http, model))?.with_image_input(images),
+            ),
+            Self::Anthropic => Arc::new(
+                AnthropicProvider::new(AnthropicConfig::new(http, model))?.with_image_input(images),
+            ),
+            Self::Gemini => Arc::new(
+                GeminiProvider::new(GeminiConfig::new(http, model))?.with_image_input(images),
+            ),
             Self::Replay => replay(options.replay_file)?,
         };
         Ok(provider)

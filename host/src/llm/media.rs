@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
+use super::{LlmError, Message};
 use crate::tools::Content;
 
 /// What one wire format takes in a tool result besides text.
@@ -123,6 +124,70 @@ pub(super) fn text_only<'a>(
     Cow::Owned(out)
 }
 
+/// Whether a tool result of `messages` holds an image.
+pub(super) fn has_images(messages: &[Message]) -> bool {
+    messages.iter().any(|m| match m {
+        Message::Tool(result) => result
+            .parts
+            .iter()
+            .any(|p| matches!(p, Content::Image { .. })),
+        _ => false,
+    })
+}
+
+/// `messages` with every image of a tool result replaced by its text
+/// stand-in, saying `why`.
+pub(super) fn without_images(messages: &[Message], why: &str) -> Vec<Message> {
+    let mut messages = messages.to_vec();
+    for message in &mut messages {
+        let Message::Tool(result) = message else {
+            continue;
+        };
+        for part in &mut result.parts {
+            if let Content::Image { media_type, data } = part {
+                let text = stand_in(media_type, data.len(), why);
+                *part = Content::Text { text };
+            }
+        }
+    }
+    messages
+}
+
+/// Whether `error` is a server saying the model takes no image input:
+/// an HTTP error whose message says images (or vision, or multimodal
+/// input) are not supported, as llama.cpp ("image input is not
+/// supported"), LM Studio ("Model does not support images"), vLLM ("is
+/// not a multimodal model") and OpenAI ("image_url is only supported by
+/// certain models") word it.
+pub(crate) fn refuses_images(error: &LlmError) -> bool {
+    let LlmError::Status {
+        status, message, ..
+    } = error
+    else {
+        return false;
+    };
+    if !(400..600).contains(status) {
+        return false;
+    }
+    let message = message.to_ascii_lowercase();
+    let about_images = ["image", "vision", "multimodal", "multi-modal"]
+        .iter()
+        .any(|w| message.contains(w));
+    let refused = [
+        "not supported",
+        "unsupported",
+        "does not support",
+        "doesn't support",
+        "not a multimodal",
+        "only supported by certain models",
+        "cannot read",
+        "missing data required for image",
+    ]
+    .iter()
+    .any(|w| message.contains(w));
+    about_images && refused
+}
+
 /// `[image/png, 12 KB, not shown: WHY]`.
 pub(crate) fn stand_in(media_type: &str, bytes: usize, why: &str) -> String {
     format!("[{media_type}, {}, not shown: {why}]", size(bytes))
@@ -180,6 +245,46 @@ mod tests {
                 "[audio/wav, 2.5 MB, not shown: this API takes no audio in tool results]".into()
             )
         );
+    }
+
+    #[test]
+    fn refusals_of_image_input_are_told_from_other_errors() {
+        let error = |status: u16, message: &str| LlmError::Status {
+            provider: "p".into(),
+            status,
+            message: message.into(),
+        };
+        for (status, message) in [
+            (
+                500,
+                "server_error: image input is not supported - hint: if this is unexpected, you may need to provide the mmproj",
+            ),
+            (
+                400,
+                "Model does not support images. Please use a model that does.",
+            ),
+            (
+                400,
+                "invalid_request_error: Invalid content type. image_url is only supported by certain models.",
+            ),
+            (400, "qwen2.5 is not a multimodal model"),
+        ] {
+            assert!(refuses_images(&error(status, message)), "{message}");
+        }
+        for (status, message) in [
+            (500, "server_error: The server had an error"),
+            (
+                400,
+                "Invalid 'input[3].output[0].image_url': the image is not valid base64.",
+            ),
+            (429, "rate limited"),
+        ] {
+            assert!(!refuses_images(&error(status, message)), "{message}");
+        }
+        assert!(!refuses_images(&LlmError::InvalidResponse {
+            provider: "p".into(),
+            message: "image input is not supported".into(),
+        }));
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub use format::HttpProvider;
 pub use gemini::{GeminiConfig, GeminiProvider};
 pub use history::{InvariantError, check_messages, dedupe_call_ids};
 pub use http::{
-    ANTHROPIC_BASE_URL, DEEPSEEK_BASE_URL, GEMINI_BASE_URL, HttpConfig, OPENAI_BASE_URL,
+    ANTHROPIC_BASE_URL, DEEPSEEK_BASE_URL, ERROR_BODY_BYTES, GEMINI_BASE_URL, HttpConfig,
+    OPENAI_BASE_URL, ResponseLimits,
 };
 pub use kind::{ProviderKind, ProviderOptions, UnknownProvider};
 pub use message::{AssistantMessage, FinishReason, Message, ToolCall, ToolResult, Usage};
@@ -181,6 +182,25 @@ pub enum LlmError {
         /// Which parameter, and why.
         #[source]
         source: ParamError,
+    },
+    /// The answer was larger than a cap of
+    /// [`ResponseLimits`](ResponseLimits); reading stopped at the cap.
+    /// Not retried. The conversation is as it was before the request.
+    #[error(
+        "{provider} sent {what} over the {limit}-byte cap; nothing past it was read. If answers \
+         this large are expected, raise {setting} (HttpConfig::limits, or the CLI's --{flag})",
+        flag = .setting.replace('_', "-")
+    )]
+    TooLarge {
+        /// Which provider.
+        provider: String,
+        /// What passed the cap: a response body, a stream event, a stream.
+        what: &'static str,
+        /// The cap, in bytes.
+        limit: usize,
+        /// The [`ResponseLimits`] field that sets it, e.g.
+        /// `max_body_bytes`.
+        setting: &'static str,
     },
     /// The provider is not configured so that it can be called.
     #[error("{provider} is not configured: {message}")]

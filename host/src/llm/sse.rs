@@ -11,6 +11,10 @@
 //! At the end of the body, an event whose lines all arrived but whose
 //! closing blank line did not is still dispatched (every line is complete);
 //! a last line without its line end is dropped, as the standard says.
+//!
+//! One event (its `data` so far plus the line being read) is held up to a
+//! cap: past it, [`SseParser::push`] fails with [`EventTooLarge`] instead
+//! of growing, so a line that never ends costs at most the cap.
 
 /// One event.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -22,9 +26,15 @@ pub struct SseEvent {
     pub(crate) data: String,
 }
 
+/// An event (or a line) grew past the parser's cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventTooLarge;
+
 /// Incremental parser state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SseParser {
+    /// The most bytes one event holds: its `data` and the current line.
+    max_event: usize,
     line: Vec<u8>,
     after_cr: bool,
     event: String,
@@ -34,12 +44,26 @@ pub(crate) struct SseParser {
 }
 
 impl SseParser {
-    pub(crate) fn new() -> Self {
-        Self::default()
+    /// A parser that holds at most `max_event` bytes of one event.
+    pub(crate) fn new(max_event: usize) -> Self {
+        Self {
+            max_event,
+            line: Vec::new(),
+            after_cr: false,
+            event: String::new(),
+            data: String::new(),
+            has_data: false,
+            started: false,
+        }
     }
 
     /// Feed one chunk; returns the events it completed.
-    pub(crate) fn push(&mut self, chunk: &[u8]) -> Vec<SseEvent> {
+    ///
+    /// # Errors
+    ///
+    /// [`EventTooLarge`] when the event being read (its data so far and
+    /// its current line) passes the cap; the parser is then spent.
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseEvent>, EventTooLarge> {
         let mut out = Vec::new();
         for &byte in chunk {
             match byte {
@@ -50,11 +74,14 @@ impl SseParser {
                 }
                 _ => {
                     self.after_cr = false;
+                    if self.line.len() + self.data.len() >= self.max_event {
+                        return Err(EventTooLarge);
+                    }
                     self.line.push(byte);
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     /// The body ended: return an event whose lines all arrived.
@@ -119,10 +146,10 @@ mod tests {
     }
 
     fn parse_in_chunks(input: &[u8], size: usize) -> Vec<SseEvent> {
-        let mut parser = SseParser::new();
+        let mut parser = SseParser::new(1 << 20);
         let mut out = Vec::new();
         for chunk in input.chunks(size) {
-            out.extend(parser.push(chunk));
+            out.extend(parser.push(chunk).expect("under the cap"));
         }
         out.extend(parser.finish());
         out
@@ -160,9 +187,32 @@ mod tests {
 
     #[test]
     fn crlf_split_across_chunks_is_one_line_end() {
-        let mut parser = SseParser::new();
-        assert!(parser.push(b"data: x\r").is_empty());
-        assert!(parser.push(b"\n").is_empty());
-        assert_eq!(parser.push(b"\r\n"), vec![ev("", "x")]);
+        let mut parser = SseParser::new(1 << 20);
+        assert_eq!(parser.push(b"data: x\r"), Ok(vec![]));
+        assert_eq!(parser.push(b"\n"), Ok(vec![]));
+        assert_eq!(parser.push(b"\r\n"), Ok(vec![ev("", "x")]));
+    }
+
+    #[test]
+    fn a_line_or_an_event_past_the_cap_fails_and_one_at_it_passes() {
+        // One line that never ends: refused once it reaches the cap.
+        let mut parser = SseParser::new(16);
+        assert_eq!(parser.push(b"data: 0123456789"), Ok(vec![]));
+        assert_eq!(parser.push(b"x"), Err(EventTooLarge));
+        // Many short data lines of one event add up.
+        let mut parser = SseParser::new(16);
+        assert_eq!(parser.push(b"data: abcde\ndata: abcde\n"), Ok(vec![]));
+        assert_eq!(parser.push(b"data: abcdefgh\n"), Err(EventTooLarge));
+        // Events under the cap, one after the other, never add up.
+        let mut parser = SseParser::new(16);
+        for _ in 0..100 {
+            assert_eq!(
+                parser.push(b"data: abcdefgh\n\n"),
+                Ok(vec![ev("", "abcdefgh")])
+            );
+        }
+        // A comment line that never ends counts too.
+        let mut parser = SseParser::new(16);
+        assert_eq!(parser.push(&[b':'; 17]), Err(EventTooLarge));
     }
 }

@@ -193,7 +193,7 @@ async fn provider_kind_builds_a_working_client() {
             base_url: Some(server.url()),
             model: Some("claude-test".into()),
             api_key: Some(KEY.into()),
-            replay_file: None,
+            ..ProviderOptions::default()
         })
         .expect("builds");
     assert_eq!(provider.name(), "anthropic");

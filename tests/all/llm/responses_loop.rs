@@ -267,3 +267,75 @@ async fn a_saved_conversation_resumes_with_its_reasoning_on_responses() {
     assert!(reasoning.iter().all(|r| r["encrypted_content"].is_string()));
     assert_eq!(of_kind(last, "function_call_output").len(), 2);
 }
+
+/// The item ids of a request body, in order.
+fn item_ids(body: &Value) -> Vec<String> {
+    body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["id"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Regression (issue 36, class 10): a server that gives two calls of one
+/// answer the same `call_id` and the same item id, and numbers them the
+/// same way again the next round. The loop renames the calls apart; every
+/// request after that must still carry each item id once (the real API
+/// answers 400 "Duplicate item found with id …") and each output the
+/// `call_id` of its own call.
+async fn duplicate_ids_go_through_two_rounds(stream: bool) {
+    let server = FakeResponses::start().await;
+    let same = |a: i64| add(a, 1).with_id("call_0").with_item_id("fc_0");
+    server.push(reasoned(vec![same(1), same(2)]));
+    server.push(Turn::calls(vec![
+        same(3),
+        same(4),
+        add(5, 1).with_item_id("fc_0_2"),
+    ]));
+    server.push(Turn::text("done"));
+    let config = RunnerConfig {
+        stream,
+        ..RunnerConfig::default()
+    };
+    let outcome = runner(&server, config, start())
+        .await
+        .expect("the strict server accepts every request");
+    assert_eq!(outcome.stop_reason, StopReason::Completed);
+    assert_eq!(outcome.tool_calls, 5);
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 3);
+    for body in &bodies[1..] {
+        let ids = item_ids(body);
+        let distinct: std::collections::BTreeSet<&String> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+        let calls: Vec<&Value> = of_kind(body, "function_call")
+            .into_iter()
+            .map(|c| &c["call_id"])
+            .collect();
+        let outputs: Vec<&Value> = of_kind(body, "function_call_output")
+            .into_iter()
+            .map(|o| &o["call_id"])
+            .collect();
+        assert_eq!(calls, outputs, "each output follows its own call");
+        let distinct: std::collections::BTreeSet<String> =
+            calls.iter().map(|c| c.to_string()).collect();
+        assert_eq!(distinct.len(), calls.len(), "{calls:?}");
+    }
+    // The results reached the model in order: 2, 3, 4, 5, 6.
+    let outputs: Vec<&Value> = of_kind(&bodies[2], "function_call_output")
+        .into_iter()
+        .map(|o| &o["output"])
+        .collect();
+    assert_eq!(outputs, ["2.0", "3.0", "4.0", "5.0", "6.0"]);
+}
+
+#[tokio::test]
+async fn duplicate_call_and_item_ids_go_through_two_rounds_on_responses() {
+    duplicate_ids_go_through_two_rounds(false).await;
+}
+
+#[tokio::test]
+async fn duplicate_call_and_item_ids_go_through_two_rounds_on_responses_streaming() {
+    duplicate_ids_go_through_two_rounds(true).await;
+}

@@ -3,7 +3,8 @@
 //! a call it has not seen, a reasoning item sent back apart from the call
 //! that followed it (either way round), a reasoning item without its
 //! encrypted content when nothing is stored, and parameters the API does
-//! not know (Chat Completions' `messages`, `stop`, `seed`, ...). A model
+//! not know (Chat Completions' `messages`, `stop`, `seed`, ...), and two
+//! input items with one `id` ("Duplicate item found with id …"). A model
 //! named `gpt-4…` is not a reasoning model and refuses `include`, as
 //! OpenAI's do.
 //!
@@ -134,7 +135,8 @@ impl ResponsesDialect {
         for call in &turn.calls {
             let n = self.next();
             let call_id = call.id.clone().unwrap_or_else(|| format!("call_{n:04}"));
-            items.push(json!({"type": "function_call", "id": format!("fc_{n:04}"),
+            let item_id = call.item_id.clone().unwrap_or_else(|| format!("fc_{n:04}"));
+            items.push(json!({"type": "function_call", "id": item_id,
                 "call_id": call_id, "name": call.name, "arguments": call.arguments_text(),
                 "status": "completed"}));
         }
@@ -178,8 +180,12 @@ impl ResponsesDialect {
         let needs = lock(&self.needs);
         let mut calls: HashSet<&str> = HashSet::new();
         let mut outputs: HashSet<&str> = HashSet::new();
+        let mut ids: HashSet<&str> = HashSet::new();
         for (index, item) in items.iter().enumerate() {
             let id = item["id"].as_str().unwrap_or_default();
+            if !id.is_empty() && !ids.insert(id) {
+                return Err(invalid(format!("Duplicate item found with id {id}.")));
+            }
             match item["type"].as_str() {
                 Some("reasoning") => {
                     let content = item["encrypted_content"].as_str();

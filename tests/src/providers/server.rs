@@ -28,6 +28,9 @@ pub struct FakeCall {
     /// Gemini only: a `thoughtSignature` to issue on this call's part. The
     /// server then rejects any later history that omits or changes it.
     pub signature: Option<String>,
+    /// Responses only: the `function_call` item's `id` (default a fresh
+    /// `fc_N`), to script a server that repeats item ids.
+    pub item_id: Option<String>,
 }
 
 impl FakeCall {
@@ -38,6 +41,7 @@ impl FakeCall {
             name: name.into(),
             arguments,
             signature: None,
+            item_id: None,
         }
     }
 
@@ -45,6 +49,13 @@ impl FakeCall {
     #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
+        self
+    }
+
+    /// The same call with a Responses item id.
+    #[must_use]
+    pub fn with_item_id(mut self, id: impl Into<String>) -> Self {
+        self.item_id = Some(id.into());
         self
     }
 
@@ -131,6 +142,21 @@ pub enum Reply {
         /// How many events get out.
         events: usize,
     },
+    /// A body sent as it is, whatever the request asked: `head`, then
+    /// `chunk` `times` times (without end when `None`), one chunk at a
+    /// time, so that a client that stops reading stops the server too.
+    Raw {
+        /// The status.
+        status: u16,
+        /// The `Content-Type`.
+        content_type: &'static str,
+        /// The first bytes.
+        head: String,
+        /// The bytes repeated after them.
+        chunk: String,
+        /// How many times; `None`: for ever.
+        times: Option<usize>,
+    },
     /// An HTTP error in the provider's error format.
     Error {
         /// The status.
@@ -155,6 +181,22 @@ impl Reply {
             status,
             message: message.into(),
             retry_after: None,
+        }
+    }
+
+    /// `head`, then `chunk` for ever, with `status`.
+    pub fn endless(
+        status: u16,
+        content_type: &'static str,
+        head: impl Into<String>,
+        chunk: impl Into<String>,
+    ) -> Self {
+        Self::Raw {
+            status,
+            content_type,
+            head: head.into(),
+            chunk: chunk.into(),
+            times: None,
         }
     }
 
@@ -216,6 +258,9 @@ struct Inner<D> {
     dialect: D,
     replies: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Answer this status, "image input is not supported", to any request
+    /// that carries an image.
+    refuse_images: Mutex<Option<u16>>,
 }
 
 /// A running fake provider; shut down when dropped. See the aliases
@@ -247,6 +292,7 @@ impl<D: Dialect> FakeServer<D> {
             dialect,
             replies: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),
+            refuse_images: Mutex::new(None),
         });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -284,6 +330,14 @@ impl<D: Dialect> FakeServer<D> {
     /// The JSON bodies of every request so far.
     pub fn bodies(&self) -> Vec<Value> {
         self.requests().into_iter().map(|r| r.body).collect()
+    }
+
+    /// Serve a model that cannot see: from now on, answer `status` with
+    /// llama.cpp's message, "image input is not supported", to every
+    /// request that carries an image (before any scripted reply is used).
+    pub fn refuse_images(&self, status: u16) -> &Self {
+        *lock(&self.inner.refuse_images) = Some(status);
+        self
     }
 
     /// Replies still queued.
@@ -338,6 +392,12 @@ async fn handle<D: Dialect>(State(inner): State<Arc<Inner<D>>>, request: Request
     if let Err((status, message)) = dialect.check(&recorded) {
         return error(dialect, status, &message, None);
     }
+    let refuse_images = *lock(&inner.refuse_images);
+    if let Some(status) = refuse_images
+        && has_image(&recorded.body)
+    {
+        return error(dialect, status, IMAGE_REFUSAL, None);
+    }
     let Some(reply) = lock(&inner.replies).pop_front() else {
         return error(dialect, 500, "fake server: no scripted reply left", None);
     };
@@ -347,6 +407,13 @@ async fn handle<D: Dialect>(State(inner): State<Arc<Inner<D>>>, request: Request
             message,
             retry_after,
         } => error(dialect, status, &message, retry_after),
+        Reply::Raw {
+            status,
+            content_type,
+            head,
+            chunk,
+            times,
+        } => raw(status, content_type, head, chunk, times),
         Reply::Turn(turn) if dialect.is_stream(&recorded) => {
             sse(dialect.render_events(&turn, &recorded), None)
         }
@@ -363,6 +430,56 @@ async fn handle<D: Dialect>(State(inner): State<Arc<Inner<D>>>, request: Request
             )
         }
     }
+}
+
+/// What llama.cpp's server answers to an image when it has no vision
+/// projector.
+pub const IMAGE_REFUSAL: &str = "image input is not supported - hint: if this is unexpected, \
+                                 you may need to provide the mmproj";
+
+/// Whether a request body carries an image, in any provider's shape: an
+/// item or block of type `input_image`, `image` or `image_url`, or
+/// Gemini's `inlineData` with an image type.
+fn has_image(value: &Value) -> bool {
+    match value {
+        Value::Object(fields) => {
+            let typed = fields
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| matches!(t, "input_image" | "image" | "image_url"));
+            let inline = ["inlineData", "inline_data"].iter().any(|key| {
+                fields
+                    .get(*key)
+                    .and_then(|d| d.get("mimeType").or_else(|| d.get("mime_type")))
+                    .and_then(Value::as_str)
+                    .is_some_and(|m| m.starts_with("image/"))
+            });
+            typed || inline || fields.values().any(has_image)
+        }
+        Value::Array(items) => items.iter().any(has_image),
+        _ => false,
+    }
+}
+
+fn raw(
+    status: u16,
+    content_type: &'static str,
+    head: String,
+    chunk: String,
+    times: Option<usize>,
+) -> Response {
+    let chunk = Bytes::from(chunk);
+    let body = futures::stream::repeat(chunk).take(times.unwrap_or(usize::MAX));
+    let stream = futures::stream::once(async move { Bytes::from(head) })
+        .chain(body)
+        .map(Ok::<_, std::io::Error>);
+    let mut response = (
+        [(header::CONTENT_TYPE, content_type)],
+        Body::from_stream(stream),
+    )
+        .into_response();
+    *response.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    response
 }
 
 fn json(value: &Value) -> Response {

@@ -84,6 +84,7 @@ impl AnthropicProvider {
                 model: config.model,
                 max_tokens: config.max_tokens,
             },
+            images: Default::default(),
         })
     }
 }

@@ -95,6 +95,7 @@ impl GeminiProvider {
                 model,
                 max_tokens: config.max_tokens,
             },
+            images: Default::default(),
         })
     }
 }

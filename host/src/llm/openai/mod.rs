@@ -95,6 +95,7 @@ impl OpenAiProvider {
                 max_tokens: config.max_tokens,
                 official_openai,
             },
+            images: Default::default(),
         })
     }
 }

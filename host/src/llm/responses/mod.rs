@@ -122,6 +122,7 @@ impl ResponsesProvider {
                 encrypted_reasoning: config.encrypted_reasoning,
                 max_output_tokens: config.max_output_tokens,
             },
+            images: Default::default(),
         })
     }
 }
@@ -395,6 +396,74 @@ mod tests {
         assert_eq!(items, expected);
         assert_eq!(body["input"][1]["encrypted_content"], "enc1");
         assert_eq!(body["input"][3]["call_id"], "call_1");
+    }
+
+    /// Regression (issue 36, class 10): two calls that shared a call id
+    /// and an item id were renamed apart, but both went back with one item
+    /// id; and a server that numbers calls afresh each turn repeated call
+    /// ids across turns.
+    #[test]
+    fn every_item_id_and_call_id_of_a_request_is_unique_and_outputs_follow_their_call() {
+        let turn = |output: Vec<Value>| {
+            let mut answer = ChatResponse {
+                message: wire::assistant_message(output),
+                finish_reason: FinishReason::ToolCalls,
+                usage: Usage::default(),
+            };
+            super::super::history::normalize_answer(&mut answer, "call", 0);
+            answer.message
+        };
+        let call = |id: &str, call_id: &str| {
+            json!({"type": "function_call", "id": id, "call_id": call_id, "name": "add",
+                   "arguments": "{}", "status": "completed"})
+        };
+        let first = turn(vec![
+            json!({"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}),
+            call("fc_1", "call_1"),
+            call("fc_1", "call_1"),
+            call("fc_1_2", "call_1_2"),
+        ]);
+        let second = turn(vec![call("fc_1", "call_1"), call("fc_9", "call_9")]);
+        let mut history = vec![Message::user("add")];
+        for message in [first, second] {
+            let ids: Vec<String> = message.tool_calls.iter().map(|c| c.id.clone()).collect();
+            history.push(Message::Assistant(message));
+            for id in ids {
+                history.push(Message::Tool(ToolResult {
+                    tool_call_id: id,
+                    name: "add".into(),
+                    content: "1".into(),
+                    is_error: false,
+                    parts: Vec::new(),
+                }));
+            }
+        }
+        let sent = body(&history, &GenerationParams::default(), true).expect("valid");
+        let items = sent["input"].as_array().expect("input");
+        let item_ids: Vec<&str> = items.iter().filter_map(|i| i["id"].as_str()).collect();
+        let distinct: std::collections::BTreeSet<&str> = item_ids.iter().copied().collect();
+        assert_eq!(distinct.len(), item_ids.len(), "{item_ids:?}");
+        assert_eq!(
+            item_ids,
+            ["rs_1", "fc_1", "fc_1_3", "fc_1_2", "fc_1_4", "fc_9"]
+        );
+        let calls: Vec<&str> = items
+            .iter()
+            .filter(|i| i["type"] == "function_call")
+            .filter_map(|i| i["call_id"].as_str())
+            .collect();
+        let distinct: std::collections::BTreeSet<&str> = calls.iter().copied().collect();
+        assert_eq!(distinct.len(), calls.len(), "{calls:?}");
+        // Each output names the call right before its turn's outputs.
+        let outputs: Vec<&str> = items
+            .iter()
+            .filter(|i| i["type"] == "function_call_output")
+            .filter_map(|i| i["call_id"].as_str())
+            .collect();
+        assert_eq!(outputs, calls);
+        // The same history, the same ids.
+        let again = body(&history, &GenerationParams::default(), true).expect("valid");
+        assert_eq!(again, sent);
     }
 
     #[test]

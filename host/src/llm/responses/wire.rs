@@ -2,6 +2,7 @@
 //! Private: nothing outside `responses` sees these types.
 
 use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -144,7 +145,7 @@ impl CallState {
 
 impl<'a> ResponsesRequest<'a> {
     pub(super) fn new(format: &'a Responses, request: &ChatRequest<'a>) -> Self {
-        let ids = WireIds::new(request.messages, IdRules::OPENAI);
+        let mut ids = ItemIds::new(request.messages);
         let mut input = Vec::with_capacity(request.messages.len() + 4);
         for message in request.messages {
             match message {
@@ -156,9 +157,9 @@ impl<'a> ResponsesRequest<'a> {
                     role: "user",
                     content,
                 }),
-                Message::Assistant(a) => assistant(a, &ids, &mut input),
+                Message::Assistant(a) => assistant(a, &mut ids, &mut input),
                 Message::Tool(result) => input.push(InputItem::FunctionCallOutput {
-                    call_id: ids.get(&result.tool_call_id),
+                    call_id: ids.output(&result.tool_call_id),
                     output: Output::of(result),
                 }),
             }
@@ -189,9 +190,135 @@ impl<'a> ResponsesRequest<'a> {
     }
 }
 
+/// The ids of one request's items, unique across its `input` as the API
+/// requires (400 "Duplicate item found with id …"), and each call's
+/// `call_id` the same on the call and on its output.
+///
+/// A history may repeat ids: a server that gave two calls of one answer
+/// the same `call_id` and item id (the answer's calls are renamed apart,
+/// but the item id kept in the signature is the server's), or one that
+/// numbers calls afresh every turn. The first use of an id keeps it; a
+/// later `function_call` item id `x` becomes `x_2` (`x_3`, …, skipping ids
+/// in use), a later carried item (a reasoning item already sent) is left
+/// out, and a `call_id` an earlier turn used becomes `x_2`, … for this
+/// turn's call and outputs. Deterministic: the same history gives the same
+/// ids.
+struct ItemIds<'a> {
+    /// Call ids as the format accepts them.
+    wire: WireIds<'a>,
+    /// Every item id and wire call id in the history, renamed or not.
+    taken: BTreeSet<String>,
+    /// Item ids already put in `input`.
+    items: BTreeSet<String>,
+    /// Call ids already put in `input`, by earlier turns.
+    calls: BTreeSet<String>,
+    /// This turn's call ids (neutral id → wire call id).
+    turn: BTreeMap<&'a str, String>,
+}
+
+impl<'a> ItemIds<'a> {
+    fn new(messages: &'a [Message]) -> Self {
+        let wire = WireIds::new(messages, IdRules::OPENAI);
+        let mut taken = BTreeSet::new();
+        for message in messages {
+            let Message::Assistant(a) = message else {
+                continue;
+            };
+            for call in &a.tool_calls {
+                taken.insert(wire.get(&call.id).into_owned());
+                let state = CallState::read(call.signature.as_deref());
+                taken.extend(state.item_id);
+                taken.extend(
+                    state
+                        .before
+                        .iter()
+                        .filter_map(|i| i["id"].as_str().map(str::to_owned)),
+                );
+            }
+        }
+        Self {
+            wire,
+            taken,
+            items: BTreeSet::new(),
+            calls: BTreeSet::new(),
+            turn: BTreeMap::new(),
+        }
+    }
+
+    /// A new turn: its calls' ids may repeat the ids of earlier turns.
+    fn start_turn(&mut self) {
+        let turn = std::mem::take(&mut self.turn);
+        self.calls.extend(turn.into_values());
+    }
+
+    /// The wire `call_id` of a call of this turn.
+    fn call(&mut self, id: &'a str) -> Cow<'a, str> {
+        let wire = self.wire.get(id);
+        let wire = if self.calls.contains(wire.as_ref()) {
+            let fresh = fresh(&wire, &self.taken, IdRules::OPENAI.max_len);
+            self.taken.insert(fresh.clone());
+            fresh
+        } else {
+            wire.into_owned()
+        };
+        self.turn.insert(id, wire.clone());
+        Cow::Owned(wire)
+    }
+
+    /// The wire `call_id` of an output: its call's in this turn.
+    fn output(&self, id: &'a str) -> Cow<'a, str> {
+        match self.turn.get(id) {
+            Some(wire) => Cow::Owned(wire.clone()),
+            None => self.wire.get(id),
+        }
+    }
+
+    /// The id of a `function_call` item: its own, or a fresh one when an
+    /// earlier item has it.
+    fn function_call(&mut self, id: Option<String>) -> Option<String> {
+        let id = id?;
+        if self.items.insert(id.clone()) {
+            return Some(id);
+        }
+        let fresh = fresh(&id, &self.taken, usize::MAX);
+        self.taken.insert(fresh.clone());
+        self.items.insert(fresh.clone());
+        Some(fresh)
+    }
+
+    /// Whether a carried item is new to `input` (an item without an id
+    /// always is).
+    fn carried(&mut self, item: &Value) -> bool {
+        item["id"]
+            .as_str()
+            .is_none_or(|id| self.items.insert(id.to_owned()))
+    }
+}
+
+/// `base_2`, `base_3`, … (with `base` cut to fit `max_len`): the first not
+/// in `taken`.
+fn fresh(base: &str, taken: &BTreeSet<String>, max_len: usize) -> String {
+    (2u64..)
+        .map(|n| {
+            let suffix = format!("_{n}");
+            let mut end = max_len.saturating_sub(suffix.len()).min(base.len());
+            while !base.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!("{}{suffix}", &base[..end])
+        })
+        .find(|candidate| !taken.contains(candidate))
+        .unwrap_or_default()
+}
+
 /// An assistant turn as items: its text (unless a carried message item
 /// holds it), then each call preceded by what it carries.
-fn assistant<'a>(message: &'a AssistantMessage, ids: &WireIds<'a>, input: &mut Vec<InputItem<'a>>) {
+fn assistant<'a>(
+    message: &'a AssistantMessage,
+    ids: &mut ItemIds<'a>,
+    input: &mut Vec<InputItem<'a>>,
+) {
+    ids.start_turn();
     let states: Vec<CallState> = message
         .tool_calls
         .iter()
@@ -208,17 +335,17 @@ fn assistant<'a>(message: &'a AssistantMessage, ids: &WireIds<'a>, input: &mut V
         });
     }
     for (call, state) in message.tool_calls.iter().zip(states) {
-        input.extend(state.before.into_iter().map(InputItem::Carried));
-        input.push(function_call(call, state.item_id, ids));
-    }
-}
-
-fn function_call<'a>(call: &'a ToolCall, id: Option<String>, ids: &WireIds<'a>) -> InputItem<'a> {
-    InputItem::FunctionCall {
-        id,
-        call_id: ids.get(&call.id),
-        name: &call.name,
-        arguments: &call.arguments,
+        for item in state.before {
+            if ids.carried(&item) {
+                input.push(InputItem::Carried(item));
+            }
+        }
+        input.push(InputItem::FunctionCall {
+            id: ids.function_call(state.item_id),
+            call_id: ids.call(&call.id),
+            name: &call.name,
+            arguments: &call.arguments,
+        });
     }
 }
 
