@@ -66,7 +66,9 @@ fn check_one_session(report: &Value, revision: &str) {
     for result in results {
         assert_eq!(result["is_error"], false, "{result}");
         assert!(
-            !result["text"].to_string().contains("keeps state in session"),
+            !result["text"]
+                .to_string()
+                .contains("keeps state in session"),
             "no handle on a connection that keeps the session: {result}"
         );
     }
@@ -118,7 +120,9 @@ fn http_on_2026_07_28_still_keeps_state_only_under_a_handle() {
     for result in report["results"].as_array().unwrap() {
         assert_eq!(result["structured"]["value"], 1, "{report}");
         assert!(
-            result["text"].to_string().contains("keeps state in session"),
+            result["text"]
+                .to_string()
+                .contains("keeps state in session"),
             "{result}"
         );
     }
@@ -139,7 +143,9 @@ fn unknown_calls(addr: &str) -> u64 {
     assert_eq!(status, 200, "{text}");
     text.lines()
         .find_map(|line| {
-            line.strip_prefix(r#"toolhost_tool_calls_total{tool="(unknown)",outcome="unknown_tool"} "#)
+            line.strip_prefix(
+                r#"toolhost_tool_calls_total{tool="(unknown)",outcome="unknown_tool"} "#,
+            )
         })
         .map_or(0, |n| n.trim().parse().expect("a count"))
 }
@@ -172,13 +178,7 @@ fn http_calls_of_unknown_tools_are_counted_on_every_path_and_revision() {
     assert_eq!(report["protocol_version"], "2026-07-28", "{report}");
     assert_eq!(unknown_calls(&server.addr), 4);
     // And a raw request of the revision, with arguments.
-    let (status, answer) = stateless_call(
-        &server.addr,
-        "nope",
-        json!({"a": 1}),
-        json!({}),
-        &[],
-    );
+    let (status, answer) = stateless_call(&server.addr, "nope", json!({"a": 1}), json!({}), &[]);
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["error"]["code"], -32602, "{answer}");
     assert_eq!(unknown_calls(&server.addr), 5);

@@ -135,7 +135,9 @@ fn print_json(text: &str) {
 
 /// Outer error: the host could not be set up. Inner: the call failed.
 /// A success is the output and the result's content parts.
-async fn call(args: &CallArgs) -> anyhow::Result<Result<(serde_json::Value, Vec<Content>), ToolError>> {
+async fn call(
+    args: &CallArgs,
+) -> anyhow::Result<Result<(serde_json::Value, Vec<Content>), ToolError>> {
     let input = args.read_input().map_err(UsageError)?;
     // Only the plugin that owns the tool, when the cache knows which.
     let toolbox = args.plugins.load_all_for(Some(&args.tool)).await?;

@@ -20,7 +20,9 @@ pub(super) fn temp_dir() -> anyhow::Result<PathBuf> {
     let dir = tempfile::Builder::new()
         .prefix("toolhost-call-")
         .tempdir()
-        .context("cannot make a directory for the result's images and audio; pass --media-dir DIR")?;
+        .context(
+            "cannot make a directory for the result's images and audio; pass --media-dir DIR",
+        )?;
     Ok(dir.keep())
 }
 
@@ -29,14 +31,24 @@ pub(super) fn temp_dir() -> anyhow::Result<PathBuf> {
 /// its media type (`chart_draw-1.png`); a name already taken gets a
 /// suffix, never overwritten. The path of each part written, in order
 /// (`None` for the parts that are not media).
-pub(super) fn save(dir: &Path, tool: &str, content: &[Content]) -> anyhow::Result<Vec<Option<PathBuf>>> {
+pub(super) fn save(
+    dir: &Path,
+    tool: &str,
+    content: &[Content],
+) -> anyhow::Result<Vec<Option<PathBuf>>> {
     if content.iter().any(is_media) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot make the media directory {}", dir.display()))?;
     }
     let stem: String = tool
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     content
         .iter()

@@ -473,8 +473,10 @@ async fn a_stdio_connection_keeps_one_plugin_session_on_every_revision_and_path(
     // The same after a bootstrap `server/discover`, as the SDKs begin.
     let (mut other, _serving_other) = modern();
     other
-        .send(json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
-                     "params": {"_meta": modern_meta(json!({}))}}))
+        .send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                     "params": {"_meta": modern_meta(json!({}))}}),
+        )
         .await;
     assert_eq!(other.next().await["id"], 0);
     assert_eq!(counts(&mut other, 1, modern_meta).await, [1, 2, 3, 4]);
