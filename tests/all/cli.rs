@@ -7,7 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 use toolhost_tests::plugins::{
-    hostile_dir, plugin_dir, plugin_subset, toolhost_bin, workspace_root,
+    copy_plugin_from, hostile_dir, plugin_dir, plugin_subset, toolhost_bin, workspace_root,
 };
 
 fn toolhost(args: &[&str]) -> Output {
@@ -614,4 +614,163 @@ fn toml_errors_print_as_lines() {
         "{stdout}"
     );
     assert!(!failed.contains("\\n"), "{stdout}");
+}
+
+/// Input for `chart_draw`: a small bar chart.
+fn chart_input() -> String {
+    json!({
+        "kind": "bar",
+        "title": "Sales",
+        "labels": ["Jan", "Feb", "Mar"],
+        "series": [{"name": "2026", "values": [3, 5, 2]}],
+        "width": 320,
+        "height": 200,
+    })
+    .to_string()
+}
+
+const PNG_MAGIC: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// The paths `call` printed on stderr for the parts it wrote, by media
+/// type.
+fn saved_paths(out: &Output) -> Vec<(String, std::path::PathBuf)> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|line| {
+            let (head, path) = line.split_once(" bytes): ")?;
+            let (media_type, _) = head.split_once(" (")?;
+            Some((media_type.to_owned(), path.into()))
+        })
+        .collect()
+}
+
+#[test]
+fn call_writes_a_tools_image_to_a_file_and_prints_its_path() {
+    let plugins = plugin_subset(&["chart"]);
+    let media = tempfile::tempdir().unwrap();
+    let input = chart_input();
+    let args = |media_dir: Option<&str>| {
+        let mut args = vec![
+            "call",
+            "chart_draw",
+            "--input",
+            &input,
+            "--plugins",
+            dir(plugins.path()),
+        ];
+        if let Some(media_dir) = media_dir {
+            args.extend(["--media-dir", media_dir]);
+        }
+        toolhost(&args)
+    };
+    // Into the directory asked for; a second call never overwrites the
+    // first's file.
+    let mut written = Vec::new();
+    for _ in 0..2 {
+        let out = args(Some(dir(media.path())));
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        // stdout is still the output alone.
+        let summary = json_out(&out);
+        let saved = saved_paths(&out);
+        let [(media_type, path)] = saved.as_slice() else {
+            panic!("one image path on stderr: {out:?}")
+        };
+        assert_eq!(media_type, "image/png");
+        assert_eq!(path.parent(), Some(media.path()), "{path:?}");
+        assert_eq!(path.extension().unwrap(), "png");
+        let png = std::fs::read(path).unwrap();
+        assert_eq!(&png[..8], PNG_MAGIC);
+        assert_eq!(summary["bytes"], json!(png.len()), "{summary}");
+        written.push(path.clone());
+    }
+    assert_ne!(written[0], written[1], "a new name for the second file");
+    // Without --media-dir: a new directory in the temp directory.
+    let out = args(None);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let saved = saved_paths(&out);
+    let [(_, path)] = saved.as_slice() else {
+        panic!("one image path on stderr: {out:?}")
+    };
+    assert!(path.starts_with(std::env::temp_dir()), "{path:?}");
+    assert_eq!(&std::fs::read(path).unwrap()[..8], PNG_MAGIC);
+    std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    // A tool without media writes nothing and says nothing of files.
+    let calc = plugin_subset(&["calc"]);
+    let out = toolhost(&[
+        "call",
+        "calc_eval",
+        "--input",
+        r#"{"expression":"1+1"}"#,
+        "--plugins",
+        dir(calc.path()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(saved_paths(&out).is_empty(), "{out:?}");
+}
+
+#[test]
+fn call_json_carries_a_tools_image_as_base64_with_its_media_type() {
+    use base64::Engine as _;
+    let plugins = plugin_subset(&["chart"]);
+    let input = chart_input();
+    let base = [
+        "call",
+        "chart_draw",
+        "--input",
+        &input,
+        "--plugins",
+        dir(plugins.path()),
+        "--json",
+    ];
+    let out = toolhost(&base);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let answer = json_out(&out);
+    assert_eq!(answer["ok"], true, "{answer}");
+    let parts = answer["content"].as_array().expect("content parts");
+    let [image] = parts.as_slice() else {
+        panic!("one part: {answer}")
+    };
+    assert_eq!(image["type"], "image", "{image}");
+    assert_eq!(image["media_type"], "image/png", "{image}");
+    assert!(image.get("path").is_none(), "no file unless asked: {image}");
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(image["data"].as_str().expect("base64 data"))
+        .unwrap();
+    assert_eq!(&png[..8], PNG_MAGIC);
+    assert_eq!(answer["output"]["bytes"], json!(png.len()), "{answer}");
+    assert!(
+        saved_paths(&out).is_empty(),
+        "stderr names no file: {out:?}"
+    );
+    // With --media-dir too, each part also says where it was written.
+    let media = tempfile::tempdir().unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--media-dir", dir(media.path())]);
+    let out = toolhost(&args);
+    let answer = json_out(&out);
+    let path = answer["content"][0]["path"].as_str().expect("a path");
+    assert_eq!(std::fs::read(path).unwrap(), png);
+}
+
+#[test]
+fn call_has_no_one_to_ask_so_a_tools_question_is_answered_unavailable() {
+    let plugins = tempfile::tempdir().unwrap();
+    copy_plugin_from(hostile_dir(), "hostile_ask", plugins.path());
+    for json in [false, true] {
+        let mut args = vec![
+            "call",
+            "hostile_ask",
+            "--input",
+            "{}",
+            "--plugins",
+            dir(plugins.path()),
+        ];
+        if json {
+            args.push("--json");
+        }
+        let out = toolhost(&args);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("no one to ask"), "{stdout}");
+    }
 }

@@ -22,6 +22,7 @@ mod mcp_client;
 mod mcp_handles;
 mod mcp_list_changed;
 mod mcp_peers;
+mod mcp_revisions;
 mod mcp_untrusted;
 mod new;
 mod oci;

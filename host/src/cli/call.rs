@@ -1,5 +1,7 @@
 //! `toolhost call`.
 
+mod media;
+
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -7,7 +9,7 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 use toolhost::text::{escape_controls_indented, escape_json_controls};
-use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind};
+use toolhost::tools::{CallContext, Content, SessionId, ToolError, ToolErrorKind};
 
 use super::{ChainDisplay, EXIT_FAILED, EXIT_USAGE, ExecArgs, PluginArgs, UsageError};
 
@@ -29,9 +31,17 @@ pub struct CallArgs {
     #[command(flatten)]
     exec: ExecArgs,
     /// Print exactly one JSON object on stdout:
-    /// {"ok":true,"output":...} or {"ok":false,"error":{"kind":...,"message":...}}.
+    /// {"ok":true,"output":...} or {"ok":false,"error":{"kind":...,"message":...}};
+    /// a result's content parts (images, audio, text) come as "content",
+    /// media as base64 with their media type.
     #[arg(long)]
     json: bool,
+    /// Write the result's image and audio parts to files in DIR (created
+    /// if missing) and print their paths. Default: a new directory in the
+    /// system's temp directory, and with --json, none (the parts are in the
+    /// JSON).
+    #[arg(long, value_name = "DIR")]
+    media_dir: Option<PathBuf>,
 }
 
 impl CallArgs {
@@ -64,11 +74,28 @@ pub async fn run(args: CallArgs) -> anyhow::Result<ExitCode> {
     // JSON, with every character a terminal would act on escaped; an error
     // for people is shown with its controls escaped.
     match outcome {
-        Ok(Ok(output)) => {
+        Ok(Ok((output, content))) => {
             if args.json {
-                print_json(&json!({"ok": true, "output": output}).to_string());
+                // Files only where asked for: the parts are in the JSON.
+                let saved = match &args.media_dir {
+                    Some(dir) => media::save(dir, &args.tool, &content)?,
+                    None => vec![None; content.len()],
+                };
+                let mut answer = json!({"ok": true, "output": output});
+                if !content.is_empty() {
+                    answer["content"] = media::parts_json(&content, &saved)?;
+                }
+                print_json(&answer.to_string());
             } else {
                 print_json(&serde_json::to_string_pretty(&output)?);
+                if content.iter().any(media::is_media) {
+                    let dir = match &args.media_dir {
+                        Some(dir) => dir.clone(),
+                        None => media::temp_dir()?,
+                    };
+                    let saved = media::save(&dir, &args.tool, &content)?;
+                    media::print_saved(&content, &saved);
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -107,7 +134,10 @@ fn print_json(text: &str) {
 }
 
 /// Outer error: the host could not be set up. Inner: the call failed.
-async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolError>> {
+/// A success is the output and the result's content parts.
+async fn call(
+    args: &CallArgs,
+) -> anyhow::Result<Result<(serde_json::Value, Vec<Content>), ToolError>> {
     let input = args.read_input().map_err(UsageError)?;
     // Only the plugin that owns the tool, when the cache knows which.
     let toolbox = args.plugins.load_all_for(Some(&args.tool)).await?;
@@ -166,5 +196,6 @@ async fn call(args: &CallArgs) -> anyhow::Result<Result<serde_json::Value, ToolE
         overrides: args.exec.overrides(),
         ..CallContext::default()
     };
-    Ok(registry.call(&args.tool, &input, &cx).await)
+    let report = registry.call_detailed(&args.tool, &input, &cx).await;
+    Ok(report.output.map(|output| (output, report.content)))
 }

@@ -9,8 +9,10 @@
 //! A request may instead name a session of its own in `_meta`
 //! ([`SESSION_META_KEY`]).
 //!
-//! Clients of the sessionless 2026-07-28 revision (and any request of a
-//! stateless server) have no connection to keep state in, and generic clients
+//! Over HTTP, clients of the sessionless 2026-07-28 revision (and any
+//! request of a stateless server) have no connection to keep state in (over
+//! stdio they do: the process is one connection, on every revision, so its
+//! handler keeps one session), and generic clients
 //! send no toolhost `_meta`. So a stateful plugin's tools also take the
 //! handle as an argument, as MCP recommends for state: each such tool's
 //! schema gets an optional [`SESSION_ARG`] property; a sessionless call
@@ -118,11 +120,13 @@ pub(super) struct Connection {
     tools: Tools,
     cx: CallContext,
     stop: CancellationToken,
-    /// Whether this handler answered `initialize`: it then serves a
-    /// connection (stdio, an HTTP session) whose session outlives the
-    /// request. Without it, it serves one request of the sessionless
-    /// revision or of a stateless server.
-    handshake: AtomicBool,
+    /// Whether this handler serves a connection whose plugin session
+    /// outlives each request: a stdio connection (on every revision, the
+    /// sessionless 2026-07-28 included: the process is the connection), or
+    /// an HTTP session (once it answered `initialize`). Without it, it
+    /// serves one request of the sessionless revision or of a stateless
+    /// server over HTTP.
+    lasting: AtomicBool,
     /// The direct calls in flight, so `notifications/cancelled` (which
     /// reaches rmcp, not them) can stop them.
     direct_calls: Mutex<HashMap<RequestId, CancellationToken>>,
@@ -156,7 +160,17 @@ impl Drop for RunningCall<'_> {
 }
 
 impl McpTools {
-    /// A handler with a fresh plugin session.
+    /// The handler of a connection that lasts as long as its transport
+    /// (stdio): one plugin session for all its requests, whatever revision
+    /// the client speaks.
+    pub(super) fn for_connection(tools: Tools) -> Self {
+        let handler = Self::new(tools);
+        handler.conn.lasting.store(true, Ordering::Relaxed);
+        handler
+    }
+
+    /// A handler with a fresh plugin session (an HTTP session's once it
+    /// answers `initialize`; until then, or without it, a request's).
     pub(super) fn new(tools: Tools) -> Self {
         let session = SessionId::random();
         let stop = CancellationToken::new();
@@ -170,7 +184,7 @@ impl McpTools {
                 cx: CallContext::in_session(session).with_overrides(tools.overrides.clone()),
                 stop,
                 tools,
-                handshake: AtomicBool::new(false),
+                lasting: AtomicBool::new(false),
                 direct_calls: Mutex::default(),
                 log_level: SessionLevel::default(),
                 calls: AtomicUsize::new(0),
@@ -274,6 +288,13 @@ impl Connection {
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
         let Some(tool) = tools.get(name) else {
+            // The registry still sees the call, so it is counted (under
+            // `(unknown)`), traced and logged exactly as a library caller's
+            // call of an unknown name; it runs nothing.
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            let mut cx = self.cx.clone();
+            cx.trace_parent = trace_parent;
+            let _unknown = tools.call_value(name, arguments, &cx).await;
             return Err(McpError::invalid_params(
                 format!("no tool named `{name}`; tools/list names the tools this server has"),
                 None,
@@ -417,10 +438,10 @@ impl Connection {
             })?;
             return Ok((in_key(key), None));
         }
-        // No handshake on this handler: a request of the sessionless
-        // revision (or of a stateless server), whose handler and connection session
+        // Not a lasting connection: a request of the sessionless revision
+        // (or of a stateless server) over HTTP, whose handler and session
         // end with the answer. State needs a handle the client passes back.
-        if stateful.is_some() && !self.handshake.load(Ordering::Relaxed) {
+        if stateful.is_some() && !self.lasting.load(Ordering::Relaxed) {
             let handle = new_handle();
             return Ok((in_key(&handle), Some(handle)));
         }
@@ -643,7 +664,7 @@ impl ServerHandler for McpTools {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        self.conn.handshake.store(true, Ordering::Relaxed);
+        self.conn.lasting.store(true, Ordering::Relaxed);
         // What the default does.
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)

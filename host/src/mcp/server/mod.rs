@@ -360,7 +360,10 @@ impl ToolServer {
         // Plain calls skip rmcp's service loop once the handshake is done
         // (see `stdio_direct`); rmcp serves everything else.
         let (front, rmcp_end) = stdio_direct::Front::start(reader, writer);
-        let handler = handler::McpTools::new(self.tools.clone());
+        // One plugin session for the whole connection, on every revision:
+        // the sessionless 2026-07-28 has no handshake, but a stdio
+        // connection is one client all the same.
+        let handler = handler::McpTools::for_connection(self.tools.clone());
         let conn = Arc::clone(handler.connection());
         let service = match handler.serve(tokio::io::split(rmcp_end)).await {
             Ok(service) => service,

@@ -303,3 +303,183 @@ async fn the_end_of_stdio_input_stops_a_running_call() {
         .unwrap()
         .unwrap();
 }
+
+/// The `_meta` every request of the sessionless 2026-07-28 revision
+/// carries (there is no handshake), with `extra` added.
+fn modern_meta(extra: serde_json::Value) -> serde_json::Value {
+    let mut meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "lines", "version": "0"},
+    });
+    if let (Some(meta), Some(extra)) = (meta.as_object_mut(), extra.as_object()) {
+        meta.extend(extra.clone());
+    }
+    meta
+}
+
+#[tokio::test]
+async fn stdio_calls_of_unknown_tools_are_counted_on_every_path_and_revision() {
+    use crate::telemetry::{Metrics, UNKNOWN_TOOL};
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(answering("first")).unwrap();
+    let metrics = Metrics::new();
+    registry.set_metrics(Some(metrics.clone()));
+    let unknown = || metrics.calls(UNKNOWN_TOOL, "unknown_tool");
+
+    // 2025-11-25: a plain call goes the direct path, one with a progress
+    // token through rmcp; both are refused as invalid params, and counted.
+    let (mut lines, _serving) = Lines::serve(Arc::clone(&registry)).await;
+    lines.send(Lines::call(1, "nope")).await;
+    assert_eq!(lines.next().await["error"]["code"], -32602);
+    assert_eq!(unknown(), 1, "{}", metrics.render());
+    lines
+        .send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "also_nope", "arguments": {"x": 1},
+                                "_meta": {"progressToken": "p"}}}))
+        .await;
+    assert_eq!(lines.next().await["error"]["code"], -32602);
+    assert_eq!(unknown(), 2, "{}", metrics.render());
+    // A known tool is counted under its own name, as before.
+    lines.send(Lines::call(3, "first")).await;
+    assert_eq!(lines.next().await["id"], 3);
+    assert_eq!(metrics.calls("first", "ok"), 1);
+    drop(lines);
+
+    // 2026-07-28 (no handshake: each request says its revision).
+    let (client_end, _serving) = serving(Arc::clone(&registry));
+    let (read, write) = tokio::io::split(client_end);
+    let mut lines = Lines {
+        write,
+        read: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(read)),
+    };
+    for (id, extra) in [(1, json!({})), (2, json!({"progressToken": "p"}))] {
+        lines
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": "nope", "arguments": {},
+                                    "_meta": modern_meta(extra)}}))
+            .await;
+        let answer = lines.next().await;
+        assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    }
+    assert_eq!(unknown(), 4, "{}", metrics.render());
+    assert!(
+        metrics
+            .render()
+            .contains(r#"toolhost_tool_calls_total{tool="(unknown)",outcome="unknown_tool"} 4"#),
+        "{}",
+        metrics.render()
+    );
+}
+
+/// A stateful tool: a counter per plugin session, as a stateful plugin
+/// keeps one per instance.
+struct Counter {
+    spec: crate::tools::ToolSpec,
+    counts: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl Counter {
+    fn new() -> Self {
+        Self {
+            spec: crate::tools::ToolSpec {
+                name: "count".into(),
+                description: "Counts calls in its session.".into(),
+                input_schema: json!({"type": "object"}),
+            },
+            counts: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl crate::tools::Tool for Counter {
+    fn spec(&self) -> &crate::tools::ToolSpec {
+        &self.spec
+    }
+
+    fn call(
+        &self,
+        _input: serde_json::Value,
+        cx: &crate::tools::CallContext,
+    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, crate::tools::ToolError>>
+    {
+        let session = cx.session.as_ref().map(|s| s.as_str().to_owned());
+        let mut counts = self.counts.lock().unwrap();
+        let count = counts.entry(session.unwrap_or_default()).or_insert(0);
+        *count += 1;
+        let value = *count;
+        Box::pin(async move { Ok(json!({"value": value})) })
+    }
+
+    fn is_stateful(&self) -> bool {
+        true
+    }
+}
+
+/// Calls `count` on `lines` with ids from `first`, alternately plain (the
+/// direct path, where the revision has one) and with a progress token
+/// (rmcp's path), each request's `_meta` made by `meta`; the values.
+async fn counts(
+    lines: &mut Lines,
+    first: u64,
+    meta: impl Fn(serde_json::Value) -> serde_json::Value,
+) -> Vec<serde_json::Value> {
+    let mut values = Vec::new();
+    for id in first..first + 4 {
+        let extra = if id % 2 == 0 {
+            json!({"progressToken": id})
+        } else {
+            json!({})
+        };
+        lines
+            .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                         "params": {"name": "count", "arguments": {}, "_meta": meta(extra)}}))
+            .await;
+        // Progress notifications (none from this tool) would come first.
+        let answer = lines.next().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        let result = &answer["result"];
+        assert!(
+            result.get("_meta").is_none(),
+            "no session handle on a connection that keeps one: {answer}"
+        );
+        values.push(result["structuredContent"]["value"].clone());
+    }
+    values
+}
+
+#[tokio::test]
+async fn a_stdio_connection_keeps_one_plugin_session_on_every_revision_and_path() {
+    let registry = Arc::new(ToolRegistry::new());
+    registry.register(Counter::new()).unwrap();
+    // 2025-11-25, after the handshake.
+    let (mut lines, _serving) = Lines::serve(Arc::clone(&registry)).await;
+    assert_eq!(counts(&mut lines, 1, |extra| extra).await, [1, 2, 3, 4]);
+    drop(lines);
+
+    // 2026-07-28: no handshake, each request says its revision; the
+    // connection is still one client, with one session.
+    let modern = || {
+        let (client_end, serving) = serving(Arc::clone(&registry));
+        let (read, write) = tokio::io::split(client_end);
+        let lines = Lines {
+            write,
+            read: tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(read)),
+        };
+        (lines, serving)
+    };
+    let (mut lines, _serving) = modern();
+    assert_eq!(counts(&mut lines, 1, modern_meta).await, [1, 2, 3, 4]);
+    // The same after a bootstrap `server/discover`, as the SDKs begin.
+    let (mut other, _serving_other) = modern();
+    other
+        .send(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "server/discover",
+                     "params": {"_meta": modern_meta(json!({}))}}),
+        )
+        .await;
+    assert_eq!(other.next().await["id"], 0);
+    assert_eq!(counts(&mut other, 1, modern_meta).await, [1, 2, 3, 4]);
+    // Each connection its own session; the first goes on where it was.
+    assert_eq!(counts(&mut lines, 5, modern_meta).await, [5, 6, 7, 8]);
+}
