@@ -150,6 +150,9 @@ async fn a_refusal_without_images_in_the_request_is_returned_as_it_is() {
     assert_eq!(server.requests().len(), 1);
 }
 
+/// Reads a fake server's request bodies.
+type Bodies<'a> = Box<dyn Fn() -> Vec<Value> + 'a>;
+
 /// The operator's word: a model declared text-only never gets an image,
 /// on every provider that takes images in tool results.
 #[tokio::test]
@@ -157,7 +160,7 @@ async fn a_model_declared_text_only_gets_stand_ins_from_the_first_request() {
     let responses = FakeResponses::start().await;
     let anthropic = FakeAnthropic::start().await;
     let gemini = FakeGemini::start().await;
-    let servers: [(ProviderKind, String, &str, Box<dyn Fn() -> Vec<Value>>); 3] = [
+    let servers: [(ProviderKind, String, &str, Bodies<'_>); 3] = [
         (
             ProviderKind::OpenAiResponses,
             responses.url(),
