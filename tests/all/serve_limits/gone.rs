@@ -141,7 +141,12 @@ fn a_stateless_call_whose_client_goes_away_is_stopped() {
     let server = serve(plugins.path(), &["--config", &config]);
     close_mid_call(
         &server.addr,
-        &post_with(&server.addr, None, modern, &spin_call(51, Some(meta.clone()))),
+        &post_with(
+            &server.addr,
+            None,
+            modern,
+            &spin_call(51, Some(meta.clone())),
+        ),
     );
     let stateless = serve(plugins.path(), &["--config", &config, "--stateless"]);
     close_mid_call(
@@ -201,7 +206,11 @@ fn a_pending_question_whose_stream_closes_frees_its_instance() {
                 break;
             }
         }
-        assert_eq!(instances_in_use(addr), 1.0, "the call waits, holding its instance");
+        assert_eq!(
+            instances_in_use(addr),
+            1.0,
+            "the call waits, holding its instance"
+        );
         drop(lines);
         let took = wait_for_instances(addr, 0.0, Duration::from_secs(20));
         assert!(took < Duration::from_secs(20), "freed after {took:?}");

@@ -62,7 +62,10 @@ fn connect_from(from: &str, addr: &str) -> TcpStream {
     let stream = runtime.block_on(async {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
-        socket.connect(addr.parse().unwrap()).await.expect("connect")
+        socket
+            .connect(addr.parse().unwrap())
+            .await
+            .expect("connect")
     });
     let stream = stream.into_std().unwrap();
     stream.set_nonblocking(false).unwrap();
@@ -223,6 +226,11 @@ impl Session {
             Some(&session.id),
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         );
+        // 404: the session was ended (to make room) before its handshake
+        // was over.
+        if status == 404 {
+            return Err((status, body));
+        }
         assert_eq!(status, 202, "notifications/initialized: {body}");
         Ok(session)
     }

@@ -306,14 +306,13 @@ impl Drop for UntilAnswered {
             return;
         };
         tracing::debug!(request = %id, "an MCP request's stream closed before its answer: cancelling it");
-        let cancelled = ClientJsonRpcMessage::notification(
-            ClientNotification::CancelledNotification(CancelledNotification::new(
-                CancelledNotificationParam::new(
+        let cancelled =
+            ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(
+                CancelledNotification::new(CancelledNotificationParam::new(
                     Some(id),
                     Some("the client closed the request's stream".to_owned()),
-                ),
-            )),
-        );
+                )),
+            ));
         runtime.spawn(async move {
             // A session already closed has nothing left to cancel.
             let _ = session.push_message(cancelled, None).await;
@@ -514,4 +513,34 @@ fn refusal(sessions: &CappedSessions, refused: Refused, id: serde_json::Value) -
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_is_its_address_and_an_ipv6_one_its_64() {
+        let key = |s: &str| ClientKey::of(s.parse().unwrap());
+        assert_eq!(key("10.0.0.1:1"), key("10.0.0.1:2"));
+        assert_ne!(key("10.0.0.1:1"), key("10.0.0.2:1"));
+        assert_eq!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:2:ffff::9]:2"));
+        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
+        assert_eq!(key("[::ffff:10.0.0.1]:1"), key("10.0.0.1:1"));
+        assert_ne!(key("[::1]:1"), key("[::2]:1"));
+    }
+
+    #[test]
+    fn the_default_share_is_half_the_cap() {
+        let mut budgets = SessionBudgets::default();
+        assert_eq!(budgets.per_client(), 500);
+        budgets.max_sessions = 3;
+        assert_eq!(budgets.per_client(), 2);
+        budgets.max_sessions = 1;
+        assert_eq!(budgets.per_client(), 1);
+        budgets.max_sessions_per_client = Some(7);
+        assert_eq!(budgets.per_client(), 1, "never over the cap");
+        budgets.max_sessions = 10;
+        assert_eq!(budgets.per_client(), 7);
+    }
 }
