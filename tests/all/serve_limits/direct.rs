@@ -27,7 +27,7 @@ fn post_in(session: &Session, body: &Value) -> (u16, String, Value) {
 /// until then a call goes through rmcp (answered all the same, as an
 /// event stream), which on a loaded machine can last a moment. The
 /// session must go direct within a few seconds.
-fn open_direct(addr: &str) -> Session {
+pub(super) fn open_direct(addr: &str) -> Session {
     let session = Session::open(addr);
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {

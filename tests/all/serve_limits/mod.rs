@@ -7,6 +7,7 @@
 
 mod connections;
 mod direct;
+mod gone;
 mod sessions;
 mod shutdown;
 mod stdio;
@@ -48,7 +49,31 @@ fn serve(plugins: &Path, flags: &[&str]) -> ServeHttp {
 /// One HTTP/1.1 exchange on a connection of its own: status, head, body
 /// (de-chunked).
 fn exchange(addr: &str, request: &str) -> (u16, String, String) {
-    let mut stream = TcpStream::connect(addr).expect("connect");
+    exchange_on(TcpStream::connect(addr).expect("connect"), request)
+}
+
+/// A connection to `addr` from the loopback address `from` (127.0.0.2 is
+/// another client than 127.0.0.1).
+fn connect_from(from: &str, addr: &str) -> TcpStream {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()
+        .unwrap();
+    let stream = runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{from}:0").parse().unwrap()).unwrap();
+        socket
+            .connect(addr.parse().unwrap())
+            .await
+            .expect("connect")
+    });
+    let stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// [`exchange`] on `stream`.
+fn exchange_on(mut stream: TcpStream, request: &str) -> (u16, String, String) {
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
@@ -164,7 +189,23 @@ impl Session {
 
     /// Open one, or the status and body of the refusal.
     fn try_open(addr: &str) -> Result<Self, (u16, String)> {
-        let (status, head, body) = post_patiently(addr, None, &initialize_request());
+        Self::try_open_from("127.0.0.1", addr)
+    }
+
+    /// [`try_open`](Self::try_open) as the client at loopback address
+    /// `from`.
+    fn try_open_from(from: &str, addr: &str) -> Result<Self, (u16, String)> {
+        let request = post_request(addr, None, &initialize_request());
+        // Patient with the connection cap, as [`post_patiently`].
+        let mut answer = exchange_on(connect_from(from, addr), &request);
+        for _ in 0..50 {
+            if answer.0 != 503 || !answer.2.contains("too many open connections") {
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+            answer = exchange_on(connect_from(from, addr), &request);
+        }
+        let (status, head, body) = answer;
         if status != 200 {
             return Err((status, body));
         }
@@ -185,6 +226,11 @@ impl Session {
             Some(&session.id),
             &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         );
+        // 404: the session was ended (to make room) before its handshake
+        // was over.
+        if status == 404 {
+            return Err((status, body));
+        }
         assert_eq!(status, 202, "notifications/initialized: {body}");
         Ok(session)
     }

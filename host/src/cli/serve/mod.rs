@@ -70,6 +70,12 @@ pub struct ServeArgs {
     /// --stateless (no sessions).
     #[arg(long, value_name = "N", default_value = "1000", requires = "http")]
     max_sessions: NonZeroUsize,
+    /// At most N MCP sessions from one client (one peer address; IPv6 by
+    /// its /64) at once, so one client cannot take every session; default
+    /// half of --max-sessions. Behind a reverse proxy (one address for
+    /// everyone) set it to --max-sessions.
+    #[arg(long, value_name = "N", requires = "http")]
+    max_sessions_per_client: Option<NonZeroUsize>,
     /// End an MCP session (and its plugin session) after this long
     /// without a request.
     #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "5m", requires = "http")]
@@ -165,6 +171,7 @@ fn options(args: &ServeArgs) -> anyhow::Result<ServerOptions> {
     let mut sessions = SessionBudgets::default();
     sessions.max_sessions = args.max_sessions.get();
     sessions.idle_timeout = args.session_idle_timeout;
+    sessions.max_sessions_per_client = args.max_sessions_per_client.map(NonZeroUsize::get);
     let mut options = ServerOptions::new()
         .exec_overrides(args.exec.overrides())
         .stateless(args.stateless)

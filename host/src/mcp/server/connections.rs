@@ -118,7 +118,7 @@ pub(super) async fn serve(
     http.header_read_timeout(None);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (tcp, _peer) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             biased;
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
@@ -151,6 +151,7 @@ pub(super) async fn serve(
         let service = Connection {
             app: app.clone(),
             activity: Arc::clone(&activity),
+            peer,
         };
         let conn = http.serve_connection(io, service);
         let closing = closing.clone();
@@ -422,6 +423,9 @@ impl AsyncWrite for Tracked {
 struct Connection {
     app: Front,
     activity: Arc<Activity>,
+    /// Who is connected: each request carries it as
+    /// `ConnectInfo<SocketAddr>` (the session cap's client key).
+    peer: std::net::SocketAddr,
 }
 
 type Answer = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
@@ -438,10 +442,13 @@ impl hyper::service::Service<Request<Incoming>> for Connection {
             .request_started(!request.body().is_end_stream());
         let guard = InFlight(Arc::clone(&self.activity));
         let activity = Arc::clone(&self.activity);
-        let request = request.map(|body| RequestBody {
+        let mut request = request.map(|body| RequestBody {
             body,
             activity: Some(activity),
         });
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(self.peer));
         let app = self.app.clone();
         Box::pin(async move {
             let response = app.answer(request.map(Body::new)).await;

@@ -28,7 +28,7 @@
 //!   `Origin` and with a `Host` the server accepts is answered here.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -80,6 +80,9 @@ struct Session {
     /// When rmcp last saw a request of this session, in milliseconds
     /// since [`DirectSessions::clock`].
     rmcp_saw: AtomicU64,
+    /// The session cap was told this session made a call
+    /// ([`CappedSessions::mark_used`]).
+    used: AtomicBool,
 }
 
 /// A session's place among the direct ones; dropping it (with the
@@ -124,6 +127,7 @@ impl DirectSessions {
         let session = Arc::new(Session {
             conn: Arc::downgrade(conn),
             rmcp_saw: AtomicU64::new(self.now()),
+            used: AtomicBool::new(false),
         });
         let mut sessions = self.sessions.write().unwrap_or_else(|e| e.into_inner());
         sessions.insert(id.clone(), session);
@@ -427,6 +431,12 @@ async fn answer_directly(
     if call.needs_rmcp(&conn, &tools) {
         session.rmcp_saw.store(now, Ordering::Relaxed);
         return Err(Request::from_parts(parts, Body::from(bytes)));
+    }
+    if !session.used.swap(true, Ordering::Relaxed)
+        && let Some(id) = parts.headers.get(&SESSION_HEADER)
+        && let Ok(id) = id.to_str()
+    {
+        open.mark_used(id);
     }
     let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
     let message = call

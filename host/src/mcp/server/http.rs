@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -100,7 +100,8 @@ pub(super) async fn serve(
     );
     let mut mcp = Router::new()
         .nest_service("/mcp", service)
-        .layer(middleware::from_fn(super::sse::gather_event_stream_start));
+        .layer(middleware::from_fn(super::sse::gather_event_stream_start))
+        .layer(middleware::from_fn(delete_answers_ok));
     if !options.stateless {
         mcp = mcp.layer(middleware::from_fn_with_state(
             Arc::clone(&session_manager),
@@ -141,6 +142,21 @@ pub(super) async fn serve(
     let closing = sessions.clone();
     super::connections::serve(listener, app, budgets, shutdown, move || closing.cancel()).await;
     sessions.cancel();
+}
+
+/// A DELETE that ended its session is answered `200 OK`. rmcp answers
+/// `202 Accepted`, which the official Python SDK client takes for a failure
+/// ("Session termination failed: 202"): it accepts 200 and 204 only. The
+/// session has ended by the time of the answer (its calls answered, see
+/// [`super::direct::DirectSessions::end`]), so nothing is left pending
+/// and 200 is what happened.
+async fn delete_answers_ok(request: Request, next: Next) -> Response {
+    let delete = request.method() == Method::DELETE;
+    let mut response = next.run(request).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 /// Refuse (401) a request without `Authorization: Bearer <token>`.

@@ -8,19 +8,37 @@
 //! client over it gets a `503` whose body is a JSON-RPC error naming the
 //! cap (from [`refuse_over_cap`]), so an MCP client shows the reason.
 //! A stateless server holds no sessions and is not capped.
+//!
+//! The cap is shared fairly: one client (one peer address; an IPv6 client
+//! by its /64) holds at most [`SessionBudgets::max_sessions_per_client`],
+//! so a client that opens sessions and never ends them cannot refuse
+//! everyone else; and at the cap, the oldest session that never made a
+//! request after its handshake is ended to make room before anyone is
+//! refused. A session in use is never ended for a newcomer.
+//!
+//! A request's event stream that closes before its answer (the client went
+//! away) cancels the request, as `notifications/cancelled` would: a call
+//! stops and frees its instance, a pending question or approval ends.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures::Stream;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    CancelledNotification, CancelledNotificationParam, ClientJsonRpcMessage, ClientNotification,
+    ClientRequest, RequestId, ServerJsonRpcMessage,
+};
 use rmcp::transport::streamable_http_server::session::local::{
-    LocalSessionManager, LocalSessionManagerError,
+    LocalSessionHandle, LocalSessionManager, LocalSessionManagerError,
 };
 use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
@@ -49,6 +67,13 @@ pub struct SessionBudgets {
     /// A session (and its plugin session) with no request for this long
     /// is closed. Default 5 minutes (`--session-idle-timeout`).
     pub idle_timeout: Duration,
+    /// Sessions one client (one peer address; an IPv6 one by its /64) may
+    /// hold at once; its next `initialize` is answered `503` naming this
+    /// cap, while other clients are still served. `None` (the default):
+    /// half of [`max_sessions`](Self::max_sessions), rounded up
+    /// (`--max-sessions-per-client`). Behind a reverse proxy every client
+    /// has the proxy's address: set it to `max_sessions` there.
+    pub max_sessions_per_client: Option<usize>,
 }
 
 impl Default for SessionBudgets {
@@ -56,7 +81,21 @@ impl Default for SessionBudgets {
         Self {
             max_sessions: 1000,
             idle_timeout: Duration::from_secs(5 * 60),
+            max_sessions_per_client: None,
         }
+    }
+}
+
+impl SessionBudgets {
+    /// The sessions one client may hold: [`max_sessions_per_client`], or
+    /// half of [`max_sessions`] (at least one, at most `max_sessions`).
+    ///
+    /// [`max_sessions_per_client`]: Self::max_sessions_per_client
+    /// [`max_sessions`]: Self::max_sessions
+    pub fn per_client(&self) -> usize {
+        self.max_sessions_per_client
+            .unwrap_or_else(|| self.max_sessions.div_ceil(2))
+            .clamp(1, self.max_sessions.max(1))
     }
 }
 
@@ -69,15 +108,83 @@ pub(super) enum CappedSessionsError {
          end one (DELETE /mcp with its Mcp-Session-Id), or retry once an idle one expires"
     )]
     Full { max: usize },
+    #[error(
+        "too many MCP sessions from this client: it holds {max}, the most one client may hold \
+         at once (`SessionBudgets::max_sessions_per_client`, --max-sessions-per-client); \
+         end one (DELETE /mcp with its Mcp-Session-Id) before opening another"
+    )]
+    ClientFull { max: usize },
     #[error(transparent)]
     Local(#[from] LocalSessionManagerError),
 }
 
-/// rmcp's in-memory sessions, at most `max` of them.
+/// Who opens a session: the peer's address, an IPv6 one cut to its /64
+/// (one host's usual allocation, so rotating addresses within it does not
+/// make more clients).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct ClientKey(IpAddr);
+
+impl ClientKey {
+    pub(super) fn of(peer: SocketAddr) -> Self {
+        let ip = match peer.ip() {
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => IpAddr::V4(v4),
+                None if v6.is_loopback() => IpAddr::V6(v6),
+                None => {
+                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                    IpAddr::V6(prefix.into())
+                }
+            },
+            v4 => v4,
+        };
+        Self(ip)
+    }
+}
+
+/// What the cap knows of a live session.
+#[derive(Debug)]
+struct Booked {
+    client: Option<ClientKey>,
+    opened: Instant,
+    /// It made a request after its handshake: never ended for a newcomer.
+    used: bool,
+}
+
+tokio::task_local! {
+    /// The `initialize` being answered: who sent it, and why it was
+    /// refused, if it was (set by [`CappedSessions::create_session`], read
+    /// by [`refuse_over_cap`]).
+    static ADMISSION: Admission;
+}
+
+#[derive(Debug, Clone, Default)]
+struct Admission {
+    client: Option<ClientKey>,
+    refused: Arc<Mutex<Option<Refused>>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Refused {
+    Full,
+    ClientFull,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// rmcp's in-memory sessions, at most `max` of them, at most `per_client`
+/// of them per client.
 #[derive(Debug)]
 pub(super) struct CappedSessions {
     local: LocalSessionManager,
     max: usize,
+    per_client: usize,
+    /// The sessions this cap opened, by id (pruned to rmcp's live ones
+    /// whenever one opens).
+    book: Mutex<HashMap<SessionId, Booked>>,
     /// Makes counting and creating one step.
     creating: tokio::sync::Mutex<()>,
     /// Where a session's calls are stopped and answered before it closes.
@@ -94,6 +201,8 @@ impl CappedSessions {
         Self {
             local,
             max: budgets.max_sessions,
+            per_client: budgets.per_client(),
+            book: Mutex::default(),
             creating: tokio::sync::Mutex::new(()),
             direct,
         }
@@ -109,8 +218,105 @@ impl CappedSessions {
         self.local.sessions.read().await.contains_key(id)
     }
 
-    async fn full(&self) -> bool {
-        self.live().await >= self.max
+    /// Note that session `id` made a request after its handshake: it is
+    /// never ended to make room.
+    pub(super) fn mark_used(&self, id: &str) {
+        if let Some(booked) = lock(&self.book).get_mut(id) {
+            booked.used = true;
+        }
+    }
+
+    /// Whether a new session for `client` would be refused, and why; with
+    /// the session to end first to make room, if one must be.
+    async fn admit(&self, client: Option<ClientKey>) -> Result<Option<SessionId>, Refused> {
+        let live = self.local.sessions.read().await;
+        let mut book = lock(&self.book);
+        book.retain(|id, _| live.contains_key(id));
+        // A share as large as the cap is no share: the cap says it all.
+        if let Some(client) = client.filter(|_| self.per_client < self.max) {
+            let held = book.values().filter(|b| b.client == Some(client)).count();
+            if held >= self.per_client {
+                return Err(Refused::ClientFull);
+            }
+        }
+        if live.len() < self.max {
+            return Ok(None);
+        }
+        // The oldest session that never made a request ends first.
+        book.iter()
+            .filter(|(_, b)| !b.used)
+            .min_by_key(|(_, b)| b.opened)
+            .map(|(id, _)| Some(id.clone()))
+            .ok_or(Refused::Full)
+    }
+
+    fn error(&self, refused: Refused) -> CappedSessionsError {
+        match refused {
+            Refused::Full => CappedSessionsError::Full { max: self.max },
+            Refused::ClientFull => CappedSessionsError::ClientFull {
+                max: self.per_client,
+            },
+        }
+    }
+}
+
+/// A request's event stream, which cancels the request (as
+/// `notifications/cancelled` would) when it is dropped before the answer
+/// went out: the client closed the stream or went away.
+struct UntilAnswered {
+    stream: Pin<Box<dyn Stream<Item = ServerSseMessage> + Send + Sync>>,
+    /// The request and its session; `None` once answered.
+    pending: Option<(RequestId, LocalSessionHandle)>,
+}
+
+impl Stream for UntilAnswered {
+    type Item = ServerSseMessage;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let next = self.stream.as_mut().poll_next(cx);
+        match &next {
+            Poll::Ready(None) => self.pending = None,
+            Poll::Ready(Some(event)) => {
+                let answered = match event.message.as_deref() {
+                    Some(ServerJsonRpcMessage::Response(r)) => {
+                        self.pending.as_ref().is_some_and(|(id, _)| *id == r.id)
+                    }
+                    Some(ServerJsonRpcMessage::Error(e)) => self
+                        .pending
+                        .as_ref()
+                        .is_some_and(|(id, _)| e.id.as_ref() == Some(id)),
+                    _ => false,
+                };
+                if answered {
+                    self.pending = None;
+                }
+            }
+            Poll::Pending => {}
+        }
+        next
+    }
+}
+
+impl Drop for UntilAnswered {
+    fn drop(&mut self) {
+        let Some((id, session)) = self.pending.take() else {
+            return;
+        };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        tracing::debug!(request = %id, "an MCP request's stream closed before its answer: cancelling it");
+        let cancelled =
+            ClientJsonRpcMessage::notification(ClientNotification::CancelledNotification(
+                CancelledNotification::new(CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the client closed the request's stream".to_owned()),
+                )),
+            ));
+        runtime.spawn(async move {
+            // A session already closed has nothing left to cancel.
+            let _ = session.push_message(cancelled, None).await;
+        });
     }
 }
 
@@ -120,10 +326,32 @@ impl SessionManager for CappedSessions {
 
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _one_at_a_time = self.creating.lock().await;
-        if self.full().await {
-            return Err(CappedSessionsError::Full { max: self.max });
+        let admission = ADMISSION.try_with(Clone::clone).unwrap_or_default();
+        match self.admit(admission.client).await {
+            Ok(None) => {}
+            Ok(Some(unused)) => {
+                tracing::info!(
+                    session = %unused,
+                    "{} MCP sessions are open (the cap): ending the oldest that never made a request to make room",
+                    self.max
+                );
+                self.close_session(&unused).await?;
+            }
+            Err(refused) => {
+                *lock(&admission.refused) = Some(refused);
+                return Err(self.error(refused));
+            }
         }
-        Ok(self.local.create_session().await?)
+        let (id, transport) = self.local.create_session().await?;
+        lock(&self.book).insert(
+            id.clone(),
+            Booked {
+                client: admission.client,
+                opened: Instant::now(),
+                used: false,
+            },
+        );
+        Ok((id, transport))
     }
 
     async fn initialize_session(
@@ -139,6 +367,7 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        lock(&self.book).remove(id);
         // A DELETE: the calls still running are answered first.
         if let Some(direct) = &self.direct {
             direct.end(id).await;
@@ -151,7 +380,24 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(self.local.create_stream(id, message).await?)
+        let request = match &message {
+            ClientJsonRpcMessage::Request(request) => {
+                if !matches!(
+                    request.request,
+                    ClientRequest::PingRequest(_) | ClientRequest::InitializeRequest(_)
+                ) {
+                    self.mark_used(id);
+                }
+                Some(request.id.clone())
+            }
+            _ => None,
+        };
+        let session = self.local.sessions.read().await.get(id).cloned();
+        let stream = self.local.create_stream(id, message).await?;
+        Ok(UntilAnswered {
+            stream: Box::pin(stream),
+            pending: request.zip(session),
+        })
     }
 
     async fn accept_message(
@@ -182,18 +428,19 @@ impl SessionManager for CappedSessions {
         id: SessionId,
     ) -> Result<RestoreOutcome<Self::Transport>, Self::Error> {
         let _one_at_a_time = self.creating.lock().await;
-        if self.full().await {
+        if self.live().await >= self.max {
             return Ok(RestoreOutcome::NotSupported);
         }
         Ok(self.local.restore_session(id).await?)
     }
 }
 
-/// Middleware: an `initialize` (a POST without a session) that finds the
-/// sessions at the cap gets `503` and a JSON-RPC error naming the cap. rmcp
-/// would answer `500` with plain text; this one a client can show. Checked
-/// before (the common case) and after (an initialize that raced another
-/// past the check, refused by [`CappedSessions::create_session`]).
+/// Middleware: an `initialize` (a POST without a session) over the cap
+/// (all sessions, or its client's share) gets `503` and a JSON-RPC error
+/// naming the cap. rmcp would answer `500` with plain text; this one a
+/// client can show. Checked before (the common case) and by
+/// [`CappedSessions::create_session`] (an initialize that raced another
+/// past the check), which also ends an unused session to make room.
 /// Requests in a session, and the stateless revision's requests (no
 /// `initialize`), pass untouched.
 pub(super) async fn refuse_over_cap(
@@ -212,6 +459,10 @@ pub(super) async fn refuse_over_cap(
     if !new_session || large {
         return next.run(request).await;
     }
+    let client = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|peer| ClientKey::of(peer.0));
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, LARGEST_INITIALIZE).await else {
         return (
@@ -232,27 +483,25 @@ pub(super) async fn refuse_over_cap(
         Ok(head) if head.method == "initialize" => head.id,
         _ => return next.run(request).await,
     };
-    if sessions.full().await {
-        return refusal(&sessions, id);
+    if let Err(refused) = sessions.admit(client).await {
+        return refusal(&sessions, refused, id);
     }
-    let response = next.run(request).await;
-    if response.status() != StatusCode::INTERNAL_SERVER_ERROR {
-        return response;
+    let admission = Admission {
+        client,
+        refused: Arc::default(),
+    };
+    let refused = Arc::clone(&admission.refused);
+    let response = ADMISSION.scope(admission, next.run(request)).await;
+    let refused = *lock(&refused);
+    match refused {
+        Some(refused) => refusal(&sessions, refused, id),
+        None => response,
     }
-    let (parts, body) = response.into_parts();
-    let text = axum::body::to_bytes(body, 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let full = CappedSessionsError::Full { max: sessions.max }.to_string();
-    if String::from_utf8_lossy(&text).contains(&full) {
-        return refusal(&sessions, id);
-    }
-    Response::from_parts(parts, Body::from(text))
 }
 
 /// The `503` for an initialize over the cap.
-fn refusal(sessions: &CappedSessions, id: serde_json::Value) -> Response {
-    let error = CappedSessionsError::Full { max: sessions.max };
+fn refusal(sessions: &CappedSessions, refused: Refused, id: serde_json::Value) -> Response {
+    let error = sessions.error(refused);
     tracing::debug!("refused an MCP session: {error}");
     let body = serde_json::json!({
         "jsonrpc": "2.0",
@@ -264,4 +513,34 @@ fn refusal(sessions: &CappedSessions, id: serde_json::Value) -> Response {
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_is_its_address_and_an_ipv6_one_its_64() {
+        let key = |s: &str| ClientKey::of(s.parse().unwrap());
+        assert_eq!(key("10.0.0.1:1"), key("10.0.0.1:2"));
+        assert_ne!(key("10.0.0.1:1"), key("10.0.0.2:1"));
+        assert_eq!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:2:ffff::9]:2"));
+        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
+        assert_eq!(key("[::ffff:10.0.0.1]:1"), key("10.0.0.1:1"));
+        assert_ne!(key("[::1]:1"), key("[::2]:1"));
+    }
+
+    #[test]
+    fn the_default_share_is_half_the_cap() {
+        let mut budgets = SessionBudgets::default();
+        assert_eq!(budgets.per_client(), 500);
+        budgets.max_sessions = 3;
+        assert_eq!(budgets.per_client(), 2);
+        budgets.max_sessions = 1;
+        assert_eq!(budgets.per_client(), 1);
+        budgets.max_sessions_per_client = Some(7);
+        assert_eq!(budgets.per_client(), 1, "never over the cap");
+        budgets.max_sessions = 10;
+        assert_eq!(budgets.per_client(), 7);
+    }
 }
