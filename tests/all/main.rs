@@ -25,6 +25,7 @@ mod mcp_peers;
 mod mcp_untrusted;
 mod new;
 mod oci;
+mod oci_limits;
 mod owner;
 mod questions;
 mod rest;

@@ -7,6 +7,7 @@
 
 mod connections;
 mod direct;
+mod metrics;
 mod sessions;
 mod shutdown;
 mod stdio;
