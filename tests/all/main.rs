@@ -26,6 +26,7 @@ mod mcp_revisions;
 mod mcp_untrusted;
 mod new;
 mod oci;
+mod oci_limits;
 mod owner;
 mod questions;
 mod rest;

@@ -443,11 +443,14 @@ static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     QUIET.store(cli.quiet, std::sync::atomic::Ordering::Relaxed);
-    let traces = init_logging(
-        cli.verbose,
-        cli.quiet,
-        &telemetry::settings(cli.command.plugin_args()),
-    );
+    let settings = telemetry::settings(cli.command.plugin_args());
+    let traces = init_logging(cli.verbose, cli.quiet, &settings);
+    // A collector that accepts and never answers holds the exit at most
+    // this long; `serve` promises to be gone within its grace period.
+    let mut flush_bound = settings.shutdown_timeout();
+    if let Command::Serve(args) = &cli.command {
+        flush_bound = flush_bound.min(args.shutdown_grace);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -479,7 +482,7 @@ pub fn main() -> ExitCode {
     runtime.shutdown_timeout(SHUTDOWN_GRACE);
     // The last batch of spans goes out before the process ends.
     if let Some(traces) = traces
-        && let Err(e) = traces.shutdown()
+        && let Err(e) = traces.shutdown_with_timeout(flush_bound)
     {
         tracing::warn!("not every span was exported: {e}");
     }

@@ -164,6 +164,7 @@ impl HostConfig {
             )));
         }
         self.telemetry.check().map_err(value)?;
+        self.oci.check().map_err(value)?;
         if let Some(max) = self.max_sessions
             && (max == 0 || max > self.max_instances)
         {

@@ -28,6 +28,7 @@ use crate::tools::rest::{RestDecl, RestRules};
 
 pub use file::ConfigError;
 pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
+pub(crate) use oci::credential_origin;
 
 /// The operator's config (`toolhost.toml`): defaults for every plugin and
 /// the most any manifest may ask for.

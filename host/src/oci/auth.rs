@@ -1,7 +1,15 @@
 //! Which login goes to which registry: the credentials given in code (or
 //! by the CLI, from its environment), else the `auths` of a Docker
 //! `config.json`, else none. A login is only ever sent to the registry it
-//! names.
+//! names, and to the token service (`realm`) its `401` names only when
+//! that is the registry's own origin or one the operator allowed
+//! (`oci.credential_origins`), never over plain HTTP off loopback.
+//!
+//! oci-client would send a basic login to whatever realm a registry names,
+//! so it is never given one: the token dance is done here ([`grant`]) and
+//! oci-client gets the bearer token, or, for a registry that wants basic
+//! credentials itself, those in its token cache (which it applies only to
+//! requests to that registry) while its own login stays anonymous.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,9 +18,241 @@ use base64::Engine as _;
 use oci_client::secrets::RegistryAuth;
 use serde::Deserialize;
 
-use super::OciError;
+use super::{OciError, OciReference};
 use crate::config::{OciConfig, RegistryLogin};
 use crate::fsread;
+
+/// A token service's answer is a small JSON object; anything past this is
+/// not one.
+const TOKEN_ANSWER_MAX_BYTES: usize = 1 << 20;
+
+/// What oci-client is handed for one operation at one registry.
+pub(super) enum Grant {
+    /// Given as its login: none, or a bearer token (which oci-client sends
+    /// to the registry only, and never trades at a realm).
+    Login(RegistryAuth),
+    /// Basic credentials the registry asks for itself (no token service):
+    /// for oci-client's token cache, never its login.
+    Basic(String, String),
+}
+
+/// The login for `reference`'s registry, made safe to hand to oci-client:
+/// a basic login is traded for a token here, at a realm it may go to, or
+/// kept for the registry alone. `scheme` is how the registry is reached;
+/// `http` must not follow redirects.
+///
+/// # Errors
+///
+/// [`OciError::CredentialOrigin`] when the registry names a realm the
+/// login may not go to; the registry or its token service cannot be
+/// reached or refuses the login; the login itself cannot be read.
+pub(super) async fn grant(
+    http: &reqwest::Client,
+    config: &OciConfig,
+    reference: &OciReference,
+    scheme: &str,
+    push: bool,
+) -> Result<Grant, OciError> {
+    let (username, password) = match login_for(config, reference.registry())? {
+        RegistryAuth::Basic(username, password) => (username, password),
+        other => return Ok(Grant::Login(other)),
+    };
+    let shown = reference.to_string();
+    let failed = |what: &str, e: reqwest::Error| OciError::Registry {
+        reference: shown.clone(),
+        message: crate::text::untrusted(&format!("{what}: {}", super::error::chain(&e)), 1024),
+        unreachable: e.is_connect() || e.is_timeout(),
+    };
+    let address = reference.inner().resolve_registry();
+    let registry = reqwest::Url::parse(&format!("{scheme}://{address}/")).map_err(
+        |e| OciError::BadReference {
+            reference: shown.clone(),
+            message: format!("its registry is not a host[:port] ({e})"),
+        },
+    )?;
+    let probe = registry.join("v2/").expect("a relative path joins");
+    let answer = http
+        .get(probe)
+        .send()
+        .await
+        .map_err(|e| failed("cannot reach the registry", e))?;
+    let challenge = answer
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(bearer_challenge);
+    let Some((realm, service)) = challenge else {
+        return Ok(Grant::Basic(username, password));
+    };
+    let refused = |why: &'static str, advice: String| OciError::CredentialOrigin {
+        reference: shown.clone(),
+        realm: crate::text::untrusted(&realm, 256),
+        why,
+        advice,
+    };
+    let Ok(realm_url) = reqwest::Url::parse(&realm) else {
+        return Err(refused("which is not a URL", "Check the registry's address.".into()));
+    };
+    may_receive(config, &registry, &realm_url).map_err(|(why, advice)| refused(why, advice))?;
+    let scope = format!(
+        "repository:{}:{}",
+        reference.inner().repository(),
+        if push { "pull,push" } else { "pull" }
+    );
+    let mut query = vec![("scope", scope)];
+    if let Some(service) = service {
+        query.push(("service", service));
+    }
+    let mut answer = http
+        .get(realm_url)
+        .query(&query)
+        .basic_auth(username, Some(password))
+        .send()
+        .await
+        .map_err(|e| failed("cannot reach the registry's token service", e))?;
+    let status = answer.status();
+    if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
+        return Err(OciError::Unauthorized {
+            reference: shown,
+            registry: reference.registry().to_owned(),
+        });
+    }
+    if !status.is_success() {
+        return Err(OciError::Registry {
+            reference: shown,
+            message: format!("the registry's token service answered {status}"),
+            unreachable: false,
+        });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = answer
+        .chunk()
+        .await
+        .map_err(|e| failed("reading the token service's answer", e))?
+    {
+        if body.len() + chunk.len() > TOKEN_ANSWER_MAX_BYTES {
+            return Err(OciError::TooLarge {
+                reference: shown,
+                what: "the token service's answer".into(),
+                size: (body.len() + chunk.len()) as u64,
+                max: TOKEN_ANSWER_MAX_BYTES as u64,
+                key: None,
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    #[derive(Deserialize)]
+    struct TokenAnswer {
+        token: Option<String>,
+        access_token: Option<String>,
+    }
+    let token = serde_json::from_slice::<TokenAnswer>(&body)
+        .ok()
+        .and_then(|a| a.token.or(a.access_token))
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| OciError::Registry {
+            reference: shown.clone(),
+            message: "the registry's token service answered no token".into(),
+            unreachable: false,
+        })?;
+    Ok(Grant::Login(RegistryAuth::Bearer(token)))
+}
+
+/// The realm and service of a `Bearer` challenge, if `header` holds one.
+fn bearer_challenge(header: &str) -> Option<(String, Option<String>)> {
+    http_auth::parser::ChallengeParser::new(header)
+        .filter_map(Result::ok)
+        .filter(|c| c.scheme.eq_ignore_ascii_case("Bearer"))
+        .find_map(|c| {
+            let param = |name: &str| {
+                c.params
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                    .map(|(_, v)| v.to_unescaped())
+            };
+            Some((param("realm")?, param("service")))
+        })
+}
+
+/// Whether a login for `registry` may go to `realm`: `Err((why, what to
+/// do))` when not.
+fn may_receive(
+    config: &OciConfig,
+    registry: &reqwest::Url,
+    realm: &reqwest::Url,
+) -> Result<(), (&'static str, String)> {
+    let origin = |url: &reqwest::Url| {
+        (
+            url.scheme().to_owned(),
+            url.host_str().unwrap_or_default().to_ascii_lowercase(),
+            url.port_or_known_default().unwrap_or_default(),
+        )
+    };
+    let (scheme, host, port) = origin(realm);
+    let shown = format!("{scheme}://{host}:{port}");
+    if !matches!(scheme.as_str(), "http" | "https") || realm.host_str().is_none() {
+        return Err((
+            "which is not an http(s) URL",
+            "Check the registry's address.".into(),
+        ));
+    }
+    let own = origin(registry) == (scheme.clone(), host.clone(), port);
+    if scheme == "http" && !is_loopback(&host) {
+        let plain_registry = config
+            .plain_http
+            .iter()
+            .any(|r| r.eq_ignore_ascii_case(registry_key(registry).as_str()));
+        if !(own && plain_registry) {
+            return Err((
+                "over plain HTTP off loopback",
+                "A login never travels over plain HTTP to another host; the registry must name an https token service."
+                    .into(),
+            ));
+        }
+    }
+    if own {
+        return Ok(());
+    }
+    let allowed = config.credential_origins.iter().any(|entry| {
+        crate::config::credential_origin(entry).is_ok_and(|o| o == (scheme.clone(), host.clone(), port))
+    });
+    if allowed {
+        return Ok(());
+    }
+    Err((
+        "another origin than the registry's",
+        format!(
+            "If that token service belongs to the registry, allow it in the host config: \
+             `[oci] credential_origins = [\"{}\"]`.",
+            crate::text::untrusted(&origin_text(realm), 256)
+        ),
+    ))
+}
+
+/// `scheme://host[:port]` of `url`, as an operator would write it.
+fn origin_text(url: &reqwest::Url) -> String {
+    match url.port() {
+        Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or_default()),
+        None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default()),
+    }
+}
+
+/// `host[:port]` of a registry URL, as `plain_http` lists it.
+fn registry_key(url: &reqwest::Url) -> String {
+    match url.port() {
+        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_owned(),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
 
 /// A Docker `config.json` is small; anything past this is not one.
 const DOCKER_CONFIG_MAX_BYTES: u64 = 1 << 20;

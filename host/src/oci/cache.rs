@@ -105,7 +105,8 @@ fn make_private_dir(dir: &Path) -> std::io::Result<()> {
 
 /// Every plugin `config` declares (`[[oci.plugins]]`), each fetched through
 /// the cache under `cache_dir`: the `NAME.wasm` of those that could be,
-/// and why the others could not.
+/// and why the others could not. Each fetch has `oci.fetch_timeout_secs`
+/// in all; one past it is given up ([`OciError::Deadline`]).
 pub async fn fetch_declared(
     config: &crate::config::OciConfig,
     cache_dir: Option<&Path>,
@@ -121,10 +122,21 @@ pub async fn fetch_declared(
         Ok(registry) => registry,
         Err(e) => return (Vec::new(), vec![e]),
     };
-    let fetches = config
-        .plugins
-        .iter()
-        .map(|decl| fetch(&registry, decl, cache_dir, budget));
+    // Each fetch on a deadline of its own: a registry that drips bytes
+    // (every read on time, the whole never done) costs its plugin, not
+    // the start.
+    let deadline = std::time::Duration::from_secs(config.fetch_timeout_secs);
+    let registry = &registry;
+    let fetches = config.plugins.iter().map(|decl| async move {
+        tokio::time::timeout(deadline, fetch(registry, decl, cache_dir, budget))
+            .await
+            .unwrap_or_else(|_| {
+                Err(OciError::Deadline {
+                    reference: crate::text::untrusted(&decl.reference, 256),
+                    secs: config.fetch_timeout_secs,
+                })
+            })
+    });
     let mut found = Vec::new();
     let mut errors = Vec::new();
     for result in futures::future::join_all(fetches).await {

@@ -159,6 +159,33 @@ pub enum OciError {
         #[source]
         source: std::io::Error,
     },
+    /// Fetching a declared plugin took longer than `oci.fetch_timeout_secs`.
+    #[error(
+        "{reference}: not fetched within {secs}s (`oci.fetch_timeout_secs`); the plugin is skipped. \
+         Check that the registry answers, or raise `oci.fetch_timeout_secs` for a slow link"
+    )]
+    Deadline {
+        /// The reference (escaped).
+        reference: String,
+        /// The deadline, in seconds.
+        secs: u64,
+    },
+    /// The registry's token service (`realm`) is on another origin than the
+    /// registry, one the operator did not allow: the login is not sent.
+    #[error(
+        "{reference}: the registry asks for its login to be sent to the token service {realm}, {why}; \
+         the login was not sent. {advice}"
+    )]
+    CredentialOrigin {
+        /// The reference.
+        reference: String,
+        /// The realm URL (escaped).
+        realm: String,
+        /// Why it gets no login.
+        why: &'static str,
+        /// What to do.
+        advice: String,
+    },
     /// Plugins are declared in `[[oci.plugins]]` but there is no cache.
     #[error(
         "`[[oci.plugins]]` needs `cache_dir` in the host config (pulled plugins are kept there by digest); set it"
@@ -226,7 +253,7 @@ impl OciError {
     }
 }
 
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(s) = source {

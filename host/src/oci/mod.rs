@@ -69,6 +69,9 @@ pub const MAX_MANIFEST_BYTES: usize = 4 << 20;
 /// A client for OCI registries under the operator's `[oci]` settings.
 pub struct Registry {
     client: oci_client::Client,
+    /// For the token dance of a login (auth.rs): the same roots, no
+    /// redirects (a login must not follow one elsewhere).
+    auth_http: reqwest::Client,
     config: OciConfig,
 }
 
@@ -152,6 +155,10 @@ impl Registry {
             tokio_rustls::rustls::crypto::ring::default_provider(),
         );
         let mut extra_roots = Vec::new();
+        let mut auth_http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(std::time::Duration::from_secs(30))
+            .read_timeout(std::time::Duration::from_secs(60));
         if let Some(path) = &config.ca_file {
             let pem = fsread::read_bytes(path, 1 << 20, None).map_err(|e| OciError::CaFile {
                 path: path.clone(),
@@ -163,6 +170,11 @@ impl Registry {
                     message: "it holds no PEM certificate".into(),
                 });
             }
+            let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| OciError::CaFile {
+                path: path.clone(),
+                message: e.to_string(),
+            })?;
+            auth_http = auth_http.tls_certs_merge(roots);
             extra_roots.push(oci_client::client::Certificate {
                 encoding: oci_client::client::CertificateEncoding::Pem,
                 data: pem,
@@ -181,26 +193,75 @@ impl Registry {
             path: config.ca_file.clone().unwrap_or_default(),
             message: e.to_string(),
         })?;
+        let auth_http = auth_http.build().map_err(|e| OciError::CaFile {
+            path: config.ca_file.clone().unwrap_or_default(),
+            message: e.to_string(),
+        })?;
         Ok(Self {
             client,
+            auth_http,
             config: config.clone(),
         })
     }
 
     /// The client for `reference`'s registry, and its login: plain HTTP
-    /// when the registry is on loopback.
-    fn client_for(
+    /// when the registry is on loopback. A login is traded for a token
+    /// here (see [`auth::grant`]); oci-client is never handed one it could
+    /// send to another origin.
+    async fn client_for(
         &self,
         reference: &OciReference,
+        push: bool,
     ) -> Result<(oci_client::Client, RegistryAuth), OciError> {
         let registry = reference.registry();
-        let auth = auth::login_for(&self.config, registry)?;
-        if reference.is_loopback() && !self.config.plain_http.iter().any(|r| r == registry) {
+        let plain = self.config.plain_http.iter().any(|r| r == registry);
+        let scheme = if plain || reference.is_loopback() {
+            "http"
+        } else {
+            "https"
+        };
+        let grant =
+            auth::grant(&self.auth_http, &self.config, reference, scheme, push).await?;
+        let fresh = (reference.is_loopback() && !plain) || matches!(grant, auth::Grant::Basic(..));
+        let client = if fresh {
+            // A client of its own: a loopback registry's plain HTTP, or a
+            // token cache holding this login and no other.
             let mut config = self.config.clone();
-            config.plain_http.push(registry.to_owned());
-            return Ok((Self::new(&config)?.client, auth));
+            if reference.is_loopback() && !plain {
+                config.plain_http.push(registry.to_owned());
+            }
+            Self::new(&config)?.client
+        } else {
+            self.client.clone()
+        };
+        match grant {
+            auth::Grant::Login(auth) => Ok((client, auth)),
+            auth::Grant::Basic(username, password) => {
+                // oci-client applies a cached token only to requests to the
+                // registry itself; its login stays anonymous, so a 401 that
+                // names a realm later gets no credentials from it.
+                client
+                    .store_auth_if_needed(reference.inner().resolve_registry(), &RegistryAuth::Anonymous)
+                    .await;
+                for op in [
+                    oci_client::RegistryOperation::Pull,
+                    oci_client::RegistryOperation::Push,
+                ] {
+                    client
+                        .tokens
+                        .insert(
+                            reference.inner(),
+                            op,
+                            oci_client::token_cache::RegistryTokenType::Basic(
+                                username.clone(),
+                                password.clone(),
+                            ),
+                        )
+                        .await;
+                }
+                Ok((client, RegistryAuth::Anonymous))
+            }
         }
-        Ok((self.client.clone(), auth))
     }
 
     /// The digest `reference` names now (a tag resolved; a digest as is).
@@ -213,7 +274,7 @@ impl Registry {
         if let Some(digest) = reference.digest() {
             return Ok(digest.to_owned());
         }
-        let (client, auth) = self.client_for(reference)?;
+        let (client, auth) = self.client_for(reference, false).await?;
         client
             .fetch_manifest_digest(reference.inner(), &auth)
             .await
@@ -234,7 +295,7 @@ impl Registry {
         reference: &OciReference,
         budget: &PluginBudget,
     ) -> Result<Artifact, OciError> {
-        let (client, auth) = self.client_for(reference)?;
+        let (client, auth) = self.client_for(reference, false).await?;
         let shown = reference.to_string();
         let (raw, digest) = client
             .pull_manifest_raw(
@@ -446,7 +507,7 @@ impl Registry {
             None,
         );
         let manifest = OciImageManifest::build(&layers, &config, None);
-        let (client, auth) = self.client_for(reference)?;
+        let (client, auth) = self.client_for(reference, true).await?;
         client
             .push(reference.inner(), &layers, config, &auth, Some(manifest))
             .await

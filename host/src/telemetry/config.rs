@@ -1,6 +1,7 @@
 //! `[telemetry]`: where traces go and what is recorded.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -18,6 +19,7 @@ use serde::Deserialize;
 /// metrics = true
 /// metrics_addr = "127.0.0.1:9464"        # /metrics on an address of its own (no token)
 /// record_io_bytes = 0                    # > 0: tool inputs and outputs in spans, clipped
+/// shutdown_timeout_ms = 1000             # at exit, the last spans' export waits at most this
 /// ```
 ///
 /// The CLI also reads `OTEL_EXPORTER_OTLP_ENDPOINT` and
@@ -47,6 +49,19 @@ pub struct TelemetryConfig {
     /// this many bytes; 0 (the default) never records them: they may hold
     /// whatever the user or a tool handled.
     pub record_io_bytes: usize,
+    /// How long, at the end of a command (or of `serve`, where
+    /// `--shutdown-grace` caps it too), the export of the last spans may
+    /// hold the process before it exits anyway, those spans lost. Default
+    /// 1000 ms: a collector that accepts and never answers delays an exit
+    /// by at most this.
+    pub shutdown_timeout_ms: u64,
+}
+
+impl TelemetryConfig {
+    /// [`shutdown_timeout_ms`](Self::shutdown_timeout_ms) as a duration.
+    pub fn shutdown_timeout(&self) -> Duration {
+        Duration::from_millis(self.shutdown_timeout_ms)
+    }
 }
 
 impl Default for TelemetryConfig {
@@ -59,6 +74,7 @@ impl Default for TelemetryConfig {
             metrics: true,
             metrics_addr: None,
             record_io_bytes: 0,
+            shutdown_timeout_ms: 1000,
         }
     }
 }

@@ -8,6 +8,7 @@
 mod connections;
 mod direct;
 mod gone;
+mod metrics;
 mod sessions;
 mod shutdown;
 mod stdio;

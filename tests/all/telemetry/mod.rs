@@ -5,6 +5,7 @@
 
 mod prometheus;
 mod scale_out;
+mod shutdown;
 mod traces;
 
 use serde_json::Value;

@@ -81,9 +81,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "5m", requires = "http")]
     session_idle_timeout: Duration,
     /// After SIGTERM or Ctrl-C, let answers in flight finish for up to
-    /// this long, then exit with whatever is still open.
+    /// this long, then exit with whatever is still open (the export of the
+    /// last trace spans waits at most this long too).
     #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, default_value = "10s", requires = "http")]
-    shutdown_grace: Duration,
+    pub(super) shutdown_grace: Duration,
     /// Do not watch the plugin directory. By default, adding, replacing or
     /// removing NAME.wasm / NAME.toml there updates the tools at once, and
     /// connected clients are told (notifications/tools/list_changed).

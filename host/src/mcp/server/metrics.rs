@@ -81,7 +81,9 @@ impl ToolServer {
     /// Serve `GET /metrics` (and `/healthz`) on an address of its own,
     /// e.g. for a Prometheus that should not hold the MCP bearer token.
     /// The same bind rule as MCP holds: loopback, unless remote clients
-    /// are allowed and a token is set. Scrapes need no token.
+    /// are allowed and a token is set. Scrapes need no token. Its
+    /// connections are held to the server's [`ConnectionBudgets`](super::ConnectionBudgets)
+    /// (a cap of their own, the same timeouts), as `/mcp`'s are.
     ///
     /// # Errors
     ///
@@ -96,17 +98,19 @@ impl ToolServer {
             .map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
         let app = routes(metrics, None).route("/healthz", axum::routing::get(|| async { "ok" }));
+        // No sessions and no token here: only the router answers.
+        let sessions = Arc::new(CappedSessions::new(self.options.sessions, None));
+        let app = super::direct::Front::new(app, None, sessions, None, None);
         let stop = CancellationToken::new();
         let stopped = stop.clone();
         tracing::info!("serving metrics on http://{addr}/metrics");
+        // The connection budgets of MCP (a cap of its own, the same
+        // numbers): idle or slow scrapers cannot hold descriptors that
+        // `/mcp` needs.
+        let budgets = self.options.connections;
         let task = tokio::spawn(async move {
             let shutdown = async move { stopped.cancelled().await };
-            if let Err(e) = axum::serve(listener, app)
-                .with_graceful_shutdown(shutdown)
-                .await
-            {
-                tracing::warn!("the metrics server stopped: {e}");
-            }
+            super::connections::serve(listener, app, budgets, shutdown, || {}).await;
         });
         Ok(HttpServer {
             addr,
