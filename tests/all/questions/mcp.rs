@@ -315,9 +315,9 @@ fn rust_derived_and_field_less_questions_reach_the_client_and_their_answers_the_
         );
         assert_eq!(properties["count"]["type"], "integer", "{got}");
         assert!(schema.get("additionalProperties").is_none(), "{got}");
-        let answers = answers(&got);
+        let given = answers(&got);
         assert_eq!(
-            answers,
+            given,
             [
                 json!({"action": "accept", "content": {"name": "Ada", "size": "S", "colour": "red", "count": 2}})
             ],
