@@ -356,7 +356,9 @@ fn crash_shows_where(lang: &str, name: &str, dist: &Path, line: usize) {
     let (kind, located) = match lang {
         "python" => (
             "tool_failed",
-            format!("app.py\", line {line}, in {name}_crash"),
+            // The author's file, not where componentize-py put it
+            // (`/0/app.py`, issue 36).
+            format!("File \"app.py\", line {line}, in {name}_crash"),
         ),
         // The bundle's line, not the source's: a frame with a position.
         "js" => ("tool_failed", "TypeError".to_owned()),

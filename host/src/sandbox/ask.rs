@@ -75,6 +75,23 @@ impl StoreState {
 
 impl UserHost for StoreState {
     async fn ask(&mut self, message: String, schema: String) -> Result<WitAnswer, WitAskError> {
+        // The schema first, always: a question that could never be asked
+        // is the plugin's error wherever it runs, not "no one to ask".
+        if schema.len() > MAX_QUESTION_SCHEMA {
+            return Err(WitAskError::InvalidSchema(format!(
+                "the schema is {} bytes; the most is {MAX_QUESTION_SCHEMA}",
+                schema.len()
+            )));
+        }
+        let schema = serde_json::from_str::<Value>(&schema)
+            .map_err(|e| format!("the schema is not JSON ({e})"))
+            .and_then(|s| check_question_schema(&s))
+            .map_err(|e| {
+                WitAskError::InvalidSchema(format!(
+                    "{e}; a question's schema is MCP elicitation's: a flat object of string, \
+                     number, integer, boolean and string-enum fields"
+                ))
+            })?;
         let Some(sink) = self.asking.sink.clone() else {
             return Err(WitAskError::Unavailable(
                 "no one can be asked here (no MCP client with elicitation, no terminal, no \
@@ -90,16 +107,6 @@ impl UserHost for StoreState {
             )));
         }
         self.asking.asked += 1;
-        if schema.len() > MAX_QUESTION_SCHEMA {
-            return Err(WitAskError::InvalidSchema(format!(
-                "the schema is {} bytes; the most is {MAX_QUESTION_SCHEMA}",
-                schema.len()
-            )));
-        }
-        let schema = serde_json::from_str::<Value>(&schema)
-            .map_err(|e| format!("the schema is not JSON ({e})"))
-            .and_then(|s| check_question_schema(&s))
-            .map_err(WitAskError::InvalidSchema)?;
         let question = Question {
             tool: self.asking.tool.clone(),
             message: untrusted(&message, MAX_QUESTION_MESSAGE),

@@ -173,8 +173,8 @@ pub const MAX_QUESTION_CHOICES: usize = 64;
 const COMMON: &[&str] = &["type", "title", "description", "default"];
 
 /// Whether `schema` is a question's schema: a flat object of MCP
-/// elicitation's field kinds. It answers the schema as an object, less the
-/// `format` of number and integer fields.
+/// elicitation's field kinds. It answers the schema as it goes to whoever
+/// answers: normalized to elicitation's `requestedSchema` (below).
 ///
 /// Fields: `string` (`minLength`, `maxLength`, `format` one of `email`,
 /// `uri`, `date`, `date-time`), `number` and `integer` (`minimum`,
@@ -184,6 +184,16 @@ const COMMON: &[&str] = &["type", "title", "description", "default"];
 /// title}]}`, `minItems`, `maxItems`). Each may have `title`,
 /// `description` and a `default` of its type. At most
 /// [`MAX_QUESTION_FIELDS`] fields of [`MAX_QUESTION_CHOICES`] choices.
+///
+/// What SDKs derive from types, and means the same, is normalized rather
+/// than refused: the root's `additionalProperties: false` is dropped (an
+/// answer never has other fields), a root without `properties` gets an
+/// empty one (a question with no fields: accept or decline), an `enum` of
+/// strings without `type` gets `"type": "string"`, a nullable field
+/// (`type: [T, "null"]`, `null` among an enum's values, `anyOf`/`oneOf` of
+/// a field kind and `{"type": "null"}`, a `null` default) loses its
+/// `null` (a person leaves the field out instead), and number and integer
+/// fields lose `format`.
 ///
 /// # Errors
 ///
@@ -203,6 +213,7 @@ pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, Strin
             "title",
             "description",
             "$schema",
+            "additionalProperties",
         ]
         .contains(&key.as_str())
         {
@@ -212,16 +223,29 @@ pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, Strin
             ));
         }
     }
+    if root
+        .get("additionalProperties")
+        .is_some_and(|v| v != &Value::Bool(false))
+    {
+        return Err(
+            "the schema's `additionalProperties` may only be false: an answer has only the \
+             schema's fields"
+                .to_owned(),
+        );
+    }
     for key in ["title", "description", "$schema"] {
         if root.get(key).is_some_and(|v| !v.is_string()) {
             return Err(format!("the schema's `{key}` is not a string"));
         }
     }
-    let empty = Map::new();
-    let properties = match root.get("properties") {
-        None => &empty,
-        Some(Value::Object(p)) => p,
-        Some(_) => return Err("the schema's `properties` is not an object".to_owned()),
+    let mut schema = root.clone();
+    schema.remove("additionalProperties");
+    let properties = match schema
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()))
+    {
+        Value::Object(p) => p,
+        _ => return Err("the schema's `properties` is not an object".to_owned()),
     };
     if properties.len() > MAX_QUESTION_FIELDS {
         return Err(format!(
@@ -229,7 +253,8 @@ pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, Strin
             properties.len()
         ));
     }
-    for (name, field) in properties {
+    for (name, field) in properties.iter_mut() {
+        normalize_field(field);
         check_field(field).map_err(|e| format!("field `{}`: {e}", clip_name(name)))?;
     }
     if let Some(required) = root.get("required") {
@@ -246,18 +271,74 @@ pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, Strin
             }
         }
     }
-    let mut schema = root.clone();
-    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
-        for field in properties.values_mut().filter_map(Value::as_object_mut) {
-            if matches!(
-                field.get("type").and_then(Value::as_str),
-                Some("number" | "integer")
-            ) {
-                field.remove("format");
-            }
+    Ok(schema)
+}
+
+/// A field as SDKs derive it, in elicitation's form where the meaning is
+/// the same (see [`check_question_schema`]); anything else is left for
+/// [`check_field`] to refuse.
+fn normalize_field(field: &mut Value) {
+    let Some(field) = field.as_object_mut() else {
+        return;
+    };
+    let is_null = |v: &Value| {
+        v.as_object()
+            .is_some_and(|o| o.len() == 1 && o.get("type") == Some(&json_str("null")))
+    };
+    // `anyOf`/`oneOf` of one field kind and null (Rust's `Option<Enum>`).
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(alts)) = field.get(key) else {
+            continue;
+        };
+        let [a, b] = alts.as_slice() else { continue };
+        let other = match (is_null(a), is_null(b)) {
+            (true, false) => b,
+            (false, true) => a,
+            _ => continue,
+        };
+        let Some(other) = other.as_object().cloned() else {
+            continue;
+        };
+        field.remove(key);
+        for (k, v) in other {
+            field.entry(k).or_insert(v);
         }
     }
-    Ok(schema)
+    // `type: [T, "null"]` (an `Option<T>`, `Optional[T]`, a Go pointer).
+    if let Some(Value::Array(types)) = field.get("type") {
+        let kinds: Vec<&Value> = types.iter().filter(|t| *t != &json_str("null")).collect();
+        if let [kind] = kinds.as_slice() {
+            let kind = (*kind).clone();
+            field.insert("type".to_owned(), kind);
+        }
+    }
+    if let Some(Value::Array(values)) = field.get_mut("enum") {
+        values.retain(|v| !v.is_null());
+    }
+    if field.get("default").is_some_and(Value::is_null) {
+        field.remove("default");
+    }
+    // An enum of strings says its type (Python's `Literal`).
+    if !field.contains_key("type")
+        && field
+            .get("enum")
+            .and_then(Value::as_array)
+            .is_some_and(|v| !v.is_empty() && v.iter().all(Value::is_string))
+    {
+        field.insert("type".to_owned(), json_str("string"));
+    }
+    // `format` (`int32`, `double`, ... as schema generators write it)
+    // says nothing a person answers by.
+    if matches!(
+        field.get("type").and_then(Value::as_str),
+        Some("number" | "integer")
+    ) {
+        field.remove("format");
+    }
+}
+
+fn json_str(s: &str) -> Value {
+    Value::String(s.to_owned())
 }
 
 fn clip_name(name: &str) -> String {
@@ -348,9 +429,7 @@ fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
             Kind::Text
         }
         Some(t @ ("number" | "integer")) => {
-            // `format` (`int32`, `double`, ... as schema generators write
-            // it) says nothing a person answers by; it is dropped.
-            only(field, &["minimum", "maximum", "format"])?;
+            only(field, &["minimum", "maximum"])?;
             let integer = t == "integer";
             for key in ["minimum", "maximum"] {
                 if let Some(v) = field.get(key)

@@ -118,7 +118,7 @@ func (e *AskError) Error() string {
 
 // Ask asks the person behind the call a question and waits for the answer.
 // T is the answer's shape: a struct of strings, numbers, booleans and
-// `enum:` strings, its schema derived with SchemaOf (`description:` tags
+// `enum:` strings, its schema derived with QuestionSchemaOf (`description:` tags
 // become the form's help text). The wait does not count against the call's
 // deadline; the question has its own time limit, after which the answer is
 // Cancel. The error, when there is one, is an *AskError.
@@ -130,7 +130,7 @@ func (e *AskError) Error() string {
 //	answer, err := toolhost.Ask[confirm]("Force-push over main?")
 func Ask[T any](message string) (Answer[T], error) {
 	var answer Answer[T]
-	schema, err := SchemaOf(reflect.TypeFor[T]())
+	schema, err := QuestionSchemaOf(reflect.TypeFor[T]())
 	if err != nil {
 		return answer, &AskError{AskInvalidSchema, err.Error()}
 	}

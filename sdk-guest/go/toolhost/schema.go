@@ -29,6 +29,19 @@ func SchemaOf(t reflect.Type) (map[string]any, error) {
 	return schemaOf(t, 0, false)
 }
 
+// QuestionSchemaOf derives the schema of a question Ask asks with type t:
+// SchemaOf's, in the shape of MCP elicitation's requestedSchema, which
+// has no `additionalProperties` (an answer has only the schema's fields
+// anyway).
+func QuestionSchemaOf(t reflect.Type) (map[string]any, error) {
+	schema, err := SchemaOf(t)
+	if err != nil {
+		return nil, err
+	}
+	delete(schema, "additionalProperties")
+	return schema, nil
+}
+
 // OutputSchemaOf derives the JSON Schema of what encoding/json writes for a
 // value of type t, a struct or a pointer to one: the same rules as
 // SchemaOf, except that a field is required unless it has `omitempty`

@@ -99,7 +99,15 @@ class SchemaFromHints(unittest.TestCase):
         self.assertEqual(props["m"], {"type": "object", "additionalProperties": {"type": "number"}})
         self.assertEqual(props["t"]["prefixItems"], [{"type": "integer"}, {"type": "string"}])
         self.assertEqual(props["lit"], {"enum": ["x", 2]})
-        self.assertEqual(props["u"], {"enum": ["a", None]})
+        self.assertEqual(props["u"], {"type": ["string", "null"], "enum": ["a", None]})
+        # One JSON type: it is said (MCP elicitation's enums need it).
+        def g(s: Literal["a", "b"], n: Literal[1, 2], b: Literal[True]):
+            """G."""
+
+        typed = function_schema(g)[1]["properties"]
+        self.assertEqual(typed["s"], {"type": "string", "enum": ["a", "b"]})
+        self.assertEqual(typed["n"], {"type": "integer", "enum": [1, 2]})
+        self.assertEqual(typed["b"], {"type": "boolean", "enum": [True]})
         self.assertEqual(props["any_"], {})
         self.assertEqual(props["bare"], {"type": "array"})
 
@@ -200,6 +208,20 @@ class Calls(unittest.TestCase):
         self.assertRegex(text, r'File ".*test_sdk\.py", line \d+, in t_boom')
         self.assertIn('raise KeyError("nope")', text)
         self.assertNotIn("toolhost_sdk", text)
+
+    def test_a_frame_in_a_componentize_py_directory_names_the_author_s_file(self):
+        # componentize-py runs the plugin's app.py as /0/app.py (its first
+        # `-p` directory, on sys.path as "/0").
+        from toolhost_sdk import _shown_file
+
+        sys.path.append("/0")
+        try:
+            self.assertEqual(_shown_file("/0/app.py"), "app.py")
+            self.assertEqual(_shown_file("/0/lib/util.py"), "lib/util.py")
+        finally:
+            sys.path.remove("/0")
+        self.assertEqual(_shown_file("/0/app.py"), "/0/app.py", "not a directory of the build")
+        self.assertEqual(_shown_file("/usr/lib/python3/json/decoder.py"), "/usr/lib/python3/json/decoder.py")
 
     def test_a_deep_or_long_traceback_stays_bounded(self):
         @tool
@@ -443,7 +465,7 @@ class Ask(unittest.TestCase):
         self.assertEqual(json.loads(toolhost_sdk.call("t_ask_handles", "{}")), {"action": "accept", "content": {"branch": "main"}})
         message, schema = asked[0]
         self.assertEqual(message, "Which branch?")
-        self.assertEqual(schema["properties"]["branch"], {"enum": ["main", "dev"], "description": "The branch to push."})
+        self.assertEqual(schema["properties"]["branch"], {"type": "string", "enum": ["main", "dev"], "description": "The branch to push."})
         self.assertEqual(schema["required"], ["branch"])
         user.set_local_answerer(lambda m, s: user.Answer("decline"))
         self.assertFalse(user.ask("?", Question).accepted)

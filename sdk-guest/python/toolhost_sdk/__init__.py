@@ -294,6 +294,21 @@ _TRACEBACK_CHARS = 3000
 _SDK_FILE = os.path.abspath(__file__)
 
 
+def _shown_file(filename: str) -> str:
+    """A frame's file as its author knows it.
+
+    componentize-py puts each ``-p`` directory of the build at ``/0``,
+    ``/1``, ... inside the component (those are its ``sys.path`` entries),
+    so the plugin's ``app.py`` runs as ``/0/app.py``: a file under such a
+    directory is shown by its path within it (``app.py``,
+    ``helpers/util.py``). Any other path is shown as it is.
+    """
+    top, sep, rest = filename.lstrip("/").partition("/")
+    if filename.startswith("/") and sep and top.isdigit() and rest and f"/{top}" in sys.path:
+        return rest
+    return filename
+
+
 def _describe_exception(e: BaseException) -> str:
     """``Type: message``, then the traceback without this SDK's frames.
 
@@ -310,7 +325,7 @@ def _describe_exception(e: BaseException) -> str:
         return head
     lines = []
     for f in frames[-_TRACEBACK_FRAMES:]:
-        lines.append(f'  File "{f.filename}", line {f.lineno}, in {f.name}')
+        lines.append(f'  File "{_shown_file(f.filename)}", line {f.lineno}, in {f.name}')
         if f.line:
             lines.append(f"    {f.line.strip()[:200]}")
     if len(frames) > _TRACEBACK_FRAMES:

@@ -65,6 +65,11 @@ def _type_schema(hint: Any, where: str, enclosing: Tuple[type, ...]) -> Dict[str
         for v in values:
             if not isinstance(v, (str, int, float, bool)) and v is not None:
                 raise SchemaError(f"{where}: Literal values must be str, int, float, bool or None, got {v!r}")
+        # Values of one JSON type say it (MCP elicitation's enums need
+        # `"type": "string"`); mixed ones are an enum alone.
+        kinds = {_literal_kind(v) for v in values}
+        if len(kinds) == 1 and None not in kinds:
+            return {"type": kinds.pop(), "enum": values}
         return {"enum": values}
     if origin in (list, List):
         if not args:
@@ -91,6 +96,8 @@ def _type_schema(hint: Any, where: str, enclosing: Tuple[type, ...]) -> Dict[str
         schemas = [_type_schema(m, where, enclosing) for m in members]
         if nullable and len(schemas) == 1 and set(schemas[0]) == {"enum"}:
             return {"enum": schemas[0]["enum"] + [None]}
+        if nullable and len(schemas) == 1 and set(schemas[0]) == {"type", "enum"}:
+            return {"type": [schemas[0]["type"], "null"], "enum": schemas[0]["enum"] + [None]}
         if nullable:
             schemas.append({"type": "null"})
         if all(set(s) == {"type"} for s in schemas):
@@ -100,6 +107,19 @@ def _type_schema(hint: Any, where: str, enclosing: Tuple[type, ...]) -> Dict[str
         f"{where}: type {hint!r} has no JSON Schema here; use str, int, float, bool, "
         "list[T], dict[str, T], Optional[T], Literal[...], a TypedDict or a dataclass, or declare the schema explicitly"
     )
+
+
+def _literal_kind(value: Any) -> Optional[str]:
+    """The JSON type of one ``Literal`` value (bool before int: a bool is an int)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return None
 
 
 def _is_record(hint: Any) -> bool:

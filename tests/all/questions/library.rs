@@ -157,6 +157,63 @@ async fn schemas_of_another_shape_or_over_budget_are_refused_without_asking() {
     }
 }
 
+/// Issue 36 (class 8): with no one to ask, a bad schema was answered
+/// `unavailable` (so tests never saw it refused). The schema is checked
+/// first, always: the plugin hears its own error.
+#[tokio::test]
+async fn a_bad_schema_is_the_plugin_s_error_even_when_no_one_can_be_asked() {
+    for (shape, why) in [
+        ("nested", "`type` must be string"),
+        ("huge", "bytes; the most is"),
+    ] {
+        let answers = ask(json!({"shape": shape}), None).await.unwrap();
+        let error = answers[0]["error"].as_str().unwrap();
+        assert!(
+            error.starts_with("the question cannot be asked") && error.contains(why),
+            "{shape}: {error}"
+        );
+    }
+    // A good one, with no one to ask, is `unavailable`.
+    for shape in ["derived", "empty"] {
+        let answers = ask(json!({"shape": shape}), None).await.unwrap();
+        let error = answers[0]["error"].as_str().unwrap();
+        assert!(error.starts_with("no one to ask"), "{shape}: {error}");
+    }
+}
+
+/// Issue 36 (class 8): what `#[derive(JsonSchema)]` writes (`$schema`,
+/// `additionalProperties`, `Option`s, `format`) and a schema without
+/// `properties` are asked, in elicitation's form, and answered.
+#[tokio::test]
+async fn derived_and_field_less_schemas_are_asked_in_elicitation_s_form() {
+    let content = json!({"name": "Ada", "size": "M", "colour": "blue"});
+    let (sink, asked) = answering(Answer::Accept(fields(content.clone())));
+    let answers = ask(json!({"shape": "derived"}), Some(sink)).await.unwrap();
+    assert_eq!(
+        answers,
+        [
+            json!({"action": "accept", "content": {"name": "Ada", "size": "M", "colour": "blue", "count": null}})
+        ]
+    );
+    let schema = Value::Object(asked.lock().unwrap()[0].schema.clone());
+    assert!(schema.get("additionalProperties").is_none(), "{schema}");
+    let properties = &schema["properties"];
+    assert_eq!(properties["count"]["type"], "integer", "{schema}");
+    assert!(properties["count"].get("format").is_none(), "{schema}");
+    assert_eq!(properties["colour"]["type"], "string", "{schema}");
+    assert_eq!(
+        properties["colour"]["enum"],
+        json!(["red", "blue"]),
+        "{schema}"
+    );
+    assert_eq!(schema["required"], json!(["name", "size"]), "{schema}");
+
+    let (sink, asked) = answering(Answer::Accept(Map::new()));
+    let answers = ask(json!({"shape": "empty"}), Some(sink)).await.unwrap();
+    assert_eq!(answers, [json!({"action": "accept", "content": {}})]);
+    assert_eq!(asked.lock().unwrap()[0].schema["properties"], json!({}));
+}
+
 #[tokio::test]
 async fn a_call_asks_at_most_its_budget_of_questions() {
     let (sink, asked) = answering(Answer::Decline);

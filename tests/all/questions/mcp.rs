@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 use toolhost_tests::mcp::{python_client, test_cache_dir};
-use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin};
+use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, plugin_dir, toolhost_bin};
 
 fn ask(mode: &str, answer: &str) -> Value {
     ask_in(mode, answer, None)
@@ -151,4 +151,219 @@ fn answers_count_only_for_the_arguments_they_were_given_for() {
         .map(|a| a["content"]["name"].clone())
         .collect();
     assert_eq!(names, vec![json!("Ada 1"), json!("Ada 2")], "{got}");
+}
+
+/// `tool` of plugin `plugin` (from `from`) called through the official
+/// Python SDK's client in `mode` ("legacy": 2025-11-25, "modern":
+/// 2026-07-28), every question answered with `answer`.
+fn answer_through_client(
+    from: &std::path::Path,
+    plugin: &str,
+    mode: &str,
+    tool: &str,
+    arguments: &Value,
+    answer: &Value,
+) -> Value {
+    let plugins = tempfile::tempdir().unwrap();
+    copy_plugin_from(from, plugin, plugins.path());
+    let argv = json!([
+        toolhost_bin(),
+        "serve",
+        "--plugins",
+        plugins.path(),
+        "--cache-dir",
+        test_cache_dir(),
+        "--no-watch",
+    ]);
+    python_client(
+        "tests/all/questions/mcp_answer.py",
+        &[
+            mode,
+            tool,
+            &arguments.to_string(),
+            &answer.to_string(),
+            &argv.to_string(),
+        ],
+    )
+}
+
+/// The one question asked, in `got`.
+fn only_question(got: &Value) -> &Value {
+    let asked = got["asked"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{got}");
+    &asked[0]
+}
+
+// Issue 36 (class 8): the SDKs' questions as their types derive them
+// (Python's `Literal`, Go's struct with `additionalProperties`, Rust's
+// `Option`s and enums) were refused by the host, so no client ever saw
+// them; each now reaches a real client, and its answer the tool.
+
+#[test]
+fn a_python_literal_question_reaches_the_client_and_its_answer_the_tool() {
+    // One column: no delimiter to detect, so py_textstats_csv asks which
+    // one it is (a `Literal` field).
+    let table = json!({"table": "word\nalpha\nbeta\n"});
+    for (mode, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let got = answer_through_client(
+            plugin_dir(),
+            "py_textstats",
+            mode,
+            "py_textstats_csv",
+            &table,
+            &json!({"action": "accept", "content": {"delimiter": ";"}}),
+        );
+        assert_eq!(got["protocol_version"], version, "{got}");
+        let field = &only_question(&got)["schema"]["properties"]["delimiter"];
+        assert_eq!(field["type"], "string", "{got}");
+        assert_eq!(field["enum"], json!([",", ";", "tab", "|"]), "{got}");
+        assert_eq!(got["is_error"], false, "{got}");
+        let stats: Value = serde_json::from_str(got["text"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            stats["delimiter"], ";",
+            "the answer reached the tool: {got}"
+        );
+        assert_eq!(stats["columns"][0]["distinct"], 2, "{got}");
+        // A decline reaches it too: it says what to pass.
+        let got = answer_through_client(
+            plugin_dir(),
+            "py_textstats",
+            mode,
+            "py_textstats_csv",
+            &table,
+            &json!({"action": "decline"}),
+        );
+        only_question(&got);
+        assert_eq!(got["is_error"], true, "{got}");
+        let text = got["text"].as_str().unwrap();
+        assert!(
+            text.contains("the user did not say which delimiter"),
+            "{got}"
+        );
+    }
+}
+
+#[test]
+fn a_go_ask_question_reaches_the_client_and_its_answer_the_tool() {
+    // Past the work budget (16 M steps), go_mandelbrot asks for a
+    // go-ahead (`Ask[goAhead]`, a struct with a bool).
+    let big = json!({"width": 256, "height": 256, "max_iterations": 256});
+    for (mode, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let got = answer_through_client(
+            plugin_dir(),
+            "go_mandelbrot",
+            mode,
+            "go_mandelbrot",
+            &big,
+            &json!({"action": "decline"}),
+        );
+        assert_eq!(got["protocol_version"], version, "{got}");
+        let schema = &only_question(&got)["schema"];
+        assert_eq!(schema["properties"]["go_ahead"]["type"], "boolean", "{got}");
+        assert!(schema.get("additionalProperties").is_none(), "{got}");
+        assert_eq!(got["is_error"], true, "{got}");
+        assert!(
+            got["text"]
+                .as_str()
+                .unwrap()
+                .contains("the user did not want a render this large"),
+            "the decline reached the tool: {got}"
+        );
+    }
+    let got = answer_through_client(
+        plugin_dir(),
+        "go_mandelbrot",
+        "legacy",
+        "go_mandelbrot",
+        &big,
+        &json!({"action": "accept", "content": {"go_ahead": true}}),
+    );
+    only_question(&got);
+    assert_eq!(
+        got["is_error"], false,
+        "the go-ahead reached the tool: {got}"
+    );
+    assert!(
+        got["text"]
+            .as_str()
+            .unwrap()
+            .contains("\"max_iterations\":256"),
+        "{got}"
+    );
+}
+
+#[test]
+fn rust_derived_and_field_less_questions_reach_the_client_and_their_answers_the_tool() {
+    for (mode, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let got = answer_through_client(
+            hostile_dir(),
+            "hostile_ask",
+            mode,
+            "hostile_ask",
+            &json!({"shape": "derived"}),
+            &json!({"action": "accept", "content": {"name": "Ada", "size": "S", "colour": "red", "count": 2}}),
+        );
+        assert_eq!(got["protocol_version"], version, "{got}");
+        let schema = &only_question(&got)["schema"];
+        let properties = &schema["properties"];
+        assert_eq!(properties["size"]["type"], "string", "{got}");
+        assert_eq!(properties["colour"]["type"], "string", "{got}");
+        assert_eq!(
+            properties["colour"]["enum"],
+            json!(["red", "blue"]),
+            "{got}"
+        );
+        assert_eq!(properties["count"]["type"], "integer", "{got}");
+        assert!(schema.get("additionalProperties").is_none(), "{got}");
+        let given = answers(&got);
+        assert_eq!(
+            given,
+            [
+                json!({"action": "accept", "content": {"name": "Ada", "size": "S", "colour": "red", "count": 2}})
+            ],
+            "{got}"
+        );
+        // No `properties`: asked as a form with no fields.
+        let got = answer_through_client(
+            hostile_dir(),
+            "hostile_ask",
+            mode,
+            "hostile_ask",
+            &json!({"shape": "empty"}),
+            &json!({"action": "accept", "content": {}}),
+        );
+        assert_eq!(
+            only_question(&got)["schema"]["properties"],
+            json!({}),
+            "{got}"
+        );
+        assert_eq!(
+            answers(&got),
+            [json!({"action": "accept", "content": {}})],
+            "{got}"
+        );
+    }
+}
+
+#[test]
+fn a_c_question_reaches_the_client_and_its_answer_the_tool() {
+    // Without `text`, c_barcode asks for it (a schema written by hand).
+    for (mode, version) in [("legacy", "2025-11-25"), ("modern", "2026-07-28")] {
+        let got = answer_through_client(
+            plugin_dir(),
+            "c_barcode",
+            mode,
+            "c_barcode",
+            &json!({}),
+            &json!({"action": "accept", "content": {"text": "HI 36"}}),
+        );
+        assert_eq!(got["protocol_version"], version, "{got}");
+        let field = &only_question(&got)["schema"]["properties"]["text"];
+        assert_eq!(field["type"], "string", "{got}");
+        assert_eq!(got["is_error"], false, "{got}");
+        assert!(
+            got["text"].as_str().unwrap().contains("HI 36"),
+            "the answer reached the tool: {got}"
+        );
+    }
 }

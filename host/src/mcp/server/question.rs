@@ -360,4 +360,34 @@ mod tests {
         };
         assert_eq!(serde_json::to_value(requested_schema).unwrap(), schema);
     }
+
+    /// Issue 36 (class 8): the forms the sandbox normalizes SDK schemas to
+    /// (no `properties`, a typeless enum, a nullable field) all go out as
+    /// elicitations; none becomes a cancel nobody was asked.
+    #[test]
+    fn normalized_schemas_go_out_as_elicitations() {
+        for schema in [
+            json!({"type": "object"}),
+            json!({"type": "object", "additionalProperties": false, "properties": {
+                "pick": {"enum": ["a", "b"]},
+                "maybe": {"type": ["boolean", "null"]},
+                "c": {"anyOf": [{"type": "string", "enum": ["red"]}, {"type": "null"}]}
+            }}),
+        ] {
+            let checked = check_question_schema(&schema).expect("accepted");
+            let sent = Value::Object(checked.clone());
+            let question = Question {
+                tool: "t".into(),
+                message: "m".into(),
+                schema: checked,
+            };
+            let Some(ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            }) = params(question)
+            else {
+                panic!("rmcp refused {schema}");
+            };
+            assert_eq!(serde_json::to_value(requested_schema).unwrap(), sent);
+        }
+    }
 }

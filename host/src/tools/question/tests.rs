@@ -69,3 +69,77 @@ fn answers_are_held_to_their_schema() {
     assert!(check_answer(&s, &json!({"n": 1, "extra": 1})).is_err());
     assert!(check_answer(&s, &json!([1])).is_err());
 }
+
+/// Issue 36 (class 8): what SDKs derive from types and means the same is
+/// asked in elicitation's form, not refused.
+#[test]
+fn what_sdks_derive_is_normalized_to_elicitation_s_form() {
+    // Python: a `Literal` (an enum with no type), an `Optional[Literal]`,
+    // an `Optional[str]`.
+    let s = schema(json!({
+        "pick": {"enum": ["a", "b"], "description": "Pick."},
+        "maybe": {"enum": ["x", null]},
+        "maybe_typed": {"type": ["string", "null"], "enum": ["x", null]},
+        "note": {"type": ["string", "null"], "default": null}
+    }))
+    .expect("accepted");
+    let p = &s["properties"];
+    assert_eq!(
+        p["pick"],
+        json!({"enum": ["a", "b"], "description": "Pick.", "type": "string"})
+    );
+    assert_eq!(p["maybe"], json!({"enum": ["x"], "type": "string"}));
+    assert_eq!(p["maybe_typed"], json!({"enum": ["x"], "type": "string"}));
+    assert_eq!(p["note"], json!({"type": "string"}));
+    // Go: `additionalProperties: false` at the root; Rust: `$schema`,
+    // `format`, `Option<Enum>` as `anyOf` with null.
+    let s = check_question_schema(&json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {
+            "n": {"type": ["integer", "null"], "format": "uint32", "minimum": 0},
+            "c": {"anyOf": [{"type": "string", "enum": ["red"]}, {"type": "null"}], "description": "C."}
+        },
+        "additionalProperties": false
+    }))
+    .expect("accepted");
+    assert!(!s.contains_key("additionalProperties"));
+    assert_eq!(
+        s["properties"]["n"],
+        json!({"type": "integer", "minimum": 0})
+    );
+    assert_eq!(
+        s["properties"]["c"],
+        json!({"type": "string", "enum": ["red"], "description": "C."})
+    );
+    // No `properties`: a question with no fields (elicitation's schema
+    // needs the key).
+    let s = check_question_schema(&json!({"type": "object"})).expect("accepted");
+    assert_eq!(s["properties"], json!({}));
+    assert!(check_answer(&s, &json!({})).is_ok());
+    assert!(check_answer(&s, &json!({"x": 1})).is_err());
+}
+
+#[test]
+fn what_means_something_else_is_still_refused() {
+    for bad in [
+        // Mixed or non-string enums: no elicitation kind.
+        json!({"a": {"enum": ["x", 1]}}),
+        json!({"a": {"enum": [1, 2]}}),
+        json!({"a": {"enum": []}}),
+        // A union of two kinds.
+        json!({"a": {"type": ["string", "integer"]}}),
+        json!({"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}),
+        // Only null.
+        json!({"a": {"type": ["null"]}}),
+    ] {
+        assert!(schema(bad.clone()).is_err(), "{bad}");
+    }
+    for root in [
+        json!({"type": "object", "properties": {}, "additionalProperties": true}),
+        json!({"type": "object", "properties": {}, "additionalProperties": {"type": "string"}}),
+        json!({"type": "object", "properties": []}),
+    ] {
+        assert!(check_question_schema(&root).is_err(), "{root}");
+    }
+}

@@ -5,7 +5,9 @@
 //!
 //! `{"shape": "form"}` (the default) asks for a [`Form`]; `"nested"` asks
 //! with a schema that has an object field and `"huge"` with one over the
-//! host's schema budget (both `invalid-schema`). `times` asks that many
+//! host's schema budget (both `invalid-schema`); `"derived"` asks with the
+//! schema `#[derive(JsonSchema)]` writes for [`Derived`], `"empty"` with
+//! one that has no `properties`. `times` asks that many
 //! times in a row (past the host's budget: `over-budget`), and
 //! `then_sleep_ms` sleeps after the last answer, to show the call's
 //! deadline still holds after a wait. The answer lists one entry per
@@ -31,6 +33,11 @@ enum Shape {
     Nested,
     /// A schema over the host's size budget.
     Huge,
+    /// A form as the Rust SDK derives it (see [`Derived`]): an enum,
+    /// optional fields, unknown fields refused.
+    Derived,
+    /// A schema with no `properties`: a question with no fields.
+    Empty,
 }
 
 /// Input of `hostile_ask`.
@@ -79,6 +86,52 @@ impl JsonSchema for Form {
             },
             "required": ["name"]
         })
+    }
+}
+
+/// A size to pick.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+enum Size {
+    S,
+    M,
+    L,
+}
+
+/// A colour, or none.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Colour {
+    Red,
+    Blue,
+}
+
+/// The form as `#[derive(JsonSchema)]` writes it: `$schema`, an enum, a
+/// `u32` (with `format`), `Option`s (`type: [T, "null"]` and `anyOf` with
+/// null) and `additionalProperties: false`.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Derived {
+    /// Your name.
+    name: String,
+    /// The size.
+    size: Size,
+    /// How many.
+    count: Option<u32>,
+    /// A colour, if any.
+    colour: Option<Colour>,
+}
+
+/// No fields at all: `{"type": "object"}`, a yes-or-no question.
+#[derive(Debug, Deserialize, Serialize)]
+struct Empty {}
+
+impl JsonSchema for Empty {
+    fn schema_name() -> Cow<'static, str> {
+        "Empty".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object"})
     }
 }
 
@@ -150,6 +203,8 @@ fn ask(input: AskInput) -> Result<Asked, ToolError> {
                     }),
                 )
             }
+            Shape::Derived => entry(toolhost_guest::ask::<Derived>("Who is this order for?")),
+            Shape::Empty => entry(toolhost_guest::ask::<Empty>("Go ahead?")),
             Shape::Huge => entry(
                 toolhost_guest::ask::<Huge>("A huge question").map(|a| match a {
                     Answer::Accept(_) => Answer::Accept(()),
