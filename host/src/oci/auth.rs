@@ -193,7 +193,6 @@ fn may_receive(
         )
     };
     let (scheme, host, port) = origin(realm);
-    let shown = format!("{scheme}://{host}:{port}");
     if !matches!(scheme.as_str(), "http" | "https") || realm.host_str().is_none() {
         return Err((
             "which is not an http(s) URL",

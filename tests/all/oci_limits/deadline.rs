@@ -5,14 +5,14 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use toolhost::config::HostConfig;
 use toolhost::toolbox::Toolbox;
 use toolhost::tools::CallContext;
 use toolhost_tests::plugins::{plugin_subset, toolhost_bin};
 
-/// A loopback server that answers every connection with `head`, then
-/// `drip` a byte at a time, one every 100 ms, until the client goes.
+/// A loopback server that answers every request with `head`, then `drip`
+/// a byte at a time, one every 100 ms, until the client goes.
 async fn dripping(head: &'static str, drip: u8) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
@@ -22,6 +22,16 @@ async fn dripping(head: &'static str, drip: u8) -> String {
                 continue;
             };
             tokio::spawn(async move {
+                // The request's head first: an answer before the request
+                // is no answer to a client.
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tcp.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
                 if tcp.write_all(head.as_bytes()).await.is_err() {
                     return;
                 }
