@@ -27,8 +27,8 @@ use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
 
 pub use file::ConfigError;
-pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 pub(crate) use oci::credential_origin;
+pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 
 /// The operator's config (`toolhost.toml`): defaults for every plugin and
 /// the most any manifest may ask for.

@@ -104,7 +104,9 @@ pub(crate) fn credential_origin(origin: &str) -> Result<(String, String, u16), S
         return Err(bad("has more than scheme, host and port"));
     }
     let host = url.host_str().ok_or_else(|| bad("has no host"))?;
-    let port = url.port_or_known_default().ok_or_else(|| bad("has no port"))?;
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| bad("has no port"))?;
     Ok((url.scheme().to_owned(), host.to_ascii_lowercase(), port))
 }
 

@@ -64,12 +64,12 @@ pub(super) async fn grant(
         unreachable: e.is_connect() || e.is_timeout(),
     };
     let address = reference.inner().resolve_registry();
-    let registry = reqwest::Url::parse(&format!("{scheme}://{address}/")).map_err(
-        |e| OciError::BadReference {
+    let registry = reqwest::Url::parse(&format!("{scheme}://{address}/")).map_err(|e| {
+        OciError::BadReference {
             reference: shown.clone(),
             message: format!("its registry is not a host[:port] ({e})"),
-        },
-    )?;
+        }
+    })?;
     let probe = registry.join("v2/").expect("a relative path joins");
     let answer = http
         .get(probe)
@@ -92,7 +92,10 @@ pub(super) async fn grant(
         advice,
     };
     let Ok(realm_url) = reqwest::Url::parse(&realm) else {
-        return Err(refused("which is not a URL", "Check the registry's address.".into()));
+        return Err(refused(
+            "which is not a URL",
+            "Check the registry's address.".into(),
+        ));
     };
     may_receive(config, &registry, &realm_url).map_err(|(why, advice)| refused(why, advice))?;
     let scope = format!(
@@ -214,7 +217,8 @@ fn may_receive(
         return Ok(());
     }
     let allowed = config.credential_origins.iter().any(|entry| {
-        crate::config::credential_origin(entry).is_ok_and(|o| o == (scheme.clone(), host.clone(), port))
+        crate::config::credential_origin(entry)
+            .is_ok_and(|o| o == (scheme.clone(), host.clone(), port))
     });
     if allowed {
         return Ok(());
@@ -232,7 +236,11 @@ fn may_receive(
 /// `scheme://host[:port]` of `url`, as an operator would write it.
 fn origin_text(url: &reqwest::Url) -> String {
     match url.port() {
-        Some(port) => format!("{}://{}:{port}", url.scheme(), url.host_str().unwrap_or_default()),
+        Some(port) => format!(
+            "{}://{}:{port}",
+            url.scheme(),
+            url.host_str().unwrap_or_default()
+        ),
         None => format!("{}://{}", url.scheme(), url.host_str().unwrap_or_default()),
     }
 }

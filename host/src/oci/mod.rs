@@ -170,10 +170,11 @@ impl Registry {
                     message: "it holds no PEM certificate".into(),
                 });
             }
-            let roots = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| OciError::CaFile {
-                path: path.clone(),
-                message: e.to_string(),
-            })?;
+            let roots =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| OciError::CaFile {
+                    path: path.clone(),
+                    message: e.to_string(),
+                })?;
             auth_http = auth_http.tls_certs_merge(roots);
             extra_roots.push(oci_client::client::Certificate {
                 encoding: oci_client::client::CertificateEncoding::Pem,
@@ -220,8 +221,7 @@ impl Registry {
         } else {
             "https"
         };
-        let grant =
-            auth::grant(&self.auth_http, &self.config, reference, scheme, push).await?;
+        let grant = auth::grant(&self.auth_http, &self.config, reference, scheme, push).await?;
         let fresh = (reference.is_loopback() && !plain) || matches!(grant, auth::Grant::Basic(..));
         let client = if fresh {
             // A client of its own: a loopback registry's plain HTTP, or a
@@ -241,7 +241,10 @@ impl Registry {
                 // registry itself; its login stays anonymous, so a 401 that
                 // names a realm later gets no credentials from it.
                 client
-                    .store_auth_if_needed(reference.inner().resolve_registry(), &RegistryAuth::Anonymous)
+                    .store_auth_if_needed(
+                        reference.inner().resolve_registry(),
+                        &RegistryAuth::Anonymous,
+                    )
                     .await;
                 for op in [
                     oci_client::RegistryOperation::Pull,

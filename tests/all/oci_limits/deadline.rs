@@ -89,7 +89,11 @@ async fn a_dripping_registry_costs_its_plugin_after_the_deadline_and_the_rest_lo
     .expect("the start is not held by a dripping registry")
     .unwrap();
     let took = started.elapsed();
-    let errors: Vec<String> = toolbox.oci_errors().iter().map(ToString::to_string).collect();
+    let errors: Vec<String> = toolbox
+        .oci_errors()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
     assert_eq!(errors.len(), 2, "{errors:?}");
     for (error, what) in errors.iter().zip(["tools/drip:1.0", "tools/drip@sha256:"]) {
         assert!(

@@ -177,11 +177,11 @@ async fn an_allowed_origin_or_the_registrys_own_gets_the_login_and_the_registry_
 #[tokio::test(flavor = "multi_thread")]
 async fn a_login_never_goes_over_plain_http_off_loopback() {
     for (realm, origin) in [
+        ("http://192.0.2.1:8080/token", "http://192.0.2.1:8080"),
         (
-            "http://192.0.2.1:8080/token",
-            "http://192.0.2.1:8080",
+            "http://auth.example.invalid/token",
+            "http://auth.example.invalid",
         ),
-        ("http://auth.example.invalid/token", "http://auth.example.invalid"),
     ] {
         let (registry, registry_seen) = registry_naming(|_| realm.to_owned()).await;
         // Even allowed: plain HTTP off loopback carries no login.

@@ -22,11 +22,7 @@ const SHORT: [&str; 6] = [
 
 /// `toolhost serve` with `flags` and its metrics on an address of their
 /// own; that address, once it listens.
-fn serve_with_metrics(
-    plugins: &Path,
-    config_dir: &Path,
-    flags: &[&str],
-) -> (ServeHttp, String) {
+fn serve_with_metrics(plugins: &Path, config_dir: &Path, flags: &[&str]) -> (ServeHttp, String) {
     let port = toolhost_tests::telemetry::free_port();
     let config = toolhost_tests::telemetry::host_config(
         config_dir,
@@ -110,7 +106,10 @@ fn the_metrics_listener_has_a_connection_cap_and_mcp_answers_beyond_it() {
     well_behaved_visit(&server.addr);
     // The header timeout frees them; a scrape is then served.
     for thread in held {
-        assert!(thread.join().unwrap().is_some(), "a silent scraper kept its place");
+        assert!(
+            thread.join().unwrap().is_some(),
+            "a silent scraper kept its place"
+        );
     }
     let (status, _, body) = scrape(&metrics);
     assert_eq!(status, 200, "{body}");

@@ -28,10 +28,20 @@ fn silent_collector() -> String {
 
 /// `toolhost call calc_eval` (one `execute_tool` span), traces to
 /// `endpoint` when given; its output and how long it took.
-fn call(plugins: &std::path::Path, endpoint: Option<&str>, config: Option<&str>) -> (Output, Duration) {
+fn call(
+    plugins: &std::path::Path,
+    endpoint: Option<&str>,
+    config: Option<&str>,
+) -> (Output, Duration) {
     let mut command = Command::new(toolhost_bin());
     command
-        .args(["call", "calc_eval", "--input", r#"{"expression": "6*7"}"#, "--plugins"])
+        .args([
+            "call",
+            "calc_eval",
+            "--input",
+            r#"{"expression": "6*7"}"#,
+            "--plugins",
+        ])
         .arg(plugins)
         .arg("--cache-dir")
         .arg(test_cache_dir())
@@ -65,7 +75,10 @@ fn a_silent_collector_delays_a_commands_exit_by_at_most_the_bound() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("42"));
     // Default bound 1 s; it used to be 5 s. Generous for a loaded machine.
     let added = with_silent.saturating_sub(alone);
-    assert!(added < Duration::from_secs(3), "the exit took {added:?} longer");
+    assert!(
+        added < Duration::from_secs(3),
+        "the exit took {added:?} longer"
+    );
 
     // A bound of the operator's own.
     let dir = tempfile::tempdir().unwrap();
@@ -75,7 +88,10 @@ fn a_silent_collector_delays_a_commands_exit_by_at_most_the_bound() {
     );
     let (_, short) = call(plugins.path(), None, Some(config.to_str().unwrap()));
     let added = short.saturating_sub(alone);
-    assert!(added < Duration::from_secs(2), "the exit took {added:?} longer");
+    assert!(
+        added < Duration::from_secs(2),
+        "the exit took {added:?} longer"
+    );
 }
 
 #[test]
