@@ -10,10 +10,12 @@ use std::sync::{Arc, Mutex};
 use axum::http::HeaderMap;
 use axum::response::Response;
 
-/// What one fake server saw: each request's path and its `Authorization`
-/// header.
+/// One request a fake server saw: its path and its `Authorization` header.
+type Request = (String, Option<String>);
+
+/// What one fake server saw, in order.
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(String, Option<String>)>>>);
+struct Seen(Arc<Mutex<Vec<Request>>>);
 
 impl Seen {
     fn record(&self, path: &str, headers: &HeaderMap) {
