@@ -432,11 +432,17 @@ async fn answer_directly(
         session.rmcp_saw.store(now, Ordering::Relaxed);
         return Err(Request::from_parts(parts, Body::from(bytes)));
     }
-    if !session.used.swap(true, Ordering::Relaxed)
-        && let Some(id) = parts.headers.get(&SESSION_HEADER)
-        && let Ok(id) = id.to_str()
-    {
-        open.mark_used(id);
+    // A session's first call keeps it from being ended to make room; one
+    // being ended already goes to rmcp, which answers that it is gone.
+    if !session.used.load(Ordering::Relaxed) {
+        let id = parts
+            .headers
+            .get(&SESSION_HEADER)
+            .and_then(|v| v.to_str().ok());
+        if id.is_some_and(|id| !open.mark_used(id)) {
+            return Err(Request::from_parts(parts, Body::from(bytes)));
+        }
+        session.used.store(true, Ordering::Relaxed);
     }
     let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
     let message = call

@@ -146,8 +146,13 @@ impl ClientKey {
 struct Booked {
     client: Option<ClientKey>,
     opened: Instant,
+    /// Its `initialize` was answered: before that it is never ended (its
+    /// client would get an error for its `initialize`).
+    initialized: bool,
     /// It made a request after its handshake: never ended for a newcomer.
     used: bool,
+    /// It is being ended to make room: its requests are refused.
+    ending: bool,
 }
 
 tokio::task_local! {
@@ -219,16 +224,29 @@ impl CappedSessions {
     }
 
     /// Note that session `id` made a request after its handshake: it is
-    /// never ended to make room.
-    pub(super) fn mark_used(&self, id: &str) {
-        if let Some(booked) = lock(&self.book).get_mut(id) {
-            booked.used = true;
+    /// never ended to make room. False when it is being ended to make
+    /// room already: the request must not be served (as if it came just
+    /// after the end).
+    pub(super) fn mark_used(&self, id: &str) -> bool {
+        match lock(&self.book).get_mut(id) {
+            Some(booked) if booked.ending => false,
+            Some(booked) => {
+                booked.used = true;
+                true
+            }
+            None => true,
         }
     }
 
     /// Whether a new session for `client` would be refused, and why; with
-    /// the session to end first to make room, if one must be.
-    async fn admit(&self, client: Option<ClientKey>) -> Result<Option<SessionId>, Refused> {
+    /// the session to end first to make room, if one must be (marked as
+    /// ending when `end` is set: from then on its requests are refused, so
+    /// a session that is served a request is never the one ended).
+    async fn admit(
+        &self,
+        client: Option<ClientKey>,
+        end: bool,
+    ) -> Result<Option<SessionId>, Refused> {
         let live = self.local.sessions.read().await;
         let mut book = lock(&self.book);
         book.retain(|id, _| live.contains_key(id));
@@ -243,11 +261,13 @@ impl CappedSessions {
             return Ok(None);
         }
         // The oldest session that never made a request ends first.
-        book.iter()
-            .filter(|(_, b)| !b.used)
+        let (id, booked) = book
+            .iter_mut()
+            .filter(|(_, b)| b.initialized && !b.used && !b.ending)
             .min_by_key(|(_, b)| b.opened)
-            .map(|(id, _)| Some(id.clone()))
-            .ok_or(Refused::Full)
+            .ok_or(Refused::Full)?;
+        booked.ending = end;
+        Ok(Some(id.clone()))
     }
 
     fn error(&self, refused: Refused) -> CappedSessionsError {
@@ -327,7 +347,7 @@ impl SessionManager for CappedSessions {
     async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
         let _one_at_a_time = self.creating.lock().await;
         let admission = ADMISSION.try_with(Clone::clone).unwrap_or_default();
-        match self.admit(admission.client).await {
+        match self.admit(admission.client, true).await {
             Ok(None) => {}
             Ok(Some(unused)) => {
                 tracing::info!(
@@ -348,7 +368,9 @@ impl SessionManager for CappedSessions {
             Booked {
                 client: admission.client,
                 opened: Instant::now(),
+                initialized: false,
                 used: false,
+                ending: false,
             },
         );
         Ok((id, transport))
@@ -359,7 +381,11 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         message: ClientJsonRpcMessage,
     ) -> Result<ServerJsonRpcMessage, Self::Error> {
-        Ok(self.local.initialize_session(id, message).await?)
+        let answer = self.local.initialize_session(id, message).await?;
+        if let Some(booked) = lock(&self.book).get_mut(id) {
+            booked.initialized = true;
+        }
+        Ok(answer)
     }
 
     async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
@@ -385,8 +411,9 @@ impl SessionManager for CappedSessions {
                 if !matches!(
                     request.request,
                     ClientRequest::PingRequest(_) | ClientRequest::InitializeRequest(_)
-                ) {
-                    self.mark_used(id);
+                ) && !self.mark_used(id)
+                {
+                    return Err(LocalSessionManagerError::SessionNotFound(id.clone()).into());
                 }
                 Some(request.id.clone())
             }
@@ -483,7 +510,7 @@ pub(super) async fn refuse_over_cap(
         Ok(head) if head.method == "initialize" => head.id,
         _ => return next.run(request).await,
     };
-    if let Err(refused) = sessions.admit(client).await {
+    if let Err(refused) = sessions.admit(client, false).await {
         return refusal(&sessions, refused, id);
     }
     let admission = Admission {
