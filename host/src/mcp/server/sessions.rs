@@ -223,6 +223,12 @@ impl CappedSessions {
         self.local.sessions.read().await.contains_key(id)
     }
 
+    /// Whether session `id` has ended or is being ended.
+    async fn is_gone(&self, id: &str) -> bool {
+        let ending = lock(&self.book).get(id).is_some_and(|b| b.ending);
+        ending || !self.is_open(id).await
+    }
+
     /// Note that session `id` made a request after its handshake: it is
     /// never ended to make room. False when it is being ended to make
     /// room already: the request must not be served (as if it came just
@@ -393,12 +399,18 @@ impl SessionManager for CappedSessions {
     }
 
     async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
-        lock(&self.book).remove(id);
+        // Ending from now on (its requests are refused); forgotten once
+        // closed.
+        if let Some(booked) = lock(&self.book).get_mut(id) {
+            booked.ending = true;
+        }
         // A DELETE: the calls still running are answered first.
         if let Some(direct) = &self.direct {
             direct.end(id).await;
         }
-        Ok(self.local.close_session(id).await?)
+        let closed = self.local.close_session(id).await;
+        lock(&self.book).remove(id);
+        Ok(closed?)
     }
 
     async fn create_stream(
@@ -484,7 +496,30 @@ pub(super) async fn refuse_over_cap(
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .is_some_and(|n| n > LARGEST_INITIALIZE);
     if !new_session || large {
-        return next.run(request).await;
+        let session = request
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let response = next.run(request).await;
+        // rmcp answers `500` when the session ends between its check that
+        // the session is open and taking the message (ended to make room,
+        // by a DELETE, or by its idle timer): the spec's answer for an
+        // ended session is `404`, which tells the client to initialize
+        // again.
+        return match session {
+            Some(id)
+                if response.status() == StatusCode::INTERNAL_SERVER_ERROR
+                    && sessions.is_gone(&id).await =>
+            {
+                (
+                    StatusCode::NOT_FOUND,
+                    "Not Found: Session not found (it has ended; initialize a new one)\n",
+                )
+                    .into_response()
+            }
+            _ => response,
+        };
     }
     let client = request
         .extensions()
