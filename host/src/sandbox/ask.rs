@@ -85,7 +85,7 @@ impl UserHost for StoreState {
         }
         let schema = serde_json::from_str::<Value>(&schema)
             .map_err(|e| format!("the schema is not JSON ({e})"))
-            .and_then(|s| check_question_schema(&s))
+            .and_then(|s| check_question_schema(&s).map_err(|e| e.to_string()))
             .map_err(|e| {
                 WitAskError::InvalidSchema(format!(
                     "{e}; a question's schema is MCP elicitation's: a flat object of string, \

@@ -41,7 +41,7 @@ pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
 pub use progress::{Progress, ProgressSink};
 pub use question::{
     Answer, MAX_QUESTION_CHOICES, MAX_QUESTION_FIELDS, MAX_QUESTIONS_PER_CALL, Question,
-    QuestionSink, check_answer, check_question_schema,
+    QuestionError, QuestionSink, check_answer, check_question_schema,
 };
 pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{

@@ -198,7 +198,11 @@ const COMMON: &[&str] = &["type", "title", "description", "default"];
 /// # Errors
 ///
 /// What is wrong with the schema, naming the field.
-pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, String> {
+pub fn check_question_schema(schema: &Value) -> Result<Map<String, Value>, QuestionError> {
+    question_schema(schema).map_err(QuestionError::Schema)
+}
+
+fn question_schema(schema: &Value) -> Result<Map<String, Value>, String> {
     let Some(root) = schema.as_object() else {
         return Err("the schema is not a JSON object".to_owned());
     };
@@ -578,7 +582,11 @@ fn check_value(kind: &Kind<'_>, field: &Map<String, Value>, value: &Value) -> Re
 /// # Errors
 ///
 /// Which field is wrong, and how.
-pub fn check_answer(schema: &Map<String, Value>, answer: &Value) -> Result<(), String> {
+pub fn check_answer(schema: &Map<String, Value>, answer: &Value) -> Result<(), QuestionError> {
+    answer_fits(schema, answer).map_err(QuestionError::Answer)
+}
+
+fn answer_fits(schema: &Map<String, Value>, answer: &Value) -> Result<(), String> {
     let answer = answer.as_object().ok_or("the answer is not an object")?;
     let empty = Map::new();
     let properties = schema
@@ -605,6 +613,20 @@ pub fn check_answer(schema: &Map<String, Value>, answer: &Value) -> Result<(), S
         }
     }
     Ok(())
+}
+
+/// Why a question's schema or an answer was refused
+/// ([`check_question_schema`], [`check_answer`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuestionError {
+    /// The schema is not one a person can answer in a form; says which
+    /// field, and how.
+    #[error("{0}")]
+    Schema(String),
+    /// The answer does not fit the question's schema; says which field,
+    /// and how.
+    #[error("{0}")]
+    Answer(String),
 }
 
 #[cfg(test)]
