@@ -19,18 +19,6 @@ use crate::approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, Denia
 use crate::llm::{AssistantMessage, ToolCall};
 use crate::tools::{ExecOverrides, QuestionSink, ToolErrorKind, ToolSet};
 
-/// What a sync [`on_tool_call`](super::ToolRunner::on_tool_call) callback
-/// decides about a call: the synchronous case of an
-/// [`Approver`](crate::approval::Approver).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ToolCallDecision {
-    /// Run it.
-    Allow,
-    /// Do not run it; the model gets a `permission_denied` error result
-    /// with this reason.
-    Refuse(String),
-}
-
 /// A model response whose calls wait for decisions: the round a paused run
 /// ([`StopReason::AwaitingApproval`](super::StopReason)) ends with, and
 /// [`ToolRunner::resume`](super::ToolRunner::resume) continues from
@@ -243,10 +231,7 @@ impl Approval {
     ) -> bool {
         self.on_tool_call.is_some()
             || policy.requires(&call.name)
-            || policy.requires(target)
-            || tools
-                .options(target)
-                .is_some_and(|o| o.with(run_options).needs_approval)
+            || tools.needs_approval(target, policy, run_options)
     }
 
     /// The gate of a call that needs a decision: `given` (a decision for
@@ -256,10 +241,7 @@ impl Approval {
         let decision = if let Some(decision) = given {
             decision
         } else if let Some(on_tool_call) = &self.on_tool_call {
-            match on_tool_call(call) {
-                ToolCallDecision::Allow => Decision::Approve,
-                ToolCallDecision::Refuse(reason) => Decision::deny("the host", reason),
-            }
+            on_tool_call(call)
         } else if let Some(approver) = &self.approver {
             approver.decide(request(call)).await
         } else {

@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, Stream, StreamExt};
 use tracing::Instrument;
 
-use super::approval::{self, Approval, Gate, PendingRound, ToolCallDecision};
+use super::approval::{self, Approval, Gate, PendingRound};
 use super::config::{RunnerConfig, ToolSelection};
 use super::conversation::Conversation;
 use super::execute::{self, Callbacks};
@@ -172,13 +172,15 @@ impl ToolRunner {
     }
 
     /// A synchronous approver asked about *every* call before it runs, in
-    /// call order; return [`ToolCallDecision::Refuse`] to answer it with a
-    /// `permission_denied` error instead. Declined and unavailable calls are
-    /// not shown. It is the approval path of [`approver`](Self::approver)
-    /// with a decision that cannot wait, and takes its place.
+    /// call order; return [`Decision::Deny`](crate::approval::Decision) to
+    /// answer it with a `permission_denied` error instead, or
+    /// [`Decision::Defer`](crate::approval::Decision) to pause the run with
+    /// the call waiting. Declined and unavailable calls are not shown. It is
+    /// the approval path of [`approver`](Self::approver) with a decision
+    /// that cannot wait, and takes its place.
     pub fn on_tool_call(
         mut self,
-        f: impl Fn(&ToolCall) -> ToolCallDecision + Send + Sync + 'static,
+        f: impl Fn(&ToolCall) -> crate::approval::Decision + Send + Sync + 'static,
     ) -> Self {
         let f: execute::OnToolCall = Arc::new(f);
         self.update(move |d| d.approval.on_tool_call = Some(f));

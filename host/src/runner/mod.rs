@@ -34,7 +34,7 @@ mod paused;
 mod spans;
 mod transcript;
 
-pub use approval::{PendingCall, PendingRound, RoundError, ToolCallDecision};
+pub use approval::{PendingCall, PendingRound, RoundError};
 pub use config::{
     DEFAULT_MAX_MEDIA_BYTES, DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig,
     ToolSelection,

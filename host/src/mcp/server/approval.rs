@@ -23,9 +23,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 
-use crate::approval::ApprovalPolicy;
 use crate::text::{clip, escape_controls};
-use crate::tools::{ExecOverrides, ToolSet};
 
 /// The key of the approval's elicitation among a call's input requests
 /// (2026-07-28), and of its answer among the retried call's input
@@ -65,22 +63,6 @@ pub(super) fn digest(tool: &str, arguments: &JsonObject) -> String {
         text.push('\n');
     }
     format!("{:x}", Sha256::digest(text.as_bytes()))
-}
-
-/// Whether a call of `name` needs approval: the server's policy names it,
-/// or the tool asks for it (under the server's exec overrides).
-pub(super) fn needs(
-    policy: &ApprovalPolicy,
-    overrides: &ExecOverrides,
-    tools: &ToolSet,
-    name: &str,
-) -> bool {
-    policy.requires(name)
-        || tools.options(name).is_some_and(|o| {
-            // What `o.with(overrides).needs_approval` says, without copying
-            // the rest of the options (every call asks).
-            overrides.needs_approval.unwrap_or(o.needs_approval)
-        })
 }
 
 /// Ask the client's user whether the call of `tool` with `arguments` may

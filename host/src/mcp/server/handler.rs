@@ -251,11 +251,10 @@ impl Connection {
             || tools
                 .get(request.name.as_ref())
                 .is_some_and(|tool| tool.may_ask_user())
-            || approval::needs(
+            || tools.needs_approval(
+                request.name.as_ref(),
                 &self.tools.approval,
                 &self.tools.overrides,
-                tools,
-                request.name.as_ref(),
             )
     }
 
@@ -309,7 +308,7 @@ impl Connection {
         // 2026-07-28: what a round's approval and answers must be for.
         let asks = rmcp.is_some() && tool.may_ask_user();
         let needs_approval =
-            approval::needs(&self.tools.approval, &self.tools.overrides, tools, name);
+            tools.needs_approval(name, &self.tools.approval, &self.tools.overrides);
         let call = (needs_approval || asks).then(|| approval::digest(name, &arguments));
         if needs_approval {
             // Never a silent run: without rmcp's request there is no one to

@@ -8,10 +8,11 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::scripted::{Scripted, block_on, calls, registry, text};
+use crate::approval::Decision;
 use crate::llm::{Message, ToolChoice};
 use crate::runner::{
     CallStatus, DynamicTools, OnMaxIterations, OverLimitPolicy, RunErrorKind, RunItem,
-    RunnerConfig, StopReason, ToolCallDecision, ToolRunner, ToolSelection,
+    RunnerConfig, StopReason, ToolRunner, ToolSelection,
 };
 use crate::tools::{CallContext, SessionId, Tool, ToolError, ToolRegistry, ToolSpec};
 
@@ -339,8 +340,8 @@ fn approval_can_refuse_a_call() {
     let outcome = block_on(
         runner(&provider, RunnerConfig::default())
             .on_tool_call(|call| match call.name.as_str() {
-                "fail" => ToolCallDecision::Refuse("not today".into()),
-                _ => ToolCallDecision::Allow,
+                "fail" => Decision::deny("the host", "not today"),
+                _ => Decision::Approve,
             })
             .on_tool_result(move |record| {
                 sink.lock()

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 
-fn schema(properties: Value) -> Result<Map<String, Value>, String> {
+fn schema(properties: Value) -> Result<Map<String, Value>, QuestionError> {
     check_question_schema(&json!({"type": "object", "properties": properties}))
 }
 

@@ -88,6 +88,24 @@ impl ToolSet {
         self.resolve(name).map(|(_, _, e)| &e.options)
     }
 
+    /// Whether a call of `name` (or `name@version`) needs a person's
+    /// approval: `policy` names it, or its tool asks for it
+    /// (`needs_approval` in its [`ExecOptions`], under `overrides`). The
+    /// one rule the loop and the MCP server both apply.
+    pub fn needs_approval(
+        &self,
+        name: &str,
+        policy: &crate::approval::ApprovalPolicy,
+        overrides: &super::super::ExecOverrides,
+    ) -> bool {
+        policy.requires(name)
+            || self.options(name).is_some_and(|o| {
+                // What `o.with(overrides).needs_approval` says, without
+                // copying the rest of the options (every call asks).
+                overrides.needs_approval.unwrap_or(o.needs_approval)
+            })
+    }
+
     /// Whether `name` (or `name@version`) resolves to a tool.
     pub fn contains(&self, name: &str) -> bool {
         self.resolve(name).is_some()
