@@ -243,3 +243,26 @@ async fn an_http_result_over_the_message_cap_is_output_too_large() {
     let small = call(&registry, "raw_big", json!({"bytes": 3})).await;
     assert_eq!(small, Ok(json!("xxx")));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listed_tool_over_a_budget_is_skipped_by_the_rule_a_plugin_meets() {
+    let dir = tempfile::tempdir().unwrap();
+    let decl = stdio_decl("over-budget", &dir.path().join("starts"), "");
+    let mut config = HostConfig::default();
+    config.plugins.max_description_bytes = 100;
+    config.plugins.max_schema_bytes = 2048;
+    let server = McpServer::new(decl, &config.mcp_rules()).unwrap();
+    assert!(server.start().await, "{:?}", server.summary());
+    let registry = Arc::new(ToolRegistry::new());
+    // Skipped while listed, as a plugin's would fail to load: none reaches
+    // the registry to be refused there.
+    let refused = server.attach(&registry);
+    assert!(refused.is_empty(), "{refused:?}");
+    let mut names: Vec<String> = registry
+        .snapshot()
+        .tools()
+        .map(|t| t.spec().name.clone())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["raw_fine"]);
+}

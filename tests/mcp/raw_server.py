@@ -7,6 +7,9 @@ what toolhost does with a server it cannot trust.
 MODE:
     never-lists   answers `initialize`, never answers `tools/list`
     huge-list     answers `tools/list` with one message of 18 MiB
+    over-budget   lists `fine`, and one tool over each per-tool budget the
+                  test sets: `long` (a 200-byte description), `wide` (a
+                  4 KiB schema), `deep` (a schema nested 40 deep)
     huge-result   lists `big` (input {"bytes": N}) and `echo`; `big`
                   answers with N bytes of text
     echo-secrets  lists `echo` whose description quotes the request's
@@ -41,6 +44,20 @@ def tools(headers):
                 "inputSchema": {"type": "object"},
             }
             for i in range(18)
+        ]
+    if MODE == "over-budget":
+        deep = {"type": "object"}
+        for _ in range(40):
+            deep = {"type": "object", "properties": {"x": deep}}
+        return [
+            {"name": "fine", "description": "Fits.", "inputSchema": {"type": "object"}},
+            {"name": "long", "description": "x" * 200, "inputSchema": {"type": "object"}},
+            {
+                "name": "wide",
+                "description": "Wide.",
+                "inputSchema": {"type": "object", "description": "y" * 4096},
+            },
+            {"name": "deep", "description": "Deep.", "inputSchema": deep},
         ]
     listed = [
         {"name": "echo", "description": "Echoes.", "inputSchema": {"type": "object"}},

@@ -67,24 +67,42 @@ pub(crate) fn check_tools(tools: &[ToolSpec], budget: &PluginBudget) -> Result<(
     }
     let mut names = HashSet::with_capacity(tools.len());
     for tool in tools {
-        let shown = text::untrusted(&tool.name, 80);
-        if !is_valid_tool_name(&tool.name) {
-            return Err(format!(
-                "tool name `{shown}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`"
-            ));
-        }
+        check_tool(tool, budget)?;
         if !names.insert(tool.name.as_str()) {
+            let shown = text::untrusted(&tool.name, 80);
             return Err(format!("tool `{shown}` is listed twice"));
         }
-        if tool.description.len() > budget.max_description_bytes {
-            return Err(format!(
-                "tool `{shown}`: the description is {} bytes, more than the {} allowed; shorten it, or raise `plugins.max_description_bytes`",
-                tool.description.len(),
-                budget.max_description_bytes
-            ));
-        }
-        check_schema(&tool.input_schema, &SchemaBudget::default())
-            .map_err(|e| format!("tool `{shown}`: input schema over budget: {e}"))?;
     }
     Ok(())
+}
+
+/// Whether one tool of a source's list fits this host: a valid name, a
+/// description and an input schema within their budgets (bytes, and the
+/// schema's shape). The one rule for every source's tools, a plugin's
+/// `describe` and an `[[mcp]]` server's `tools/list`; what becomes of a
+/// tool that does not fit is the source's (a plugin fails to load, a
+/// server's tool is skipped). The error names the tool.
+pub(crate) fn check_tool(tool: &ToolSpec, budget: &PluginBudget) -> Result<(), String> {
+    let shown = text::untrusted(&tool.name, 80);
+    if !is_valid_tool_name(&tool.name) {
+        return Err(format!(
+            "tool name `{shown}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`"
+        ));
+    }
+    if tool.description.len() > budget.max_description_bytes {
+        return Err(format!(
+            "tool `{shown}`: the description is {} bytes, more than the {} allowed; shorten it, or raise `plugins.max_description_bytes`",
+            tool.description.len(),
+            budget.max_description_bytes
+        ));
+    }
+    let schema_bytes = serde_json::to_vec(&tool.input_schema).map_or(usize::MAX, |v| v.len());
+    if schema_bytes > budget.max_schema_bytes {
+        return Err(format!(
+            "tool `{shown}`: the input schema is {schema_bytes} bytes, more than the {} allowed; simplify it, or raise `plugins.max_schema_bytes`",
+            budget.max_schema_bytes
+        ));
+    }
+    check_schema(&tool.input_schema, &SchemaBudget::default())
+        .map_err(|e| format!("tool `{shown}`: input schema over budget: {e}"))
 }

@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use budget::PluginBudget;
-pub(crate) use budget::check_tools;
+pub(crate) use budget::{check_tool, check_tools};
 pub use error::{ToolError, ToolErrorKind};
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use log_sink::{LogLevel, LogLine, LogSink};

@@ -27,6 +27,11 @@ impl Link {
                 plan.max_tools
             );
         }
+        let budget = crate::tools::PluginBudget {
+            max_description_bytes: plan.max_description_bytes,
+            max_schema_bytes: plan.max_schema_bytes,
+            ..crate::tools::PluginBudget::default()
+        };
         let mut tools: Vec<Listed> = Vec::new();
         for tool in listed.into_iter().take(plan.max_tools) {
             let remote: &str = &tool.name;
@@ -59,38 +64,22 @@ impl Link {
                         .unwrap_or_default(),
                 )
                 .into_owned();
-            if description.len() > plan.max_description_bytes {
-                skip(
-                    remote,
-                    format!(
-                        "its description has {} bytes, more than `plugins.max_description_bytes` = {}",
-                        description.len(),
-                        plan.max_description_bytes
-                    ),
-                );
-                continue;
-            }
             let schema = plan
                 .bounds
                 .redact
                 .redact_value(Value::Object((*tool.input_schema).clone()));
-            let schema_bytes = serde_json::to_vec(&schema).map_or(usize::MAX, |v| v.len());
-            if schema_bytes > plan.max_schema_bytes {
-                skip(
-                    remote,
-                    format!(
-                        "its input schema has {schema_bytes} bytes, more than `plugins.max_schema_bytes` = {}",
-                        plan.max_schema_bytes
-                    ),
-                );
+            let spec = ToolSpec {
+                name,
+                description,
+                input_schema: schema,
+            };
+            // The rule a plugin's tools meet too.
+            if let Err(why) = crate::tools::check_tool(&spec, &budget) {
+                skip(remote, why);
                 continue;
             }
             tools.push(Listed {
-                spec: ToolSpec {
-                    name,
-                    description,
-                    input_schema: schema,
-                },
+                spec,
                 remote: Arc::from(remote),
             });
         }
