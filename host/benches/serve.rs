@@ -63,7 +63,7 @@
 //! the component's exported `call` function as the MCP tool
 //! `toolhost_plugin_tool_0_1_0_call`, so both servers run the same guest
 //! code for every call. Nothing of wassette is part of this repository:
-//! bring your own binary (docs/mcp.md says how this comparison was run).
+//! bring your own binary (docs/benchmarks.md (beside wassette) says how this comparison was run).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -5,6 +5,7 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
+use super::sessions::used;
 use super::*;
 
 /// A POST in `session`; the status, the `content-type` and the JSON-RPC
@@ -274,4 +275,31 @@ fn a_call_in_a_session_still_needs_the_bearer_token() {
     let (status, _, body) = post_as(Some(&id), good, &call);
     assert_eq!(status, 200, "{body}");
     assert_eq!(message(&body)["result"]["structuredContent"]["value"], 42.0);
+}
+
+#[test]
+fn with_the_fast_lane_off_every_call_is_answered_through_rmcp() {
+    let plugins = plugins();
+    let server = serve(plugins.path(), &["--no-fast-lane"]);
+    let session = used(Session::open(&server.addr));
+    // Longer than a session takes to go direct with the lane on
+    // (`open_direct`), the same answers, each as rmcp's event stream.
+    let until = Instant::now() + Duration::from_secs(1);
+    let mut id = 3;
+    while Instant::now() < until {
+        let (status, content_type, answer) = post_in(
+            &session,
+            &call_request(id, "calc_eval", json!({"expression": "6*7"})),
+        );
+        assert_eq!((status, answer["id"].clone()), (200, json!(id)), "{answer}");
+        assert_eq!(
+            answer["result"]["structuredContent"]["value"], 42.0,
+            "{answer}"
+        );
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "call {id} was answered as {content_type}"
+        );
+        id += 1;
+    }
 }

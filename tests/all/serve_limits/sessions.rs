@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::*;
 
 /// `session`, after a request: a session in use, never ended to make room.
-fn used(session: Session) -> Session {
+pub(super) fn used(session: Session) -> Session {
     assert!(session.tool_names().contains(&"calc_eval".to_owned()));
     session
 }

@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// only under a `_meta` session key (docs/mcp.md).
     #[arg(long, requires = "http")]
     stateless: bool,
+    /// Answer every request through rmcp, the fast lane off (it answers a
+    /// plain tools/call without rmcp's per-request tasks): the same
+    /// answers at more server CPU per call.
+    #[arg(long)]
+    no_fast_lane: bool,
     /// At most N HTTP connections open at once; one more is answered
     /// `503 Service Unavailable` (with the reason) and closed.
     #[arg(long, value_name = "N", default_value = "512", requires = "http")]
@@ -176,6 +181,7 @@ fn options(args: &ServeArgs) -> anyhow::Result<ServerOptions> {
     let mut options = ServerOptions::new()
         .exec_overrides(args.exec.overrides())
         .stateless(args.stateless)
+        .fast_lane(!args.no_fast_lane)
         .connection_budgets(connections)
         .session_budgets(sessions)
         .allow_remote(args.allow_remote);

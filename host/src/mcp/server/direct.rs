@@ -44,7 +44,7 @@ use rmcp::model::{
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::Connection;
+use super::handler::{AnswerOnly, Connection, Reach};
 use super::sessions::CappedSessions;
 use crate::telemetry::TraceParent;
 use crate::tools::ToolSet;
@@ -277,10 +277,11 @@ impl PlainCall {
         Some(Self { id, params, meta })
     }
 
-    /// Whether it must go through rmcp after all (see
-    /// [`Connection::needs_rmcp`]).
-    pub(super) fn needs_rmcp(&self, conn: &Connection, tools: &ToolSet) -> bool {
-        conn.needs_rmcp(tools, &self.params, &self.meta)
+    /// The proof that it needs nothing of the client but its answer;
+    /// `None` when it must go through rmcp after all (see
+    /// [`Connection::answer_only`]).
+    pub(super) fn answer_only(&self, conn: &Connection, tools: &ToolSet) -> Option<AnswerOnly> {
+        conn.answer_only(tools, &self.params, &self.meta)
     }
 
     /// Run the call in `conn` on `tools` until it ends, the connection
@@ -291,6 +292,7 @@ impl PlainCall {
         self,
         conn: &Connection,
         tools: &ToolSet,
+        proof: AnswerOnly,
         trace_parent: Option<TraceParent>,
         cancel: CancellationToken,
     ) -> ServerJsonRpcMessage {
@@ -304,7 +306,14 @@ impl PlainCall {
             }
         };
         match conn
-            .call_tool(tools, params, &meta, None, trace_parent, cancelled)
+            .call_tool(
+                tools,
+                params,
+                &meta,
+                Reach::AnswerOnly(proof),
+                trace_parent,
+                cancelled,
+            )
             .await
         {
             Ok(response) => {
@@ -428,10 +437,10 @@ async fn answer_directly(
     // A call that asks the user (approval) or reports progress needs
     // rmcp's event stream.
     let tools = conn.snapshot();
-    if call.needs_rmcp(&conn, &tools) {
+    let Some(proof) = call.answer_only(&conn, &tools) else {
         session.rmcp_saw.store(now, Ordering::Relaxed);
         return Err(Request::from_parts(parts, Body::from(bytes)));
-    }
+    };
     // A session's first call keeps it from being ended to make room; one
     // being ended already goes to rmcp, which answers that it is gone.
     if !session.used.load(Ordering::Relaxed) {
@@ -446,7 +455,7 @@ async fn answer_directly(
     }
     let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
     let message = call
-        .answer(&conn, &tools, trace_parent, CancellationToken::new())
+        .answer(&conn, &tools, proof, trace_parent, CancellationToken::new())
         .await;
     Ok(match serde_json::to_vec(&message) {
         Ok(body) => (

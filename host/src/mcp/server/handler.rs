@@ -234,28 +234,32 @@ impl Connection {
         DirectCall { conn: self, id }
     }
 
-    /// Whether a call must go through rmcp rather than the direct path
-    /// ([`super::direct`]): it needs the client's user (approval, or a
-    /// tool's questions, through elicitation) or sends the client
-    /// notifications (progress, log lines the client asked for), which
-    /// need rmcp's event stream.
-    pub(super) fn needs_rmcp(
+    /// What a call of `name` with `_meta` `meta` needs of the client
+    /// besides its answer: the facts [`call_tool`](Self::call_tool)
+    /// branches on.
+    fn needs(&self, tools: &ToolSet, name: &str, meta: &JsonObject) -> Needs {
+        Needs {
+            approval: tools.needs_approval(name, &self.tools.approval, &self.tools.overrides),
+            questions: tools.get(name).is_some_and(|tool| tool.may_ask_user()),
+            progress: meta.contains_key("progressToken"),
+            logs: self.log_level.is_set() || meta.contains_key(notify::LOG_LEVEL_META_KEY),
+        }
+    }
+
+    /// The proof that a call of `request` (its `_meta` in `meta`) needs
+    /// nothing of the client but its answer, so the fast lane
+    /// ([`super::direct`]) may answer it; `None` when it needs rmcp's
+    /// request (the client's user, or notifications on its stream). The
+    /// same facts [`call_tool`](Self::call_tool) branches on decide.
+    pub(super) fn answer_only(
         &self,
         tools: &ToolSet,
         request: &CallToolRequestParams,
         meta: &JsonObject,
-    ) -> bool {
-        meta.contains_key("progressToken")
-            || self.log_level.is_set()
-            || meta.contains_key(notify::LOG_LEVEL_META_KEY)
-            || tools
-                .get(request.name.as_ref())
-                .is_some_and(|tool| tool.may_ask_user())
-            || tools.needs_approval(
-                request.name.as_ref(),
-                &self.tools.approval,
-                &self.tools.overrides,
-            )
+    ) -> Option<AnswerOnly> {
+        self.needs(tools, request.name.as_ref(), meta)
+            .nothing()
+            .then_some(AnswerOnly(()))
     }
 
     /// The tools as they are now: one snapshot serves a request from its
@@ -267,17 +271,17 @@ impl Connection {
     /// Call a tool of `tools` for request `params` (its `_meta` in
     /// `meta`) until `cancelled` resolves: what `tools/call` does, however
     /// it came. One snapshot for the lookup and the call: a reload between
-    /// the two cannot turn a listed tool into an unknown one mid-request. The
-    /// rmcp request is there when it came through rmcp: a call that needs
-    /// approval asks the client's user through it, and progress and log
-    /// lines go to the client through it; a direct call never needs any of
-    /// them ([`needs_rmcp`](Self::needs_rmcp)).
+    /// the two cannot turn a listed tool into an unknown one mid-request.
+    /// Through rmcp (`reach` is [`Reach::Client`]), a call that needs
+    /// approval asks the client's user, and progress and log lines go to
+    /// the client; the fast lane's call carries the proof that it needs
+    /// none of them ([`answer_only`](Self::answer_only)).
     pub(super) async fn call_tool(
         &self,
         tools: &ToolSet,
         request: CallToolRequestParams,
         meta: &JsonObject,
-        rmcp: Option<&RequestContext<RoleServer>>,
+        reach: Reach<'_>,
         trace_parent: Option<TraceParent>,
         cancelled: impl Future<Output = ()>,
     ) -> Result<CallToolResponse, McpError> {
@@ -302,70 +306,65 @@ impl Connection {
         let mut arguments = request.arguments.unwrap_or_default();
         let (mut cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
         cx.trace_parent = trace_parent;
-        let log_level =
-            notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
-        let mut approved = None;
-        // 2026-07-28: what a round's approval and answers must be for.
-        let asks = rmcp.is_some() && tool.may_ask_user();
-        let needs_approval =
-            tools.needs_approval(name, &self.tools.approval, &self.tools.overrides);
-        let call = (needs_approval || asks).then(|| approval::digest(name, &arguments));
-        if needs_approval {
-            // Never a silent run: without rmcp's request there is no one to
-            // ask (the direct path sends such calls to rmcp).
-            let Some(context) = rmcp else {
-                return Err(McpError::internal_error(
-                    "a call that needs approval reached the server without a way to ask the user; this is a bug",
-                    None,
-                ));
-            };
-            match approval::ask(
-                context,
-                request.input_responses.as_ref(),
-                request.request_state.as_deref(),
-                name,
-                &arguments,
-                call.as_deref().unwrap_or_default(),
-            )
-            .await
-            {
-                approval::Gate::Run(given) => approved = given,
-                approval::Gate::Answer(answer) => return Ok(answer),
-            }
-        }
-        // A tool that may ask its user asks the client's (a direct call
-        // never comes here: `needs_rmcp` sends it to rmcp).
-        let mut questions = match rmcp {
-            Some(context) if asks => Questions::of(
-                context,
-                request.input_responses.as_ref(),
-                request.request_state.as_deref(),
-                call.as_deref().unwrap_or_default(),
-                approved,
-            )
-            .map_err(|e| McpError::invalid_params(e, None))?,
-            _ => Questions::none(),
+        let mut questions = Questions::none();
+        // What the call needs of the client, through rmcp's request; a
+        // call of the fast lane is proven to need nothing.
+        let client = match reach {
+            Reach::Client(context) => Some((context, self.needs(tools, name, meta))),
+            Reach::AnswerOnly(AnswerOnly(())) => None,
         };
-        cx.questions = questions.sink.take();
-        // A request with a progress token gets the tool's progress reports
-        // as notifications/progress, and a client that asked for log lines
-        // gets them as notifications/message: in order, all before the
-        // result.
-        let token = rmcp.and_then(|context| context.meta.get_progress_token());
-        let progress = token.is_some();
-        let notifier = match rmcp {
-            Some(context) if progress || log_level.is_some() => {
-                let notifier = CallNotifier::start(token, name, context.peer.clone());
+        let mut notifier = None;
+        if let Some((context, needs)) = client {
+            let log_level =
+                notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
+            // 2026-07-28: what a round's approval and answers must be for.
+            let call =
+                (needs.approval || needs.questions).then(|| approval::digest(name, &arguments));
+            let mut approved = None;
+            if needs.approval {
+                match approval::ask(
+                    context,
+                    request.input_responses.as_ref(),
+                    request.request_state.as_deref(),
+                    name,
+                    &arguments,
+                    call.as_deref().unwrap_or_default(),
+                )
+                .await
+                {
+                    approval::Gate::Run(given) => approved = given,
+                    approval::Gate::Answer(answer) => return Ok(answer),
+                }
+            }
+            // A tool that may ask its user asks the client's.
+            if needs.questions {
+                questions = Questions::of(
+                    context,
+                    request.input_responses.as_ref(),
+                    request.request_state.as_deref(),
+                    call.as_deref().unwrap_or_default(),
+                    approved,
+                )
+                .map_err(|e| McpError::invalid_params(e, None))?;
+            }
+            // A request with a progress token gets the tool's progress
+            // reports as notifications/progress, and a client that asked
+            // for log lines gets them as notifications/message: in order,
+            // all before the result.
+            let token = context.meta.get_progress_token();
+            let progress = token.is_some();
+            if progress || log_level.is_some() {
+                let started = CallNotifier::start(token, name, context.peer.clone());
                 if progress {
-                    cx = cx.with_progress(notifier.progress_sink());
+                    cx = cx.with_progress(started.progress_sink());
                 }
                 if let Some(min) = log_level {
-                    cx = cx.with_logs(notifier.log_sink(min));
+                    cx = cx.with_logs(started.log_sink(min));
                 }
-                Some(notifier)
+                notifier = Some(started);
             }
-            _ => None,
-        };
+        }
+        cx.questions = questions.sink.take();
         let input = json_text(&arguments);
         // `notifications/cancelled` (or the connection closing) resolves
         // `cancelled`: dropping the call stops the guest at its next epoch
@@ -446,6 +445,39 @@ impl Connection {
         }
         Ok((self.cx.clone(), None))
     }
+}
+
+/// What a call needs of the client besides its answer.
+#[derive(Debug, Clone, Copy)]
+struct Needs {
+    /// A person's approval, asked through elicitation.
+    approval: bool,
+    /// The tool may ask its user questions, through elicitation.
+    questions: bool,
+    /// Progress reports, on the request's stream.
+    progress: bool,
+    /// Log lines the client asked for, on the request's stream.
+    logs: bool,
+}
+
+impl Needs {
+    fn nothing(self) -> bool {
+        !(self.approval || self.questions || self.progress || self.logs)
+    }
+}
+
+/// The proof that a call needs nothing of the client but its answer; only
+/// [`Connection::answer_only`] makes one.
+#[derive(Debug)]
+pub(super) struct AnswerOnly(());
+
+/// How a call can reach its client besides the answer.
+#[derive(Debug)]
+pub(super) enum Reach<'a> {
+    /// Through rmcp's request: elicitation and notifications.
+    Client(&'a RequestContext<RoleServer>),
+    /// Not at all: the fast lane, for a call proven to need nothing.
+    AnswerOnly(AnswerOnly),
 }
 
 /// A direct call in flight (see [`Connection::direct_call`]).
@@ -769,7 +801,7 @@ impl ServerHandler for McpTools {
                 &tools,
                 request,
                 &context.meta,
-                Some(&context),
+                Reach::Client(&context),
                 trace_parent,
                 cancelled,
             )

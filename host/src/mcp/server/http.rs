@@ -68,7 +68,7 @@ pub(super) async fn serve(
     origins.extend(options.allowed_origins.iter().cloned());
     // Calls in a session skip rmcp's session worker (see `direct`); a
     // stateless server has no sessions.
-    let direct = (!options.stateless).then(|| {
+    let direct = (!options.stateless && !options.rmcp_only).then(|| {
         Arc::new(DirectSessions::new(
             hosts.clone(),
             options.sessions.idle_timeout,

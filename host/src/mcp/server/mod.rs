@@ -105,6 +105,8 @@ pub struct ServerOptions {
     token: Option<Arc<str>>,
     allow_remote: bool,
     approval: ApprovalPolicy,
+    /// The fast lane is off: every request goes through rmcp.
+    rmcp_only: bool,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -120,6 +122,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("allow_remote", &self.allow_remote)
             .field("approval", &self.approval)
+            .field("fast_lane", &!self.rmcp_only)
             .finish()
     }
 }
@@ -155,6 +158,18 @@ impl ServerOptions {
     #[must_use]
     pub fn stateless(mut self, stateless: bool) -> Self {
         self.stateless = stateless;
+        self
+    }
+
+    /// Whether the fast lane answers a plain `tools/call` (one that needs
+    /// nothing of the client but its answer) without rmcp's per-request
+    /// tasks, over stdio and in an HTTP session; on by default. Off, every
+    /// request takes rmcp's way: the same answers, at several times the
+    /// server CPU per call (docs/benchmarks.md), for an operator who wants
+    /// the one path (or to rule the lane out when chasing a bug).
+    #[must_use]
+    pub fn fast_lane(mut self, on: bool) -> Self {
+        self.rmcp_only = !on;
         self
     }
 
@@ -372,9 +387,11 @@ impl ToolServer {
                 return Err(ServeError::Handshake(Box::new(e)));
             }
         };
-        if service.peer().peer_info().is_some_and(|info| {
-            info.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
-        }) {
+        if !self.options.rmcp_only
+            && service.peer().peer_info().is_some_and(|info| {
+                info.protocol_version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
+            })
+        {
             front.open(&conn);
         }
         drop(conn);

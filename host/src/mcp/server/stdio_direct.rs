@@ -20,8 +20,9 @@
 //! - it is answered only once the handshake is done, and only for a
 //!   revision with one (before 2026-07-28), as rmcp would answer it;
 //! - a call that reports progress, sends log lines the client asked for
-//!   or may ask the user goes through rmcp
-//!   ([`Connection::needs_rmcp`]);
+//!   or may ask the user goes through rmcp: only a call with the proof
+//!   that it needs none of them ([`Connection::answer_only`]) is answered
+//!   here;
 //! - `notifications/cancelled` reaches the handler through rmcp, which
 //!   cancels the direct call with that id; as rmcp does, a cancelled call
 //!   is not answered;
@@ -38,7 +39,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::direct::PlainCall;
-use super::handler::Connection;
+use super::handler::{AnswerOnly, Connection};
 use super::stdio::{EndSignalling, Writer};
 
 /// The longest line answered directly (as for HTTP bodies), and the most
@@ -178,27 +179,31 @@ async fn next_line(
 
 /// `line` as a call to answer directly in `conn`, with the tools it runs
 /// on; `None` when it must go to rmcp.
-fn plain_call(line: &[u8], conn: &Connection) -> Option<(PlainCall, Arc<crate::tools::ToolSet>)> {
+fn plain_call(
+    line: &[u8],
+    conn: &Connection,
+) -> Option<(PlainCall, Arc<crate::tools::ToolSet>, AnswerOnly)> {
     const METHOD: &[u8] = b"tools/call";
     if !line.windows(METHOD.len()).any(|w| w == METHOD) {
         return None;
     }
     let call = PlainCall::parse(line)?;
     let tools = conn.snapshot();
-    (!call.needs_rmcp(conn, &tools)).then_some((call, tools))
+    let proof = call.answer_only(conn, &tools)?;
+    Some((call, tools, proof))
 }
 
 /// Run a direct call and write its answer, unless it was cancelled or the
 /// connection ended meanwhile.
 async fn answer(
     conn: Arc<Connection>,
-    (call, tools): (PlainCall, Arc<crate::tools::ToolSet>),
+    (call, tools, proof): (PlainCall, Arc<crate::tools::ToolSet>, AnswerOnly),
     output: Output,
 ) {
     let trace_parent = super::metrics::trace_parent_in(&call.meta, None);
     let cancel = CancellationToken::new();
     let message = call
-        .answer(&conn, &tools, trace_parent, cancel.clone())
+        .answer(&conn, &tools, proof, trace_parent, cancel.clone())
         .await;
     if cancel.is_cancelled() || conn.stopped().is_cancelled() {
         return;
