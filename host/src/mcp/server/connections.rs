@@ -40,7 +40,24 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::direct::Front;
+/// What answers each request of a connection ([`serve`]): the router, or
+/// whatever stands in front of it.
+pub(super) trait App: Clone + Send + Sync + 'static {
+    /// The answer to `request`.
+    fn answer(
+        self,
+        request: axum::extract::Request,
+    ) -> impl Future<Output = axum::response::Response> + Send + 'static;
+}
+
+impl App for axum::Router {
+    async fn answer(mut self, request: axum::extract::Request) -> axum::response::Response {
+        match tower_service::Service::call(&mut self, request).await {
+            Ok(response) => response,
+            Err(infallible) => match infallible {},
+        }
+    }
+}
 
 /// The budgets every HTTP connection is held to. They apply before a
 /// request reaches the bearer-token check: anyone who can connect is held
@@ -103,7 +120,7 @@ const REFUSAL_TIME: Duration = Duration::from_secs(1);
 /// the grace period ends with connections still open.
 pub(super) async fn serve(
     listener: TcpListener,
-    app: Front,
+    app: impl App,
     budgets: ConnectionBudgets,
     shutdown: impl Future<Output = ()>,
     on_grace_over: impl FnOnce(),
@@ -420,8 +437,8 @@ impl AsyncWrite for Tracked {
 
 /// One connection's requests, into the router.
 #[derive(Debug, Clone)]
-struct Connection {
-    app: Front,
+struct Connection<A> {
+    app: A,
     activity: Arc<Activity>,
     /// Who is connected: each request carries it as
     /// `ConnectInfo<SocketAddr>` (the session cap's client key).
@@ -430,7 +447,7 @@ struct Connection {
 
 type Answer = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
 
-impl hyper::service::Service<Request<Incoming>> for Connection {
+impl<A: App> hyper::service::Service<Request<Incoming>> for Connection<A> {
     // The answer's body as hyper sees it: the router's, wrapped once (not
     // boxed again into another `Body`: hyper polls it for every frame).
     type Response = Response<ResponseBody>;

@@ -28,6 +28,7 @@
 //!   `Origin` and with a `Host` the server accepts is answered here.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::{Duration, Instant};
@@ -37,6 +38,7 @@ use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, JsonRpcVersion2_0, ProtocolVersion, RequestId, RequestMetaObject,
     ServerJsonRpcMessage, ServerResult,
@@ -44,8 +46,10 @@ use rmcp::model::{
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::{AnswerOnly, Connection, Reach};
+use super::connections::App;
+use super::handler::{AnswerOnly, Connection, Lane, Reach};
 use super::sessions::CappedSessions;
+use super::sessions::SessionEnd;
 use crate::telemetry::TraceParent;
 use crate::tools::ToolSet;
 
@@ -364,11 +368,11 @@ impl Front {
     }
 
     /// The answer to `request`.
-    pub(super) async fn answer(mut self, request: Request) -> Response {
+    async fn respond(mut self, request: Request) -> Response {
         let authorized = self
             .token
             .as_deref()
-            .is_none_or(|token| super::http::authorized(request.headers(), token));
+            .is_none_or(|token| super::token::authorized(request.headers(), token));
         let request = match &self.direct {
             Some(direct) if authorized => {
                 match answer_directly(direct, &self.open, request).await {
@@ -387,6 +391,29 @@ impl Front {
             Ok(response) => response,
             Err(infallible) => match infallible {},
         }
+    }
+}
+
+impl App for Front {
+    fn answer(self, request: Request) -> impl Future<Output = Response> + Send + 'static {
+        self.respond(request)
+    }
+}
+
+impl SessionEnd for DirectSessions {
+    fn ending<'a>(&'a self, id: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(self.end(id))
+    }
+}
+
+impl Lane for DirectSessions {
+    fn register(
+        self: Arc<Self>,
+        headers: &HeaderMap,
+        conn: &Arc<Connection>,
+    ) -> Option<Box<dyn std::any::Any + Send + Sync>> {
+        DirectSessions::register(&self, headers, conn)
+            .map(|entry| Box::new(entry) as Box<dyn std::any::Any + Send + Sync>)
     }
 }
 

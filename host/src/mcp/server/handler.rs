@@ -39,7 +39,6 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval;
-use super::direct::{DirectEntry, DirectSessions};
 use super::notify::{self, CallNotifier, SessionLevel};
 use super::question::Questions;
 use crate::approval::ApprovalPolicy;
@@ -76,9 +75,24 @@ pub(super) struct Tools {
     pub(super) registry: Arc<ToolRegistry>,
     pub(super) overrides: ExecOverrides,
     pub(super) approval: ApprovalPolicy,
-    /// The HTTP sessions whose calls may skip rmcp's session worker
-    /// (`None` on stdio).
-    pub(super) direct: Option<Arc<DirectSessions>>,
+    /// Where an HTTP session's connection is registered once its
+    /// handshake is over, so that the fast lane may answer its plain calls
+    /// (`None` on stdio, when stateless, or with the lane off).
+    pub(super) lane: Option<Arc<dyn Lane>>,
+}
+
+/// A fast lane in front of the server: told of each HTTP session whose
+/// handshake is over (by the headers of its `notifications/initialized`)
+/// and of the connection that answers its calls. What it gives back is
+/// kept until the session's handler goes, and dropped first (its drop is
+/// where the lane forgets the session).
+pub(super) trait Lane: Send + Sync + std::fmt::Debug {
+    /// Let the session named in `headers` be answered by `conn`.
+    fn register(
+        self: Arc<Self>,
+        headers: &axum::http::HeaderMap,
+        conn: &Arc<Connection>,
+    ) -> Option<Box<dyn std::any::Any + Send + Sync>>;
 }
 
 /// Wait for the next change to the tool set (and the changes that follow
@@ -105,7 +119,7 @@ async fn next_change(changes: &mut watch::Receiver<u64>, stop: &CancellationToke
 pub(super) struct McpTools {
     /// This connection's place among the direct sessions, once it has one
     /// (dropped first: no direct call starts once the handler goes).
-    direct: OnceLock<DirectEntry>,
+    lane: OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// Stops this connection's list_changed forwarder and its direct
     /// calls when it goes.
     _stop_on_drop: DropGuard,
@@ -114,7 +128,7 @@ pub(super) struct McpTools {
 }
 
 /// What answers one connection's calls, through rmcp or directly
-/// ([`super::direct`]).
+/// (the fast lane, `direct.rs`).
 #[derive(Debug)]
 pub(super) struct Connection {
     tools: Tools,
@@ -190,7 +204,7 @@ impl McpTools {
                 calls: AtomicUsize::new(0),
                 calls_ended: Notify::new(),
             }),
-            direct: OnceLock::new(),
+            lane: OnceLock::new(),
         }
     }
 }
@@ -248,7 +262,7 @@ impl Connection {
 
     /// The proof that a call of `request` (its `_meta` in `meta`) needs
     /// nothing of the client but its answer, so the fast lane
-    /// ([`super::direct`]) may answer it; `None` when it needs rmcp's
+    /// (`direct.rs`) may answer it; `None` when it needs rmcp's
     /// request (the client's user, or notifications on its stream). The
     /// same facts [`call_tool`](Self::call_tool) branches on decide.
     pub(super) fn answer_only(
@@ -705,14 +719,14 @@ impl ServerHandler for McpTools {
     /// every change to the tool list until it closes. An HTTP session's
     /// calls may from now on skip rmcp's session worker.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        if let Some(direct) = &self.conn.tools.direct
+        if let Some(lane) = &self.conn.tools.lane
             && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
             && let Some(version) = context.peer.peer_info().map(|i| i.protocol_version.clone())
             // The revisions with a handshake answer as the direct path does.
             && version.as_str() < ProtocolVersion::V_2026_07_28.as_str()
-            && let Some(entry) = direct.register(&parts.headers, &self.conn)
+            && let Some(entry) = Arc::clone(lane).register(&parts.headers, &self.conn)
         {
-            let _ = self.direct.set(entry);
+            let _ = self.lane.set(entry);
         }
         let mut changes = self.conn.tools.registry.changes();
         let (peer, stop) = (context.peer, self.conn.stop.clone());

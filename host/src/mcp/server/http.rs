@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -74,7 +74,7 @@ pub(super) async fn serve(
             options.sessions.idle_timeout,
         ))
     });
-    tools.direct = direct.clone();
+    tools.lane = direct.clone().map(|d| d as Arc<dyn super::handler::Lane>);
     let sessions = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
         .with_allowed_hosts(hosts)
@@ -92,7 +92,12 @@ pub(super) async fn serve(
     // it, ending the plugin session, when the session is deleted or
     // expires (after the session idle timeout). A request of the
     // stateless revision gets a handler of its own, dropped once answered.
-    let session_manager = Arc::new(CappedSessions::new(options.sessions, direct.clone()));
+    let session_manager = Arc::new(CappedSessions::new(
+        options.sessions,
+        direct
+            .clone()
+            .map(|d| d as Arc<dyn super::sessions::SessionEnd>),
+    ));
     let service = StreamableHttpService::new(
         move || Ok(McpTools::new(tools.clone())),
         Arc::clone(&session_manager),
@@ -114,7 +119,10 @@ pub(super) async fn serve(
         mcp = mcp.merge(super::metrics::routes(metrics.clone(), sessions));
     }
     if let Some(token) = options.token.clone() {
-        mcp = mcp.layer(middleware::from_fn_with_state(token, require_token));
+        mcp = mcp.layer(middleware::from_fn_with_state(
+            token,
+            super::token::require_token,
+        ));
     }
     let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
     if let Some(metrics) = &metrics {
@@ -159,35 +167,6 @@ async fn delete_answers_ok(request: Request, next: Next) -> Response {
     response
 }
 
-/// Refuse (401) a request without `Authorization: Bearer <token>`.
-async fn require_token(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
-    if authorized(request.headers(), &token) {
-        next.run(request).await
-    } else {
-        (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "Unauthorized: send Authorization: Bearer <token>\n",
-        )
-            .into_response()
-    }
-}
-
-/// `headers` carry `Authorization: Bearer <token>`.
-pub(super) fn authorized(headers: &HeaderMap, token: &str) -> bool {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .is_some_and(|given| constant_time_eq(given.as_bytes(), token.as_bytes()))
-}
-
-/// Compare without an early exit, so the time taken does not say how much
-/// of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,12 +187,5 @@ mod tests {
         assert!(check(&plain, local).is_ok());
         let blank = ServerOptions::new().bearer_token("  ");
         assert!(matches!(check(&blank, local), Err(ServeError::BlankToken)));
-    }
-
-    #[test]
-    fn tokens_compare_whole() {
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secre"));
     }
 }

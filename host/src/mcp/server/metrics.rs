@@ -99,8 +99,6 @@ impl ToolServer {
         let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
         let app = routes(metrics, None).route("/healthz", axum::routing::get(|| async { "ok" }));
         // No sessions and no token here: only the router answers.
-        let sessions = Arc::new(CappedSessions::new(self.options.sessions, None));
-        let app = super::direct::Front::new(app, None, sessions, None, None);
         let stop = CancellationToken::new();
         let stopped = stop.clone();
         tracing::info!("serving metrics on http://{addr}/metrics");

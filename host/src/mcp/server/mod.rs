@@ -70,6 +70,7 @@ mod sessions;
 mod sse;
 mod stdio;
 mod stdio_direct;
+mod token;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -308,7 +309,7 @@ impl ToolServer {
                 registry,
                 overrides: options.overrides.clone(),
                 approval: options.approval.clone(),
-                direct: None,
+                lane: None,
             },
             options,
         }

@@ -193,14 +193,19 @@ pub(super) struct CappedSessions {
     /// Makes counting and creating one step.
     creating: tokio::sync::Mutex<()>,
     /// Where a session's calls are stopped and answered before it closes.
-    direct: Option<Arc<super::direct::DirectSessions>>,
+    on_end: Option<Arc<dyn SessionEnd>>,
+}
+
+/// Told when a session is about to close (a DELETE, the idle timer, the
+/// cap making room), before rmcp closes it: what runs a session's calls
+/// outside rmcp (the fast lane) stops and answers them first.
+pub(super) trait SessionEnd: Send + Sync + std::fmt::Debug {
+    /// Session `id` is ending.
+    fn ending<'a>(&'a self, id: &'a str) -> futures::future::BoxFuture<'a, ()>;
 }
 
 impl CappedSessions {
-    pub(super) fn new(
-        budgets: SessionBudgets,
-        direct: Option<Arc<super::direct::DirectSessions>>,
-    ) -> Self {
+    pub(super) fn new(budgets: SessionBudgets, on_end: Option<Arc<dyn SessionEnd>>) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(budgets.idle_timeout);
         Self {
@@ -209,7 +214,7 @@ impl CappedSessions {
             per_client: budgets.per_client(),
             book: Mutex::default(),
             creating: tokio::sync::Mutex::new(()),
-            direct,
+            on_end,
         }
     }
 
@@ -405,8 +410,8 @@ impl SessionManager for CappedSessions {
             booked.ending = true;
         }
         // A DELETE: the calls still running are answered first.
-        if let Some(direct) = &self.direct {
-            direct.end(id).await;
+        if let Some(on_end) = &self.on_end {
+            on_end.ending(id).await;
         }
         let closed = self.local.close_session(id).await;
         lock(&self.book).remove(id);
