@@ -424,3 +424,96 @@ async fn a_killed_server_answers_unavailable_and_comes_back() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// The PNG signature, as tests/mcp/client.py shows an image's first bytes.
+const PNG_HEAD: &str = "89504e470d0a1a0a";
+
+/// Issue 37: an upstream server's image is a content part, not a note that
+/// it was left out. Through `toolhost serve`, an MCP client gets the image
+/// block itself.
+#[test]
+fn an_upstream_image_reaches_an_mcp_client_of_serve() {
+    let setup = Setup::new(&[everything_stdio()]);
+    let command = json!([
+        toolhost_bin(),
+        "serve",
+        "--plugins",
+        setup.plugins(),
+        "--config",
+        setup.config(),
+        "--no-cache",
+    ]);
+    let steps = json!([{"op": "call", "tool": "everything_get-tiny-image", "args": {}}]);
+    let report = toolhost_tests::mcp::python_client(
+        "tests/mcp/client.py",
+        &["stdio", &command.to_string(), &steps.to_string()],
+    );
+    let result = &report["results"][0];
+    assert_eq!(result["is_error"], false, "{report}");
+    let blocks = result["blocks"].as_array().expect("blocks");
+    let image = blocks
+        .iter()
+        .find(|b| b["type"] == "image")
+        .unwrap_or_else(|| panic!("no image block: {report}"));
+    assert_eq!(image["mimeType"], "image/png", "{image}");
+    assert_eq!(image["head"], PNG_HEAD, "{image}");
+    // The text around it comes along, in order.
+    assert_eq!(blocks.first().map(|b| &b["type"]), Some(&json!("text")));
+}
+
+/// Through `toolhost run`, the model gets the upstream's image in the tool
+/// result, in its provider's wire format (the Responses API's
+/// `input_image`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_image_reaches_the_model_through_run() {
+    use toolhost_tests::providers::{FakeCall, FakeResponses, Turn};
+    let setup = Setup::new(&[everything_stdio()]);
+    let fake = FakeResponses::start().await;
+    fake.push(Turn::calls(vec![FakeCall::new(
+        "everything_get-tiny-image",
+        json!({}),
+    )]));
+    fake.push(Turn::text("The MCP logo."));
+    let args: Vec<String> = [
+        "run",
+        "Show me the logo.",
+        "--provider",
+        "openai-responses",
+        "--base-url",
+        &fake.url(),
+        "--api-key-env",
+        "TOOLHOST_TEST_KEY",
+        "--model",
+        "o4-mini",
+        "--plugins",
+        &setup.plugins().display().to_string(),
+        "--config",
+        &setup.config().display().to_string(),
+        "--no-cache",
+    ]
+    .map(str::to_owned)
+    .into();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(toolhost_bin())
+            .args(&args)
+            .env("TOOLHOST_TEST_KEY", "test-key")
+            .env_remove("TOOLHOST_CONFIG")
+            .env_remove("TOOLHOST_PLUGINS")
+            .stdin(Stdio::null())
+            .output()
+            .expect("toolhost runs")
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bodies = fake.bodies();
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    let sent = bodies[1].to_string();
+    assert!(sent.contains("input_image"), "{sent}");
+    // The image's own bytes (a PNG in base64 starts `iVBORw0KGgo`).
+    assert!(sent.contains("image/png;base64,iVBORw0KGgo"), "{sent}");
+}

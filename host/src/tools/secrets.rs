@@ -117,6 +117,35 @@ impl Secrets {
         error
     }
 
+    /// A call's whole output, redacted: its structured value, its text
+    /// parts and its embedded text resources (bytes are left as they are).
+    pub(crate) fn redact_output(
+        &self,
+        result: Result<crate::tools::ToolOutput, ToolError>,
+    ) -> Result<crate::tools::ToolOutput, ToolError> {
+        use crate::tools::{Content, ResourceContents};
+        let mut output = result.map_err(|e| self.redact_error(e))?;
+        if self.is_empty() {
+            return Ok(output);
+        }
+        output.structured = output.structured.map(|v| self.redact_value(v));
+        for part in &mut output.content {
+            match part {
+                Content::Text { text }
+                | Content::Resource {
+                    contents: ResourceContents::Text(text),
+                    ..
+                } => {
+                    if let Cow::Owned(redacted) = self.redact(text) {
+                        *text = redacted;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(output)
+    }
+
     /// A call's outcome, redacted.
     pub(crate) fn redact_result(
         &self,

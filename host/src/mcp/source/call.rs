@@ -4,18 +4,18 @@ use rmcp::ServiceError;
 use serde_json::Value;
 
 use super::{Link, output};
-use crate::tools::{ToolError, ToolErrorKind};
+use crate::tools::{ToolError, ToolErrorKind, ToolOutput};
 
 impl Link {
     /// Call the server's tool `remote` with `input`. What comes back (the
     /// output, or an error quoting the server) has the secrets sent to the
     /// server redacted.
-    pub(super) async fn call(&self, remote: &str, input: Value) -> Result<Value, ToolError> {
+    pub(super) async fn call(&self, remote: &str, input: Value) -> Result<ToolOutput, ToolError> {
         let result = self.call_unredacted(remote, input).await;
-        self.plan.bounds.redact.redact_result(result)
+        self.plan.bounds.redact.redact_output(result)
     }
 
-    async fn call_unredacted(&self, remote: &str, input: Value) -> Result<Value, ToolError> {
+    async fn call_unredacted(&self, remote: &str, input: Value) -> Result<ToolOutput, ToolError> {
         let server = &self.plan.name;
         // Redacted before a cut, so that no part of a secret survives it.
         let secrets = &self.plan.bounds.redact;

@@ -21,7 +21,7 @@ pub use decl::{DEFAULT_LIST_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, McpDecl};
 use crate::environ::Environment;
 use crate::mcp::{Connection, Endpoint};
 use crate::tools::{
-    CallContext, ExecOptions, PluginBudget, RegistryError, Tool, ToolError, ToolOrigin,
+    CallContext, ExecOptions, PluginBudget, RegistryError, Tool, ToolError, ToolOrigin, ToolOutput,
     ToolRegistry, ToolSpec,
 };
 use decl::Plan;
@@ -318,11 +318,18 @@ impl Tool for McpTool {
         &self.spec
     }
 
-    fn call(
+    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
+        let output = self.call_output(input, cx);
+        Box::pin(async move { output.await.map(ToolOutput::into_json) })
+    }
+
+    /// The upstream's whole answer: its images, audio and embedded
+    /// resources as content parts beside the structured value.
+    fn call_output(
         &self,
         input: Value,
         _cx: &CallContext,
-    ) -> BoxFuture<'static, Result<Value, ToolError>> {
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let link = Arc::clone(&self.link);
         let remote = Arc::clone(&self.remote);
         Box::pin(async move { link.call(&remote, input).await })
