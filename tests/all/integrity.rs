@@ -9,7 +9,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use toolhost::config::HostConfig;
-use toolhost::plugin::integrity::{Sha256Digest, SigningKey};
+use toolhost::signing::{Sha256Digest, SigningKey};
 use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost_tests::plugins::{copy_plugin, toolhost_bin, workspace_root};
 

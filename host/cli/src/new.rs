@@ -19,7 +19,7 @@ use clap::{Args, ValueEnum};
 use super::UsageError;
 
 /// The checkout this binary was built from: the default SDK root.
-const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+const BUILT_FROM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// Longest plugin name: `NAME_greet` and names like it stay well inside the
 /// 64 characters a tool name may have.
