@@ -5,11 +5,11 @@
 //!
 //! ```sh
 //! cargo bench --bench serve                  # full run, prints a table
-//! cargo test  --bench serve -- --bench       # the same, in the test profile
-//! cargo test  --bench serve                  # smoke run (a few calls)
+//! cargo test  --workspace --bench serve -- --bench       # the same, in the test profile
+//! cargo test  --workspace --bench serve                  # smoke run (a few calls)
 //! cargo bench --bench serve -- --clients 1,8,64 --seconds 3
 //! cargo bench --bench serve -- --telemetry traces
-//! cargo test  --bench serve -- --bench --telemetry off,traces --seconds 5
+//! cargo test  --workspace --bench serve -- --bench --telemetry off,traces --seconds 5
 //! ```
 //!
 //! `--telemetry MODE` sets what every `toolhost serve` records
