@@ -18,10 +18,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use toolhost::config::HostConfig;
-use toolhost::llm::{Message, ProviderKind, ProviderOptions};
-use toolhost::plugin::PluginHost;
-use toolhost::runner::{CallStatus, OverLimitPolicy, RunnerConfig, ToolRunner};
+use toolhost::runner::{CallStatus, OverLimitPolicy};
+use toolhost::{
+    HostConfig, Message, PluginHost, ProviderKind, ProviderOptions, RunnerConfig, ToolRunner,
+};
 
 /// The recording the offline run plays (the same one as the quick start).
 const RECORDING: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/demo/trip.json");

@@ -10,9 +10,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use toolhost::config::HostConfig;
-use toolhost::plugin::PluginHost;
-use toolhost::tools::{CallContext, SessionId, ToolErrorKind};
+use toolhost::{CallContext, HostConfig, PluginHost, SessionId, ToolErrorKind};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -15,10 +15,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 use tokio::io::AsyncReadExt;
-use toolhost::config::HostConfig;
 use toolhost::mcp::server::{ServerOptions, ToolServer};
-use toolhost::toolbox::Toolbox;
-use toolhost::tools::NativeTool;
+use toolhost::{HostConfig, NativeTool, Toolbox};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

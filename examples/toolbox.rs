@@ -14,10 +14,7 @@
 use std::path::PathBuf;
 
 use serde_json::json;
-use toolhost::config::HostConfig;
-use toolhost::environ::Environment;
-use toolhost::toolbox::Toolbox;
-use toolhost::tools::{CallContext, NativeTool};
+use toolhost::{CallContext, Environment, HostConfig, NativeTool, Toolbox};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

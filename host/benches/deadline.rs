@@ -3,7 +3,7 @@
 //!
 //! ```sh
 //! cargo bench -p toolhost --bench deadline               # 10,000 deadline hits
-//! cargo test  -p toolhost --bench deadline               # smoke run (200 hits)
+//! cargo test  --workspace --bench deadline               # smoke run (200 hits)
 //! cargo bench -p toolhost --bench deadline -- --hits N --callers C --threads T
 //! ```
 //!

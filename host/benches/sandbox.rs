@@ -3,13 +3,13 @@
 //!
 //! ```sh
 //! cargo bench -p toolhost --bench sandbox        # full run, prints a table
-//! cargo test  -p toolhost --bench sandbox        # smoke run (few iterations)
+//! cargo test  --workspace --bench sandbox        # smoke run (few iterations)
 //! # only the per-language rows (fresh Python, JS, C, Go calls, spaced and
 //! # back to back, copy-on-write and copied memory), after the native floor:
-//! cargo test -p toolhost --bench sandbox -- --bench --languages
+//! cargo test --workspace --bench sandbox -- --bench --languages
 //! # only the contract rows: the same trivial tool as a 0.1 and a 0.2
 //! # component, wall and CPU time per call, and the 0.2 / 0.1 ratios:
-//! cargo test -p toolhost --bench sandbox -- --bench --contract
+//! cargo test --workspace --bench sandbox -- --bench --contract
 //! # one workload in a loop for 10 s, to run under a profiler:
 //! cargo bench -p toolhost --bench sandbox -- --profile stateless|stateful|warm|py_units|...
 //! # the same with calls N µs apart (spares made between calls):

@@ -5,7 +5,7 @@
 //! ```sh
 //! cargo bench -p toolhost --bench soak                          # 10,000 conversations, 2 callers
 //! cargo bench -p toolhost --bench soak -- --conversations 1000 --callers 4
-//! cargo test  -p toolhost --bench soak                          # smoke run (100 conversations)
+//! cargo test  --workspace --bench soak                          # smoke run (100 conversations)
 //! ```
 //!
 //! Each conversation is two [`ToolRunner`] runs against a replayed model

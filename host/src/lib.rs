@@ -1,23 +1,66 @@
 //! toolhost runs LLM tools as sandboxed WebAssembly components and drives the
 //! capped, provider-correct LLM tool loop.
 //!
-//! The crate is split by concern:
-//! - [`sandbox`]: per-call [`Limits`](sandbox::Limits) and deny-by-default
-//!   [`Permissions`](sandbox::Permissions); the WebAssembly engine, its
-//!   instance pool and the compile cache stay inside, behind
-//!   [`PluginHost`](plugin::PluginHost).
-//! - [`plugin`]: plugin directories, manifests, components as tools.
-//! - [`tools`]: the [`Tool`](tools::Tool) trait and the
-//!   [`ToolRegistry`](tools::ToolRegistry) every caller goes through.
-//! - [`llm`]: provider-neutral messages and one module per wire format.
-//! - [`runner`]: the capped loop, [`ToolRunner`](runner::ToolRunner).
-//! - [`mcp`]: the MCP client the `[[mcp]]` tool source uses, and (feature
-//!   `server`) the MCP server over any registry.
-//! - [`text`]: clipping and escaping text that comes from plugins.
-//! - [`fsread`]: the one way the host reads a file it is pointed at.
+//! # Start here
+//!
+//! [`Toolbox`] is the one entry point: a [`HostConfig`] and a plugin
+//! directory (plus REST endpoints, MCP servers and native Rust tools)
+//! become one [`ToolRegistry`] and a report of what loaded. Hand the
+//! registry to a [`ToolRunner`] to let a model call the tools, to
+//! [`mcp::server`] to serve them over MCP, or call a tool yourself. The
+//! `toolhost` command line (crate `toolhost-cli`) is a program on this
+//! public API and nothing more: whatever it does, a program can.
+//!
+//! ```no_run
+//! use toolhost::{HostConfig, NativeTool, Toolbox};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let toolbox = Toolbox::builder(HostConfig::default())
+//!     .plugins("plugins")
+//!     .native(NativeTool::new(
+//!         "shout",
+//!         "Upper-cases a text.",
+//!         serde_json::json!({"type": "object", "properties": {"text": {"type": "string"}}}),
+//!         |input| async move { Ok(serde_json::json!(input["text"].as_str().unwrap_or("").to_uppercase())) },
+//!     ))
+//!     .build()
+//!     .await?;
+//! for error in &toolbox.plugin_report().errors {
+//!     eprintln!("skipped: {error}");
+//! }
+//! let tools = toolbox.registry().snapshot();
+//! for spec in tools.specs() {
+//!     println!("{}: {}", spec.name, spec.description);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! # Modules
+//!
+//! From the entry point down (a module imports only those below it):
+//!
+//! - [`toolbox`]: the entry point, config + plugin directory → one registry, hot reload.
+//! - [`plugin`]: plugin directories, manifests, integrity, components as tools.
 //! - [`oci`]: plugins pushed to and pulled from OCI registries.
-//! - [`telemetry`]: metrics (Prometheus) and spans (OpenTelemetry GenAI
-//!   conventions) about calls, model requests and the MCP server.
+//! - [`config`]: the operator's `toolhost.toml` ([`HostConfig`]) and its validation.
+//! - [`runner`]: the capped LLM tool loop, [`ToolRunner`], transcripts.
+//! - [`mcp`]: the MCP client (`[[mcp]]` sources) and (feature `server`) the MCP server.
+//! - [`approval`]: asking a person before a tool call runs.
+//! - [`llm`]: provider-neutral [`Message`]s and one module per wire format.
+//! - [`sandbox`]: per-call [`Limits`] and deny-by-default [`Permissions`].
+//! - [`tools`]: the [`Tool`] trait, the [`ToolRegistry`], [`ToolError`], REST and native tools.
+//! - [`telemetry`]: metrics (Prometheus) and spans (OpenTelemetry GenAI conventions).
+//! - [`egress`]: where outbound HTTP may go ([`egress::HttpOrigin`]).
+//! - [`environ`]: variable values a program hands in ([`Environment`]); the library reads none.
+//! - [`signing`]: SHA-256 digests, Ed25519 keys and signature files.
+//! - [`text`]: clipping and escaping text that came from outside (plugins, peers) before it is shown.
+//! - [`fsread`]: the one bounded way to read a file the host is pointed at.
+//!
+//! # Features
+//!
+//! - `server` (default): the MCP server, [`mcp::server`].
+//! - `otlp` (default): traces exported over OTLP/HTTP
+//!   (`telemetry::tracer_provider`).
 
 pub mod approval;
 pub mod config;
@@ -37,3 +80,14 @@ pub mod text;
 mod tls;
 pub mod toolbox;
 pub mod tools;
+
+pub use config::HostConfig;
+pub use environ::Environment;
+pub use llm::{Message, ProviderKind, ProviderOptions};
+pub use plugin::PluginHost;
+pub use runner::{RunnerConfig, StopReason, ToolRunner};
+pub use sandbox::{Limits, Permissions};
+pub use toolbox::{Toolbox, ToolboxError};
+pub use tools::{
+    CallContext, NativeTool, SessionId, Tool, ToolError, ToolErrorKind, ToolOutput, ToolRegistry,
+};

@@ -9,8 +9,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 use toolhost::config::HostConfig;
-use toolhost::plugin::integrity::{Sha256Digest, SigningKey};
 use toolhost::plugin::{LoadReport, PluginHost};
+use toolhost::signing::{Sha256Digest, SigningKey};
 use toolhost_tests::plugins::{copy_plugin, toolhost_bin, workspace_root};
 
 /// `toolhost ARGS` in `cwd`, with a private config home and cache.

@@ -184,7 +184,7 @@ pub enum LlmError {
         source: ParamError,
     },
     /// The answer was larger than a cap of
-    /// [`ResponseLimits`](ResponseLimits); reading stopped at the cap.
+    /// [`ResponseLimits`]; reading stopped at the cap.
     /// Not retried. The conversation is as it was before the request.
     #[error(
         "{provider} sent {what} over the {limit}-byte cap; nothing past it was read. If answers \

@@ -9,7 +9,7 @@
 //! [attached](McpServer::attach) to as `PREFIX` + the tool's name (default
 //! prefix `NAME_`), validated against their input schema by the registry
 //! like any other tool, and run with the declaration's
-//! [`ExecOptions`] (`exec`: timeout, retries).
+//! [`ExecOptions`](crate::tools::ExecOptions) (`exec`: timeout, retries).
 //!
 //! - A server that dies (its process exits, its connection fails) is
 //!   restarted with exponential, jittered backoff (at most

@@ -140,7 +140,7 @@ impl WatchEvent {
 }
 
 /// Watches a plugin directory and keeps a registry's plugin tools in step
-/// with it (see the [module docs](self)). Made by [`PluginHost::watch`].
+/// with it (see the module docs in `plugin/watch.rs`). Made by [`PluginHost::watch`].
 ///
 /// Changes are applied as [`next`](Self::next) is awaited: a program that
 /// wants hot reload keeps a task awaiting it. Dropping the watcher stops

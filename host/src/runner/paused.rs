@@ -39,7 +39,7 @@ impl ToolRunner {
     /// The caps count from here: the resumed round is not one of this
     /// run's iterations. For a run paused in this process, pass
     /// [`Transcript::from_outcome`] of its outcome, and its
-    /// [`RunOutcome::session`] to [`with_session`](Self::with_session) to
+    /// [`RunOutcome::session`](crate::runner::RunOutcome::session) to [`with_session`](Self::with_session) to
     /// keep its tools' state (a paused run keeps its session).
     ///
     /// # Examples

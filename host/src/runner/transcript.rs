@@ -97,7 +97,7 @@ pub const MEDIA_TRANSCRIPT_FORMAT: u64 = 4;
 const DIGEST_DOMAIN: &[u8] = b"toolhost transcript format 2\n";
 
 /// A conversation saved to outlive the process that had it, and what its
-/// run reported. See the [module docs](self) for the file and its checks.
+/// run reported. The module docs in `runner/transcript.rs` describe the file and its checks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Transcript {

@@ -82,7 +82,7 @@ pub enum ToolOrigin {
         #[serde(skip_serializing_if = "Option::is_none")]
         file: Option<std::path::PathBuf>,
     },
-    /// An MCP server declared in data (see [`mcp`]).
+    /// An MCP server declared in data (see [`mcp`](crate::mcp)).
     Mcp {
         /// The server's name.
         server: String,

@@ -55,7 +55,7 @@ pub const SESSION_META_KEY: &str = "toolhost.dev/session";
 
 /// The argument of a stateful plugin's tools that names the session (a
 /// tool whose own schema has a `session` property gets
-/// [`SESSION_ARG_FALLBACK`] instead).
+/// `SESSION_ARG_FALLBACK` instead).
 pub const SESSION_ARG: &str = "session";
 const SESSION_ARG_FALLBACK: &str = "toolhost_session";
 

@@ -151,7 +151,7 @@ impl Drop for Link {
 impl McpServer {
     /// A server from `decl`; nothing is started yet. Variables named in
     /// `env` and `headers` are read now: from the embedder's values in
-    /// `config` ([`HostConfig::env`]), else the process environment. The
+    /// `config` ([`HostConfig::env`](crate::config::HostConfig::env)), else the process environment. The
     /// `[plugins]` budgets of `config` bound what the server may list.
     ///
     /// # Errors

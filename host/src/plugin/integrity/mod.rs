@@ -28,7 +28,7 @@
 //! Digests and keys are lowercase hex. A public key is written
 //! `ed25519:<64 hex digits>`. What is signed is the ASCII text
 //! `toolhost-plugin-v1:sha256:<64 hex digits of the component's SHA-256>`
-//! ([`signed_message`]), so any Ed25519 tool can make or check a signature.
+//! ([`signed_message`](crate::signing::signed_message)), so any Ed25519 tool can make or check a signature.
 //! A signature file is TOML:
 //!
 //! ```toml
@@ -40,7 +40,7 @@
 //! # Examples
 //!
 //! ```
-//! use toolhost::plugin::integrity::{Signature, SigningKey};
+//! use toolhost::signing::{Signature, SigningKey};
 //!
 //! let key = SigningKey::generate()?;
 //! let signature = key.sign(b"\0asm component bytes");
@@ -54,9 +54,9 @@ mod lock;
 
 use std::path::{Path, PathBuf};
 
-pub use crate::config::IntegrityPolicy;
-pub use crate::signing::{FormatError, Sha256Digest};
-pub use crate::signing::{PublicKey, Signature, SigningKey, signature_path, signed_message};
+use crate::config::IntegrityPolicy;
+pub(crate) use crate::signing::{FormatError, Sha256Digest};
+use crate::signing::{PublicKey, Signature, signature_path};
 pub use lock::{Lock, LockEntry};
 
 use crate::fsread::{self, read_regular};
@@ -421,6 +421,7 @@ fn check_lock(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signing::SigningKey;
 
     fn key() -> SigningKey {
         SigningKey::generate().unwrap()

@@ -3,10 +3,10 @@
 //! of a question: accepted, declined, cancelled, timed out, unavailable,
 //! over budget and refused schemas.
 //!
-//! `{"shape": "form"}` (the default) asks for a [`Form`]; `"nested"` asks
+//! `{"shape": "form"}` (the default) asks for a `Form`; `"nested"` asks
 //! with a schema that has an object field and `"huge"` with one over the
 //! host's schema budget (both `invalid-schema`); `"derived"` asks with the
-//! schema `#[derive(JsonSchema)]` writes for [`Derived`], `"empty"` with
+//! schema `#[derive(JsonSchema)]` writes for `Derived`, `"empty"` with
 //! one that has no `properties`. `times` asks that many
 //! times in a row (past the host's budget: `over-budget`), and
 //! `then_sleep_ms` sleeps after the last answer, to show the call's

@@ -4,12 +4,12 @@
 //! the ratios hold on a noisy machine.
 //!
 //! ```sh
-//! cargo bench -p toolhost --bench serve                  # full run, prints a table
-//! cargo test  -p toolhost --bench serve -- --bench       # the same, in the test profile
-//! cargo test  -p toolhost --bench serve                  # smoke run (a few calls)
-//! cargo bench -p toolhost --bench serve -- --clients 1,8,64 --seconds 3
-//! cargo bench -p toolhost --bench serve -- --telemetry traces
-//! cargo test  -p toolhost --bench serve -- --bench --telemetry off,traces --seconds 5
+//! cargo bench --bench serve                  # full run, prints a table
+//! cargo test  --workspace --bench serve -- --bench       # the same, in the test profile
+//! cargo test  --workspace --bench serve                  # smoke run (a few calls)
+//! cargo bench --bench serve -- --clients 1,8,64 --seconds 3
+//! cargo bench --bench serve -- --telemetry traces
+//! cargo test  --workspace --bench serve -- --bench --telemetry off,traces --seconds 5
 //! ```
 //!
 //! `--telemetry MODE` sets what every `toolhost serve` records
@@ -79,6 +79,7 @@ use toolhost::config::HostConfig;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolRegistry};
 
+#[path = "../../benches/common/mod.rs"]
 mod common;
 mod floor;
 
@@ -156,7 +157,8 @@ fn main() {
         .map(|mode| (mode, mode.setup(config.path(), sink.as_deref())))
         .collect();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
+        .ancestors()
+        .nth(2)
         .unwrap()
         .to_owned();
     let built = root.join("target/plugins");

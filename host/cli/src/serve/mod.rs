@@ -19,7 +19,7 @@ use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
-    pub(in crate::cli) plugins: PluginArgs,
+    pub(crate) plugins: PluginArgs,
     #[command(flatten)]
     exec: ExecArgs,
     /// Serve MCP's streamable HTTP transport on ADDR (e.g. 127.0.0.1:8080;

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use toolhost::fsread;
-use toolhost::plugin::integrity::{SigningKey, signature_path};
+use toolhost::signing::{SigningKey, signature_path};
 use toolhost::text::escape_controls;
 use toolhost::tools::PluginBudget;
 
