@@ -12,8 +12,15 @@ use super::options::ExecOptions;
 use super::schema::{InputBudget, SchemaBudget, check_schema};
 use super::{CallContext, SessionId, Tool, ToolError, ToolOrigin};
 
+mod error;
+mod names;
 mod observe;
 mod set;
+
+pub use error::RegistryError;
+use error::describe_origin;
+pub use names::is_valid_version;
+use names::{insert, same_tools};
 
 use observe::Observe;
 use set::Entry;
@@ -40,116 +47,6 @@ pub struct CallReport {
     /// How many times the tool was run: 0 when the call never reached it
     /// (unknown tool, invalid input), else 1 plus the retries.
     pub attempts: u32,
-}
-
-/// Why a tool could not be registered.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistryError {
-    /// Two tools want the same name (and neither has a version that tells
-    /// them apart).
-    #[error(
-        "tool `{name}` is defined twice: by {first} and by {second}; rename one of them, \
-         or give both distinct versions"
-    )]
-    DuplicateName {
-        /// The contested name.
-        name: String,
-        /// Where the registered tool comes from.
-        first: String,
-        /// Where the rejected tool comes from.
-        second: String,
-    },
-    /// A tool lost its name to one from a source that takes precedence
-    /// (see [`ToolRegistry`]: native tools, then plugins by file, then REST
-    /// tools, then MCP servers by name): it is no longer served.
-    #[error(
-        "tool `{name}` of {displaced} is no longer served: {owner} offers the same name and \
-         takes precedence; rename one of them"
-    )]
-    Displaced {
-        /// The contested name.
-        name: String,
-        /// Where the tool that now has the name comes from.
-        owner: String,
-        /// Where the tool that lost it comes from.
-        displaced: String,
-    },
-    /// The name is not one every provider accepts.
-    #[error("tool name `{0}` is not valid: use 1 to 64 characters of a-z, A-Z, 0-9, `_` and `-`")]
-    InvalidName(String),
-    /// The version is empty or has characters other than `a-z A-Z 0-9 . _
-    /// - +`.
-    #[error(
-        "tool `{name}` has version `{version}`, which is not valid: use 1 to 64 characters \
-         of a-z, A-Z, 0-9, `.`, `_`, `-` and `+`, e.g. 1.2.0"
-    )]
-    InvalidVersion {
-        /// The tool.
-        name: String,
-        /// The rejected version.
-        version: String,
-    },
-    /// The input schema is not a valid JSON Schema.
-    #[error("tool `{name}` has an invalid input schema: {message}")]
-    InvalidSchema {
-        /// The tool.
-        name: String,
-        /// What the schema compiler said.
-        message: String,
-    },
-}
-
-impl RegistryError {
-    /// The name of the tool this error is about.
-    pub fn tool_name(&self) -> &str {
-        match self {
-            Self::DuplicateName { name, .. }
-            | Self::Displaced { name, .. }
-            | Self::InvalidVersion { name, .. }
-            | Self::InvalidSchema { name, .. }
-            | Self::InvalidName(name) => name,
-        }
-    }
-}
-
-fn describe_origin(tool: &dyn Tool) -> String {
-    let origin = match tool.origin() {
-        ToolOrigin::Native => "a native tool".to_owned(),
-        ToolOrigin::Plugin { path, .. } => format!("plugin {}", path.display()),
-        ToolOrigin::Rest { url, file } => super::rest::describe_origin(&url, file.as_deref()),
-        ToolOrigin::Mcp { server } => format!("MCP server `{server}`"),
-    };
-    match tool.version() {
-        Some(version) => format!("{origin} (version {version})"),
-        None => origin,
-    }
-}
-
-/// Which of two tools offering one name keeps it: the one whose source
-/// comes first in this order (smaller is stronger). Native tools (the
-/// embedding program's own code), then plugins by file path (as
-/// [`load_dir`](crate::plugin::PluginHost::load_dir) orders them), then
-/// REST tools, then MCP servers by name. The rank depends on the tool
-/// alone, never on when it was registered, so the same tools give the same
-/// owners whatever order they arrive, leave and come back in. Two tools of
-/// one rank (two native tools, two REST tools) are a plain duplicate.
-fn rank(tool: &dyn Tool) -> (u8, Option<String>) {
-    match tool.origin() {
-        ToolOrigin::Native => (0, None),
-        ToolOrigin::Plugin { path, .. } => (1, Some(path.to_string_lossy().into_owned())),
-        ToolOrigin::Rest { .. } => (2, None),
-        ToolOrigin::Mcp { server } => (3, Some(server)),
-    }
-}
-
-/// Whether `version` is one a tool may carry: 1 to 64 characters of
-/// `a-z A-Z 0-9 . _ - +`.
-pub fn is_valid_version(version: &str) -> bool {
-    (1..=64).contains(&version.len())
-        && version
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-' | b'+'))
 }
 
 /// All tools by name (and version). Validates input and applies
@@ -637,62 +534,6 @@ impl ToolRegistry {
     pub fn end_session(&self, session: &SessionId) {
         self.snapshot().end_session(session);
     }
-}
-
-/// Whether two sets hold the very same tools under the same names, in the
-/// same order (an options change keeps the tools).
-fn same_tools(
-    a: &BTreeMap<String, Vec<Arc<Entry>>>,
-    b: &BTreeMap<String, Vec<Arc<Entry>>>,
-) -> bool {
-    a.len() == b.len()
-        && a.iter().zip(b).all(|((name_a, a), (name_b, b))| {
-            name_a == name_b
-                && a.len() == b.len()
-                && a.iter().zip(b).all(|(a, b)| Arc::ptr_eq(&a.tool, &b.tool))
-        })
-}
-
-/// Add `entry` to `tools`, unless its name is taken by a tool (without a
-/// version, or of the same version) that ranks as high or higher
-/// ([`rank`]); the weaker tools it clashes with are removed and reported
-/// in `displaced`.
-fn insert(
-    tools: &mut BTreeMap<String, Vec<Arc<Entry>>>,
-    entry: Arc<Entry>,
-    displaced: &mut Vec<RegistryError>,
-) -> Result<(), RegistryError> {
-    let name = &entry.tool.spec().name;
-    let version = entry.tool.version();
-    let clashes = |e: &Arc<Entry>| {
-        let other = e.tool.version();
-        version.is_none() || other.is_none() || other == version
-    };
-    let versions = tools.entry(name.clone()).or_default();
-    let strength = rank(entry.tool.as_ref());
-    if let Some(clash) = versions
-        .iter()
-        .find(|e| clashes(e) && rank(e.tool.as_ref()) <= strength)
-    {
-        return Err(RegistryError::DuplicateName {
-            name: name.clone(),
-            first: describe_origin(clash.tool.as_ref()),
-            second: describe_origin(entry.tool.as_ref()),
-        });
-    }
-    versions.retain(|e| {
-        if !clashes(e) {
-            return true;
-        }
-        displaced.push(RegistryError::Displaced {
-            name: name.clone(),
-            owner: describe_origin(entry.tool.as_ref()),
-            displaced: describe_origin(e.tool.as_ref()),
-        });
-        false
-    });
-    versions.push(entry);
-    Ok(())
 }
 
 #[cfg(test)]
