@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 rustup target add wasm32-wasip2 >/dev/null
 bash plugins/build.sh rust
-cargo run --quiet -p toolhost -- run \
+cargo run --quiet --bin toolhost -- run \
     "How far are three marathons in miles? Save the plan as a note and give me a slug for the title." \
     --provider replay --replay examples/demo/trip.json \
     --plugins target/plugins \
