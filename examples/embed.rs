@@ -43,7 +43,7 @@ async fn main() -> anyhow::Result<()> {
     // One session for the whole conversation: stateful tools keep state in it.
     let cx = CallContext::in_session(SessionId::new("example"));
     for (tool, input) in calls {
-        match registry.call_value(tool, input.clone(), &cx).await {
+        match registry.call(tool, input.clone(), &cx).await.output {
             Ok(output) => println!("{tool}({input}) = {output}"),
             Err(e) => match e.kind {
                 ToolErrorKind::InvalidInput => println!("{tool}: fix the input: {}", e.message),

@@ -79,8 +79,9 @@ async fn main() -> anyhow::Result<()> {
         ("word_count", json!({"text": "one toolbox, four sources"})),
     ] {
         match registry
-            .call_value(tool, input, &CallContext::default())
+            .call(tool, input, &CallContext::default())
             .await
+            .output
         {
             Ok(output) => println!("{tool} -> {output}"),
             Err(e) => println!("{tool} failed: {e}"),

@@ -120,7 +120,7 @@ async fn run(plugins: &Path, hostile: &Path, hits: usize, callers: usize, thread
                         .call("hostile_spin", "{}", &CallContext::default())
                         .await;
                     let elapsed = start.elapsed();
-                    match result {
+                    match result.output {
                         Err(e)
                             if e.kind == ToolErrorKind::Timeout && elapsed < DEADLINE + MISSED =>
                         {
@@ -131,12 +131,13 @@ async fn run(plugins: &Path, hostile: &Path, hits: usize, callers: usize, thread
                     }
                     for i in 0..2 {
                         registry
-                            .call_value(
+                            .call(
                                 "calc_eval",
                                 json!({"expression": format!("{i} + 1")}),
                                 &CallContext::default(),
                             )
                             .await
+                            .output
                             .expect("a quick call succeeds");
                     }
                 }

@@ -292,8 +292,9 @@ async fn time_calls_paced(
         }
         let start = Instant::now();
         registry
-            .call_value(tool, input.clone(), cx)
+            .call(tool, input.clone(), cx)
             .await
+            .output
             .expect("the call succeeds");
         samples.push(start.elapsed());
     }
@@ -318,8 +319,9 @@ async fn throughput(registry: Arc<ToolRegistry>, callers: usize, per_caller: usi
             tokio::spawn(async move {
                 for _ in 0..per_caller {
                     registry
-                        .call_value("text_stats", input.clone(), &CallContext::default())
+                        .call("text_stats", input.clone(), &CallContext::default())
                         .await
+                        .output
                         .unwrap();
                 }
             })
@@ -880,7 +882,7 @@ async fn scaling_row(
                 let mut calls = 0u64;
                 let mut errors: std::collections::BTreeMap<String, u64> = Default::default();
                 while Instant::now() < end {
-                    if let Err(e) = registry.call_value(tool, input.clone(), &cx).await {
+                    if let Err(e) = registry.call(tool, input.clone(), &cx).await.output {
                         *errors.entry(e.kind.to_string()).or_default() += 1;
                     }
                     calls += 1;

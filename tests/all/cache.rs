@@ -46,12 +46,13 @@ async fn counts_words(plugin: &std::sync::Arc<Plugin>) {
         registry.register(t).unwrap();
     }
     let out = registry
-        .call_value(
+        .call(
             "text_stats",
             json!({"text": "one two three"}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(out["words"], json!(3));
 }

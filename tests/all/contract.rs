@@ -58,7 +58,7 @@ async fn a_0_2_plugin_answers_an_image_with_a_structured_summary_that_fits_its_s
     assert_eq!(hints.read_only_hint, Some(true));
 
     let call = registry
-        .call_detailed(
+        .call(
             "chart_draw",
             &draw_input().to_string(),
             &CallContext::default(),
@@ -83,8 +83,9 @@ async fn a_0_2_plugin_answers_an_image_with_a_structured_summary_that_fits_its_s
 
     // A JSON-only caller gets the structured value, as from any tool.
     let plain = registry
-        .call_value("chart_draw", draw_input(), &CallContext::default())
+        .call("chart_draw", draw_input(), &CallContext::default())
         .await
+        .output
         .unwrap();
     assert_eq!(plain, summary);
 }
@@ -98,8 +99,9 @@ async fn an_answer_that_breaks_its_declared_schema_is_an_error_the_model_sees() 
     let cx = CallContext::default();
     for bad in [json!({}), json!({"n": "three"}), json!({"n": 1.5})] {
         let e = registry
-            .call_value("hostile_schemas_liar", bad.clone(), &cx)
+            .call("hostile_schemas_liar", bad.clone(), &cx)
             .await
+            .output
             .unwrap_err();
         assert_eq!(e.kind, ToolErrorKind::OutputSchemaMismatch, "{bad}: {e}");
         assert!(
@@ -108,8 +110,9 @@ async fn an_answer_that_breaks_its_declared_schema_is_an_error_the_model_sees() 
         );
     }
     let good = registry
-        .call_value("hostile_schemas_liar", json!({"n": 3}), &cx)
+        .call("hostile_schemas_liar", json!({"n": 3}), &cx)
         .await
+        .output
         .unwrap();
     assert_eq!(good, json!({"n": 3}));
 }
@@ -139,12 +142,13 @@ async fn what_a_0_2_plugin_declares_is_held_to_budgets_and_rules() {
         let out = report
             .registry()
             .unwrap()
-            .call_value(
+            .call(
                 "calc_eval",
                 json!({"expression": "6*7"}),
                 &CallContext::default(),
             )
             .await
+            .output
             .unwrap();
         assert_eq!(out, json!({"value": 42.0}), "{mode}");
     }
@@ -180,7 +184,7 @@ async fn plugins_of_both_series_load_side_by_side() {
         }
     }
     let call = registry
-        .call_detailed(
+        .call(
             "calc_eval",
             r#"{"expression": "2+2"}"#,
             &CallContext::default(),
@@ -283,8 +287,9 @@ async fn a_call_s_progress_reaches_the_sink_of_its_context_in_order() {
     };
     let cx = CallContext::default().with_progress(sink);
     registry
-        .call_value("test_tool_with_progress", json!({}), &cx)
+        .call("test_tool_with_progress", json!({}), &cx)
         .await
+        .output
         .unwrap();
     let seen = seen.lock().unwrap().clone();
     let done: Vec<f64> = seen.iter().map(|p| p.done).collect();
@@ -293,12 +298,13 @@ async fn a_call_s_progress_reaches_the_sink_of_its_context_in_order() {
     assert_eq!(seen[1].message.as_deref(), Some("50% done"));
     // Without a sink the same call reports to no one and still answers.
     registry
-        .call_value(
+        .call(
             "test_tool_with_progress",
             json!({}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
 }
 

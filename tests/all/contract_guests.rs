@@ -44,7 +44,7 @@ async fn call_with_progress(
         ProgressSink::new(move |p| seen.lock().unwrap().push(p))
     };
     let cx = CallContext::default().with_progress(sink);
-    let report = registry.call_detailed(tool, &input.to_string(), &cx).await;
+    let report = registry.call(tool, &input.to_string(), &cx).await;
     let seen = seen.lock().unwrap().clone();
     (report, seen)
 }
@@ -134,8 +134,9 @@ async fn a_c_tool_that_needs_an_answer_hears_that_no_one_can_be_asked() {
     let registry = load(dir.path()).await;
     // No text: the tool asks the user, and the host has no one to ask.
     let e = registry
-        .call_value("c_barcode", json!({}), &CallContext::default())
+        .call("c_barcode", json!({}), &CallContext::default())
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e}");
     assert!(
@@ -263,11 +264,12 @@ async fn scaffold_and_liar(lang: &str, name: &str, add: impl FnOnce(&str) -> Str
 
     let liar = format!("{name}_liar");
     let cx = CallContext::default();
-    let good = registry.call_value(&liar, json!({"n": 3}), &cx).await;
+    let good = registry.call(&liar, json!({"n": 3}), &cx).await.output;
     assert_eq!(good.unwrap(), json!({"n": 3}), "{lang}");
     let e = registry
-        .call_value(&liar, json!({"n": 4}), &cx)
+        .call(&liar, json!({"n": 4}), &cx)
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::OutputSchemaMismatch, "{lang}: {e}");
     assert!(

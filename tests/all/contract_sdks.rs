@@ -133,7 +133,7 @@ async fn python_word_count_reports_progress_in_order_and_answers_within_its_sche
     let (sink, seen) = recorder();
     let cx = CallContext::default().with_progress(sink);
     let call = registry
-        .call_detailed(
+        .call(
             "py_textstats_words",
             &json!({"text": text, "top": 3}).to_string(),
             &cx,
@@ -190,12 +190,13 @@ async fn python_csv_statistics_fit_their_schema() {
     let table =
         "city;population;country\nLyon;522000;FR\nGraz;291000;AT\nTurin;848000;IT\nNice;;FR\n";
     let stats = registry
-        .call_value(
+        .call(
             "py_textstats_csv",
             json!({"table": table}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     fits(&stats, &schema).unwrap_or_else(|e| panic!("{e}\n{stats}"));
     assert_eq!(stats["delimiter"], ";", "detected");
@@ -218,12 +219,13 @@ async fn a_question_no_one_can_answer_comes_back_to_the_tool_which_says_what_it_
     // with no one to ask (no approver in this context) it says what to pass.
     let table = "word\nalpha\nbeta\n";
     let e = registry
-        .call_value(
+        .call(
             "py_textstats_csv",
             json!({"table": table}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e}");
     assert!(
@@ -234,12 +236,13 @@ async fn a_question_no_one_can_answer_comes_back_to_the_tool_which_says_what_it_
     assert!(e.message.contains("pass `delimiter`"), "{e}");
     // Told the delimiter, it does not need to ask.
     let stats = registry
-        .call_value(
+        .call(
             "py_textstats_csv",
             json!({"table": table, "delimiter": ","}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(stats["columns"][0]["distinct"], 2);
 }
@@ -250,7 +253,7 @@ async fn python_and_js_tools_return_png_images_as_image_parts() {
     let cx = CallContext::default();
 
     let words = registry
-        .call_detailed(
+        .call(
             "py_textstats_words",
             &json!({"text": "b a b c b a", "top": 3, "chart": true}).to_string(),
             &cx,
@@ -279,7 +282,7 @@ async fn python_and_js_tools_return_png_images_as_image_parts() {
         Some("Draw a sparkline")
     );
     let call = registry
-        .call_detailed(
+        .call(
             "js_sparkline_draw",
             &json!({"values": [3, 1, 4, 1, 5, 9, 2, 6], "width": 64, "height": 16}).to_string(),
             &cx,
@@ -304,8 +307,9 @@ async fn python_and_js_tools_return_png_images_as_image_parts() {
 
     // An input its schema refuses is still refused before the tool runs.
     let e = registry
-        .call_value("js_sparkline_draw", json!({"values": []}), &cx)
+        .call("js_sparkline_draw", json!({"values": []}), &cx)
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e}");
 }

@@ -64,7 +64,7 @@ async fn spin_once(registry: &ToolRegistry) -> Result<(), String> {
         .call("hostile_spin", "{}", &CallContext::default())
         .await;
     let elapsed = started.elapsed();
-    match result {
+    match result.output {
         Err(e) if e.kind == ToolErrorKind::Timeout && elapsed < MISSED => Ok(()),
         Err(e) => Err(format!(
             "a call with a {DEADLINE:?} deadline ended after {elapsed:?} as {:?}: {}",
@@ -76,12 +76,13 @@ async fn spin_once(registry: &ToolRegistry) -> Result<(), String> {
 
 async fn quick(registry: &ToolRegistry, i: usize) {
     let out = registry
-        .call_value(
+        .call(
             "calc_eval",
             json!({"expression": format!("{i} + 1")}),
             &CallContext::default(),
         )
         .await
+        .output
         .expect("a quick call succeeds beside the spinning ones");
     assert_eq!(out["value"], json!((i + 1) as f64));
 }

@@ -27,12 +27,13 @@ async fn calc_still_serves(report: &LoadReport) {
     let out = report
         .registry()
         .expect("the loaded tools register")
-        .call_value(
+        .call(
             "calc_eval",
             json!({"expression": "6*7"}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(out, json!({"value": 42.0}));
 }
@@ -164,21 +165,27 @@ async fn oversized_or_deep_inputs_are_refused_before_the_plugin_runs() {
         deep = json!([deep]);
     }
     let e = registry
-        .call_value("calc_eval", json!({"expression": deep}), &cx)
+        .call("calc_eval", json!({"expression": deep}), &cx)
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput);
     assert!(e.message.contains("nested more than"), "{}", e.message);
 
     let huge = format!("{{\"expression\": \"{}\"}}", "1+".repeat(1 << 20));
-    let e = registry.call("calc_eval", &huge, &cx).await.unwrap_err();
+    let e = registry
+        .call("calc_eval", &huge, &cx)
+        .await
+        .output
+        .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput);
     assert!(e.message.contains("bytes"), "{}", e.message);
 
     let wide = Value::Array(vec![json!(1); 200_000]);
     let e = registry
-        .call_value("calc_eval", json!({"expression": wide}), &cx)
+        .call("calc_eval", json!({"expression": wide}), &cx)
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput);
     assert!(e.message.contains("JSON values"), "{}", e.message);

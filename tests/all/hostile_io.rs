@@ -63,9 +63,10 @@ async fn call_in(
     input: Value,
     cx: &CallContext,
 ) -> Result<Value, ToolError> {
-    tokio::time::timeout(HANG, registry.call_value(tool, input, cx))
+    tokio::time::timeout(HANG, registry.call(tool, input, cx))
         .await
         .unwrap_or_else(|_| panic!("{tool} hung"))
+        .output
 }
 
 /// What `toolhost` printed, once it exited.
@@ -369,7 +370,7 @@ async fn a_guest_opening_files_in_a_loop_runs_out_of_its_own_handles_only() {
     let dir = plugins_with_fifo();
     let registry = registry_in(dir.path()).await;
     let cx = CallContext::default();
-    let greedy = registry.call_value(
+    let greedy = registry.call(
         "hostile_io_open_many",
         json!({"dir": "/data", "count": 4000, "hold_ms": 1500}),
         &cx,
@@ -391,7 +392,7 @@ async fn a_guest_opening_files_in_a_loop_runs_out_of_its_own_handles_only() {
         tokio::time::timeout(HANG, async { tokio::join!(greedy, others) })
             .await
             .expect("the calls end");
-    let greedy = greedy.unwrap();
+    let greedy = greedy.output.unwrap();
     let opened = greedy["opened"].as_u64().unwrap();
     assert!(opened <= MAX_OPEN_HANDLES, "{greedy}");
     assert!(

@@ -136,12 +136,13 @@ async fn registry(config: HostConfig, dir: &Path) -> ToolRegistry {
 
 async fn fetch(registry: &ToolRegistry, url: &str, pointer: &str) -> Result<Value, ToolError> {
     registry
-        .call_value(
+        .call(
             "fetch_json",
             json!({"url": url, "pointer": pointer}),
             &CallContext::default(),
         )
         .await
+        .output
 }
 
 #[track_caller]

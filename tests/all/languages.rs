@@ -80,6 +80,7 @@ async fn call(
     registry
         .call(tool, &input.to_string(), &CallContext::default())
         .await
+        .output
         .map_err(|e| (e.kind, e.message))
 }
 

@@ -37,8 +37,9 @@ async fn many_callers_on_few_slots_all_succeed() {
             for call in 0..5 {
                 let text = format!("caller {caller} call {call}");
                 let result = registry
-                    .call_value("text_stats", json!({"text": text}), &CallContext::default())
-                    .await;
+                    .call("text_stats", json!({"text": text}), &CallContext::default())
+                    .await
+                    .output;
                 if let Err(e) = result {
                     failures.push(format!("{}: {}", e.kind, e.message));
                 }
@@ -64,8 +65,9 @@ async fn call(
     input: serde_json::Value,
 ) -> Result<serde_json::Value, toolhost::tools::ToolError> {
     registry
-        .call_value(tool, input, &CallContext::default())
+        .call(tool, input, &CallContext::default())
         .await
+        .output
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -38,8 +38,9 @@ async fn a_call_s_log_lines_reach_the_sink_of_its_context_at_its_level() {
     };
     let cx = CallContext::default().with_logs(sink);
     registry
-        .call_value(LEVELS_TOOL, json!({}), &cx)
+        .call(LEVELS_TOOL, json!({}), &cx)
         .await
+        .output
         .unwrap();
     let seen = seen.lock().unwrap().clone();
     let lines: Vec<(LogLevel, &str)> = seen.iter().map(|l| (l.level, l.message.as_str())).collect();
@@ -50,8 +51,9 @@ async fn a_call_s_log_lines_reach_the_sink_of_its_context_at_its_level() {
     );
     // Without a sink the same call logs to the host's log only.
     registry
-        .call_value(LEVELS_TOOL, json!({}), &CallContext::default())
+        .call(LEVELS_TOOL, json!({}), &CallContext::default())
         .await
+        .output
         .unwrap();
 }
 
@@ -193,12 +195,13 @@ async fn flood(width: usize) -> (usize, usize) {
         })
     };
     let out = registry
-        .call_value(
+        .call(
             "hostile_log_flood",
             json!({"lines": 100_000, "width": width}),
             &CallContext::default().with_logs(sink),
         )
         .await
+        .output
         .expect("a flood is cut off, not fatal");
     assert_eq!(out["logged"], 100_000);
     *got.lock().unwrap()

@@ -352,7 +352,10 @@ async fn call_until(
 ) -> Result<Value, toolhost::tools::ToolError> {
     let start = Instant::now();
     loop {
-        let answer = registry.call(tool, input, &CallContext::default()).await;
+        let answer = registry
+            .call(tool, input, &CallContext::default())
+            .await
+            .output;
         if done(&answer) || start.elapsed() > within {
             return answer;
         }
@@ -371,7 +374,7 @@ async fn a_killed_server_answers_unavailable_and_comes_back() {
     let first = registry
         .call("time_get_current_time", input, &CallContext::default())
         .await;
-    assert!(first.is_ok(), "{first:?}");
+    assert!(first.output.is_ok(), "{first:?}");
 
     let pid = server.summary().pid.expect("a stdio server has a pid");
     let killed = Command::new("kill")

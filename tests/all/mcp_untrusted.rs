@@ -43,8 +43,9 @@ fn starts(file: &Path) -> usize {
 
 async fn call(registry: &ToolRegistry, tool: &str, input: Value) -> Result<Value, ToolError> {
     registry
-        .call_value(tool, input, &CallContext::default())
+        .call(tool, input, &CallContext::default())
         .await
+        .output
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -73,12 +73,13 @@ async fn calc_through(config: HostConfig) -> Result<f64, String> {
     }
     let out = toolbox
         .registry()
-        .call_value(
+        .call(
             "calc_eval",
             json!({"expression": "6*7"}),
             &CallContext::default(),
         )
         .await
+        .output
         .map_err(|e| e.to_string())?;
     out["value"].as_f64().ok_or_else(|| out.to_string())
 }

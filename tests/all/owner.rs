@@ -55,8 +55,9 @@ fn names(report: &LoadReport) -> Vec<String> {
 async fn answer(load: &LoadReport, tool: &str, input: Value) -> Value {
     load.registry()
         .unwrap()
-        .call_value(tool, input, &CallContext::default())
+        .call(tool, input, &CallContext::default())
         .await
+        .output
         .unwrap()
 }
 

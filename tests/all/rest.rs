@@ -259,8 +259,9 @@ fn registry(config: &HostConfig, decls: Vec<RestDecl>) -> ToolRegistry {
 
 async fn call(registry: &ToolRegistry, tool: &str, input: Value) -> Result<Value, ToolError> {
     registry
-        .call_value(tool, input, &CallContext::default())
+        .call(tool, input, &CallContext::default())
         .await
+        .output
 }
 
 #[track_caller]

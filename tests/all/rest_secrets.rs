@@ -151,8 +151,9 @@ fn assert_clean(text: &str) {
 
 async fn call(registry: &ToolRegistry, tool: &str) -> Result<Value, toolhost::tools::ToolError> {
     registry
-        .call_value(tool, json!({}), &CallContext::default())
+        .call(tool, json!({}), &CallContext::default())
         .await
+        .output
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,8 +48,9 @@ async fn call(
     input: Value,
 ) -> Result<Value, toolhost::tools::ToolError> {
     registry
-        .call_value(tool, input, &CallContext::default())
+        .call(tool, input, &CallContext::default())
         .await
+        .output
 }
 
 async fn hostile_registry() -> (tempfile::TempDir, LoadReport) {
@@ -100,6 +101,7 @@ async fn calculator_answers_and_reports_bad_input_as_invalid_input() {
     let e = registry
         .call("calc_eval", "{not json", &CallContext::default())
         .await
+        .output
         .unwrap_err();
     assert_eq!(e.kind, ToolErrorKind::InvalidInput);
 
@@ -366,8 +368,9 @@ async fn stateful_plugins_keep_one_instance_per_session_and_never_share_it() {
         let registry = &registry;
         async move {
             registry
-                .call_value("scratchpad_increment", json!({}), &cx)
+                .call("scratchpad_increment", json!({}), &cx)
                 .await
+                .output
                 .unwrap()["value"]
                 .clone()
         }
@@ -403,21 +406,24 @@ async fn a_stateful_instance_is_dropped_after_the_idle_ttl() {
     let registry = report.registry().expect("the loaded tools register");
     let a = CallContext::in_session(SessionId::new("a"));
     registry
-        .call_value("scratchpad_increment", json!({}), &a)
+        .call("scratchpad_increment", json!({}), &a)
         .await
+        .output
         .unwrap();
     assert_eq!(plugin.live_sessions(), 1);
     // Any later call sweeps idle sessions (here: `a`, idle for > 0 s).
     tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     let b = CallContext::in_session(SessionId::new("b"));
     registry
-        .call_value("scratchpad_increment", json!({}), &b)
+        .call("scratchpad_increment", json!({}), &b)
         .await
+        .output
         .unwrap();
     assert_eq!(plugin.live_sessions(), 1, "a was swept, b is live");
     let out = registry
-        .call_value("scratchpad_increment", json!({}), &a)
+        .call("scratchpad_increment", json!({}), &a)
         .await
+        .output
         .unwrap();
     assert_eq!(
         out["value"],
@@ -431,22 +437,25 @@ async fn a_tool_error_in_a_stateful_session_keeps_its_state() {
     let (_dir, registry) = registry_of(&["scratchpad"]).await;
     let a = CallContext::in_session(SessionId::new("a"));
     registry
-        .call_value("scratchpad_increment", json!({}), &a)
+        .call("scratchpad_increment", json!({}), &a)
         .await
+        .output
         .unwrap();
     // A tool-level error keeps the instance (and its state).
     let e = registry
-        .call_value(
+        .call(
             "scratchpad_put",
             json!({"key": "k", "value": "x".repeat(5000)}),
             &a,
         )
         .await
+        .output
         .unwrap_err();
     assert_ne!(e.kind, ToolErrorKind::Trap, "{e}");
     let out = registry
-        .call_value("scratchpad_increment", json!({}), &a)
+        .call("scratchpad_increment", json!({}), &a)
         .await
+        .output
         .unwrap();
     assert_eq!(out["value"], json!(2));
 }
@@ -567,8 +576,9 @@ async fn with_memory_copied_at_instantiation_calls_stay_isolated() {
     let cx = CallContext::in_session(SessionId::new("copy"));
     for expected in 1..=3 {
         let out = registry
-            .call_value("scratchpad_increment", json!({}), &cx)
+            .call("scratchpad_increment", json!({}), &cx)
             .await
+            .output
             .unwrap();
         assert_eq!(out["value"], json!(expected));
     }
@@ -592,12 +602,13 @@ async fn many_concurrent_calls_all_complete_correctly() {
         let registry = Arc::clone(&registry);
         tasks.push(tokio::spawn(async move {
             let out = registry
-                .call_value(
+                .call(
                     "calc_eval",
                     json!({"expression": format!("{i} * 2")}),
                     &CallContext::default(),
                 )
                 .await
+                .output
                 .unwrap();
             assert_eq!(out["value"], json!((i * 2) as f64));
         }));
@@ -762,7 +773,7 @@ async fn timed_out_after(registry: &ToolRegistry, tool: &str, timeout: Duration)
             ..ExecOverrides::default()
         });
         let started = std::time::Instant::now();
-        let report = registry.call_detailed(tool, "{}", &cx).await;
+        let report = registry.call(tool, "{}", &cx).await;
         let elapsed = started.elapsed();
         let e = report.output.expect_err("the call must not finish");
         assert_eq!(e.kind, ToolErrorKind::Timeout, "{tool}: {}", e.message);
@@ -815,7 +826,7 @@ async fn a_manifest_exec_table_and_version_set_its_tools_defaults() {
     );
     let started = std::time::Instant::now();
     let report = registry
-        .call_detailed("hostile_sleep@2.0.0", "{}", &CallContext::default())
+        .call("hostile_sleep@2.0.0", "{}", &CallContext::default())
         .await;
     assert_eq!(report.output.unwrap_err().kind, ToolErrorKind::Timeout);
     assert_eq!(report.options.timeout, Some(Duration::from_millis(100)));

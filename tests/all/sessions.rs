@@ -126,8 +126,9 @@ async fn a_run_not_kept_ends_its_session_and_the_next_run_starts_afresh() {
 async fn increment(registry: &ToolRegistry, session: &str) -> Value {
     let cx = CallContext::in_session(SessionId::new(session));
     registry
-        .call_value("scratchpad_increment", json!({}), &cx)
+        .call("scratchpad_increment", json!({}), &cx)
         .await
+        .output
         .expect("the call succeeds")["value"]
         .clone()
 }
@@ -186,8 +187,9 @@ async fn a_session_with_a_call_in_flight_is_never_evicted_and_a_full_host_says_b
         tokio::spawn(async move {
             let cx = CallContext::in_session(SessionId::new("sleeper"));
             registry
-                .call_value("hostile_sleep", json!({"ms": 1500}), &cx)
+                .call("hostile_sleep", json!({"ms": 1500}), &cx)
                 .await
+                .output
         })
     };
     // The sleeper's session is the one live session, and busy.
@@ -201,8 +203,9 @@ async fn a_session_with_a_call_in_flight_is_never_evicted_and_a_full_host_says_b
     }
     let cx = CallContext::in_session(SessionId::new("newcomer"));
     let e = registry
-        .call_value("scratchpad_increment", json!({}), &cx)
+        .call("scratchpad_increment", json!({}), &cx)
         .await
+        .output
         .expect_err("the only session is busy, and the cap is 1");
     assert_eq!(e.kind, ToolErrorKind::Busy, "{e}");
     assert!(e.message.contains("max_sessions"), "{}", e.message);

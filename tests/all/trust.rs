@@ -184,8 +184,8 @@ async fn a_symlink_swapped_into_a_grant_between_calls_is_not_followed() {
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let registry = report.registry().expect("the loaded tools register");
     let ctx = CallContext::default();
-    let read = || registry.call_value("hostile_read", json!({"path": "/data/allowed.txt"}), &ctx);
-    let first = read().await.unwrap();
+    let read = || registry.call("hostile_read", json!({"path": "/data/allowed.txt"}), &ctx);
+    let first = read().await.output.unwrap();
     let granted = first["content"].as_str().unwrap().to_owned();
 
     // Between two calls, the granted directory becomes a symlink that
@@ -194,7 +194,7 @@ async fn a_symlink_swapped_into_a_grant_between_calls_is_not_followed() {
     std::fs::rename(&data, plugins.join("moved-away")).unwrap();
     std::os::unix::fs::symlink(outside.path(), &data).unwrap();
 
-    match read().await {
+    match read().await.output {
         Ok(second) => assert_eq!(second["content"], json!(granted), "{second}"),
         Err(e) => assert!(!e.message.contains("OUTSIDE"), "{e:?}"),
     }
@@ -430,12 +430,13 @@ async fn an_embedder_hands_a_plugin_a_value_without_the_process_environment() {
     let out = report
         .registry()
         .expect("the loaded tools register")
-        .call_value(
+        .call(
             "hostile_env",
             json!({"key": "TRUST_GIVEN"}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(out["value"], json!("given-only-to-the-plugin"), "{out}");
     assert_eq!(out["visible"], json!(["TRUST_GIVEN"]), "{out}");

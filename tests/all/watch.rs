@@ -77,8 +77,9 @@ async fn added_replaced_and_removed_plugins_swap_only_their_own_tools() {
     assert_eq!(added, ["calc_eval"]);
     let cx = CallContext::default();
     let out = registry
-        .call_value("calc_eval", json!({"expression": "6*7"}), &cx)
+        .call("calc_eval", json!({"expression": "6*7"}), &cx)
         .await
+        .output
         .unwrap();
     assert_eq!(out["value"], 42.0, "{out}");
 
@@ -99,8 +100,9 @@ async fn added_replaced_and_removed_plugins_swap_only_their_own_tools() {
     assert_eq!(removed, &["calc_eval"]);
     assert!(!registry.contains("calc_eval"));
     let out = registry
-        .call_value("text_stats", json!({"text": "a b"}), &cx)
+        .call("text_stats", json!({"text": "a b"}), &cx)
         .await
+        .output
         .unwrap();
     assert_eq!(out["words"], 2, "{out}");
 
@@ -144,8 +146,9 @@ async fn a_half_written_plugin_leaves_the_old_version_serving_until_it_is_comple
     assert!(error.to_string().contains("calc.wasm"), "{error}");
     let cx = CallContext::default();
     let out = registry
-        .call_value("calc_eval", json!({"expression": "1+1"}), &cx)
+        .call("calc_eval", json!({"expression": "1+1"}), &cx)
         .await
+        .output
         .expect("the old version still serves");
     assert_eq!(out["value"], 2.0, "{out}");
 
@@ -196,8 +199,9 @@ async fn a_manifest_change_reloads_its_plugin_and_a_clash_keeps_the_old_version(
     };
     assert!(error.to_string().contains("text_stats"), "{error}");
     let out = registry
-        .call_value("text_stats", json!({}), &CallContext::default())
+        .call("text_stats", json!({}), &CallContext::default())
         .await
+        .output
         .unwrap();
     assert_eq!(out, json!("native"));
 }
@@ -229,8 +233,9 @@ async fn next_is_loaded(watcher: &mut PluginWatcher, file: &str) {
 
 async fn increment(registry: &ToolRegistry, cx: &CallContext) -> i64 {
     let out = registry
-        .call_value("scratchpad_increment", json!({}), cx)
+        .call("scratchpad_increment", json!({}), cx)
         .await
+        .output
         .unwrap();
     out["value"].as_i64().unwrap_or_else(|| panic!("{out}"))
 }
@@ -248,8 +253,9 @@ async fn a_fifo_or_a_link_to_a_device_over_a_plugin_leaves_the_old_version_servi
     let cx = CallContext::default();
     let calc_serves = || async {
         let out = registry
-            .call_value("calc_eval", json!({"expression": "6*7"}), &cx)
+            .call("calc_eval", json!({"expression": "6*7"}), &cx)
             .await
+            .output
             .expect("the old calc still serves");
         assert_eq!(out["value"], 42.0, "{out}");
     };
@@ -393,12 +399,13 @@ async fn of_two_plugins_offering_one_name_the_first_file_owns_it_whatever_the_or
     );
     assert_eq!(owner(), "a");
     let out = registry
-        .call_value(
+        .call(
             "calc_eval",
             json!({"expression": "2+2"}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(out["value"], 4.0, "{out}");
 }
@@ -481,12 +488,13 @@ async fn a_plugin_put_back_takes_its_names_back_from_an_mcp_server_that_listed_t
     );
     assert!(plugin());
     let out = registry
-        .call_value(
+        .call(
             "calc_eval",
             json!({"expression": "6*7"}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(out["value"], 42.0, "{out}");
 

@@ -947,8 +947,9 @@ async fn text_registry(setup: &Setup) -> ToolRegistry {
 async fn tool_result(setup: &Setup) -> String {
     let registry = text_registry(setup).await;
     let output = registry
-        .call_value(TOOL, input(), &CallContext::default())
+        .call(TOOL, input(), &CallContext::default())
         .await
+        .output
         .unwrap();
     json!({
         "content": [{"type": "text", "text": output.to_string()}],
@@ -967,7 +968,7 @@ async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InPro
     let mut samples = Vec::with_capacity(calls);
     for i in 0..calls + calls / 10 {
         let start = Instant::now();
-        registry.call_value(TOOL, input(), &cx).await.unwrap();
+        registry.call(TOOL, input(), &cx).await.output.unwrap();
         if i >= calls / 10 {
             samples.push(start.elapsed());
         }
@@ -992,7 +993,7 @@ async fn eight_callers(registry: &Arc<ToolRegistry>, window: Duration) -> (f64, 
             tokio::spawn(async move {
                 let cx = CallContext::default();
                 while !stop.load(Ordering::Relaxed) {
-                    registry.call_value(TOOL, input(), &cx).await.unwrap();
+                    registry.call(TOOL, input(), &cx).await.output.unwrap();
                     done.fetch_add(1, Ordering::Relaxed);
                 }
             })

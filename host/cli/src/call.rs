@@ -196,6 +196,6 @@ async fn call(
         overrides: args.exec.overrides(),
         ..CallContext::default()
     };
-    let report = registry.call_detailed(&args.tool, &input, &cx).await;
+    let report = registry.call(&args.tool, &input, &cx).await;
     Ok(report.output.map(|output| (output, report.content)))
 }

@@ -237,12 +237,7 @@ impl Tool for WasmTool {
         &self.plugin.tools[self.index]
     }
 
-    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
-        let call = self.call_output(input, cx);
-        Box::pin(async move { call.await.map(ToolOutput::into_json) })
-    }
-
-    fn call_output(
+    fn call(
         &self,
         input: Value,
         cx: &CallContext,

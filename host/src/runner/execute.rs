@@ -89,7 +89,7 @@ pub(super) async fn run_round(
                 .unwrap_or_else(|| call.name.clone());
             AbortOnDrop(tokio::spawn(async move {
                 let started = Instant::now();
-                let report = tools.call_detailed(&target, &call.arguments, &cx).await;
+                let report = tools.call(&target, &call.arguments, &cx).await;
                 (call, report, started.elapsed())
             }))
         })

@@ -26,7 +26,7 @@
 //!     eprintln!("skipped: {error}");
 //! }
 //! let cx = toolhost::tools::CallContext::default();
-//! let answer = toolbox.registry().call_value("shout", serde_json::json!({"text": "hi"}), &cx).await?;
+//! let answer = toolbox.registry().call("shout", serde_json::json!({"text": "hi"}), &cx).await.output?;
 //! # Ok(()) }
 //! ```
 

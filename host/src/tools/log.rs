@@ -276,7 +276,7 @@ mod tests {
         let cx = CallContext::in_session(SessionId::new("s1"));
         for i in 0..10_000 {
             let input = format!("{{\"i\": {i}}}");
-            registry.call("echo", &input, &cx).await.unwrap();
+            registry.call("echo", &input, &cx).await.output.unwrap();
             assert!(log.len() <= 100);
             assert!(log.bytes() <= 8 * 1024, "{}", log.bytes());
         }
@@ -300,6 +300,7 @@ mod tests {
             registry
                 .call("echo", "{}", &CallContext::default())
                 .await
+                .output
                 .unwrap();
         }
         log
@@ -312,12 +313,14 @@ mod tests {
         registry
             .call("echo", r#"{"secret": "hunter2"}"#, &cx)
             .await
+            .output
             .unwrap();
         registry
             .call("echo", r#"{"fail": true}"#, &cx)
             .await
+            .output
             .unwrap_err();
-        registry.call("nope", "{}", &cx).await.unwrap_err();
+        registry.call("nope", "{}", &cx).await.output.unwrap_err();
         let entries = log.entries();
         assert_eq!(entries.len(), 3);
         assert_eq!(entries[0].tool, "echo");
@@ -336,6 +339,7 @@ mod tests {
         registry
             .call("echo", r#"{"secret": "hunter2"}"#, &cx)
             .await
+            .output
             .unwrap();
         let entry = &log.entries()[0];
         assert!(entry.input.as_deref().unwrap().contains("\"secret\""));
@@ -363,6 +367,7 @@ mod tests {
             registry
                 .call("echo", "{}", &CallContext::default())
                 .await
+                .output
                 .unwrap();
         }
         assert_eq!(seen.lock().unwrap().len(), 5);
@@ -371,6 +376,7 @@ mod tests {
         registry
             .call("echo", "{}", &CallContext::default())
             .await
+            .output
             .unwrap();
         assert_eq!(seen.lock().unwrap().len(), 5);
         assert!(registry.log().is_none());

@@ -43,7 +43,7 @@ pub use question::{
     Answer, MAX_QUESTION_CHOICES, MAX_QUESTION_FIELDS, MAX_QUESTIONS_PER_CALL, Question,
     QuestionError, QuestionSink, check_answer, check_question_schema,
 };
-pub use registry::{CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
+pub use registry::{CallInput, CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
 pub use schema::{
     InputBudget, InputOverBudget, SchemaBudget, SchemaError, check_input, check_schema,
 };
@@ -195,35 +195,44 @@ impl CallContext {
 /// Something the model can call.
 ///
 /// Implementors get an input that already matches [`ToolSpec::input_schema`]
-/// (the registry validated it) and return the output as JSON.
+/// (the registry validated it) and return a [`ToolOutput`]: a structured
+/// JSON value, content parts (images, audio, text, resources), or both. A
+/// tool that answers JSON only returns `Ok(value.into())`.
+///
+/// # Examples
+///
+/// ```
+/// use futures::future::BoxFuture;
+/// use serde_json::{Value, json};
+/// use toolhost::tools::{CallContext, Tool, ToolError, ToolOutput, ToolSpec};
+///
+/// struct Clock(ToolSpec);
+///
+/// impl Tool for Clock {
+///     fn spec(&self) -> &ToolSpec {
+///         &self.0
+///     }
+///     fn call(&self, _: Value, _: &CallContext) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+///         Box::pin(async { Ok(json!({"time": "12:00"}).into()) })
+///     }
+/// }
+/// ```
 pub trait Tool: Send + Sync + 'static {
     /// The name, description and input schema.
     fn spec(&self) -> &ToolSpec;
 
-    /// Run the tool once.
+    /// Run the tool once, and answer everything it has: the structured
+    /// value and any content parts.
     ///
     /// # Errors
     ///
     /// A [`ToolError`] whose kind says what went wrong; the loop shows it to
     /// the model.
-    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>>;
-
-    /// Run the tool once and keep everything it answered: the structured
-    /// value and any content parts (images, audio, text, resources). The
-    /// default wraps [`call`](Self::call); a tool that can answer content
-    /// implements this, and its `call` answers [`ToolOutput::into_json`].
-    ///
-    /// # Errors
-    ///
-    /// As [`call`](Self::call).
-    fn call_output(
+    fn call(
         &self,
         input: Value,
         cx: &CallContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let call = self.call(input, cx);
-        Box::pin(async move { call.await.map(ToolOutput::from) })
-    }
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
 
     /// The JSON Schema of the tool's structured result, if it declares one.
     /// The registry checks every structured result against it; one that
@@ -271,15 +280,12 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     fn spec(&self) -> &ToolSpec {
         (**self).spec()
     }
-    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
-        (**self).call(input, cx)
-    }
-    fn call_output(
+    fn call(
         &self,
         input: Value,
         cx: &CallContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        (**self).call_output(input, cx)
+        (**self).call(input, cx)
     }
     fn output_schema(&self) -> Option<&Value> {
         (**self).output_schema()

@@ -9,11 +9,15 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{CallContext, Tool, ToolError, ToolSpec};
+use super::{CallContext, Tool, ToolError, ToolOutput, ToolSpec};
 
-type Handler = dyn Fn(Value) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
+type Handler = dyn Fn(Value) -> BoxFuture<'static, Result<ToolOutput, ToolError>> + Send + Sync;
 
 /// A tool backed by an async Rust function, for tools that need no sandbox.
+///
+/// The function answers JSON (a [`Value`]) or, for images, audio and other
+/// content parts, a whole [`ToolOutput`]: anything that is
+/// `Into<ToolOutput>`.
 pub struct NativeTool {
     spec: ToolSpec,
     version: Option<String>,
@@ -30,8 +34,27 @@ impl std::fmt::Debug for NativeTool {
 }
 
 impl NativeTool {
-    /// A tool from a function over raw JSON values, with a hand-written schema.
-    pub fn new<F, Fut>(
+    /// A tool from a function over raw JSON values, with a hand-written
+    /// schema. The function answers a JSON [`Value`] or a [`ToolOutput`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use toolhost::tools::{Content, NativeTool, ToolOutput};
+    ///
+    /// let echo = NativeTool::new("echo", "Returns its input.", json!({"type": "object"}), |input| {
+    ///     async move { Ok(input) }
+    /// });
+    /// let dot = NativeTool::new("dot", "Draws a dot.", json!({"type": "object"}), |_| async move {
+    ///     let png = vec![0x89, b'P', b'N', b'G'];
+    ///     Ok(ToolOutput {
+    ///         structured: None,
+    ///         content: vec![Content::Image { media_type: "image/png".into(), data: png }],
+    ///     })
+    /// });
+    /// ```
+    pub fn new<F, Fut, O>(
         name: impl Into<String>,
         description: impl Into<String>,
         input_schema: Value,
@@ -39,7 +62,8 @@ impl NativeTool {
     ) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+        O: Into<ToolOutput>,
     {
         Self {
             spec: ToolSpec {
@@ -48,7 +72,7 @@ impl NativeTool {
                 input_schema,
             },
             version: None,
-            handler: Arc::new(move |input| f(input).boxed()),
+            handler: Arc::new(move |input| f(input).map(|r| r.map(Into::into)).boxed()),
         }
     }
 
@@ -115,7 +139,7 @@ impl Tool for NativeTool {
         &self,
         input: Value,
         _cx: &CallContext,
-    ) -> BoxFuture<'static, Result<Value, ToolError>> {
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         (self.handler)(input)
     }
 }

@@ -4,19 +4,20 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use serde_json::Value;
 use tokio::sync::watch;
 
 use super::log::CallLog;
 use super::options::ExecOptions;
 use super::schema::{InputBudget, SchemaBudget, check_schema};
-use super::{CallContext, SessionId, Tool, ToolError, ToolOrigin};
+use super::{CallContext, SessionId, Tool, ToolOrigin};
 
+mod call;
 mod error;
 mod names;
 mod observe;
 mod set;
 
+pub use call::{CallInput, CallReport};
 pub use error::RegistryError;
 use error::describe_origin;
 pub use names::is_valid_version;
@@ -25,29 +26,6 @@ use names::{insert, same_tools};
 use observe::Observe;
 use set::Entry;
 pub use set::ToolSet;
-
-/// How one call went, with the options it ran under: what
-/// [`ToolSet::call_detailed`] returns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct CallReport {
-    /// The tool's output, or why there is none: its structured value, or
-    /// for a result of content only, the content's stand-ins
-    /// ([`ToolOutput::to_json`](super::ToolOutput::to_json)).
-    pub output: Result<Value, ToolError>,
-    /// The content parts of a successful result (images, audio, text,
-    /// resources), in order; empty for a tool that answers JSON only.
-    pub content: Vec<super::Content>,
-    /// Whether `output` is the tool's own structured value; false for a
-    /// result of content only, whose `output` is the content's stand-ins,
-    /// and for a failure.
-    pub structured: bool,
-    /// The effective options of the call: the tool's, with the run's and
-    /// the call's [`ExecOverrides`](super::ExecOverrides) applied.
-    pub options: ExecOptions,
-    /// How many times the tool was run: 0 when the call never reached it
-    /// (unknown tool, invalid input), else 1 plus the retries.
-    pub attempts: u32,
-}
 
 /// All tools by name (and version). Validates input and applies
 /// [`ExecOptions`].
@@ -87,8 +65,11 @@ pub struct CallReport {
 ///     json!({"type": "object"}),
 ///     |input| async move { Ok(input) },
 /// ))?;
-/// let out = registry.call("echo", r#"{"a":1}"#, &CallContext::default()).await;
-/// assert_eq!(out, Ok(json!({"a": 1})));
+/// // JSON text, as a model writes it, or a value.
+/// let report = registry.call("echo", r#"{"a":1}"#, &CallContext::default()).await;
+/// assert_eq!(report.output, Ok(json!({"a": 1})));
+/// let report = registry.call("echo", json!({"b": 2}), &CallContext::default()).await;
+/// assert_eq!(report.output, Ok(json!({"b": 2})));
 ///
 /// // Two versions of one name: the plain name is the one registered last.
 /// let v = |version: &'static str| {
@@ -100,8 +81,8 @@ pub struct CallReport {
 /// registry.register(v("1.0.0"))?;
 /// registry.register(v("2.0.0"))?;
 /// let cx = CallContext::default();
-/// assert_eq!(registry.call("calc", "{}", &cx).await, Ok(json!("2.0.0")));
-/// assert_eq!(registry.call("calc@1.0.0", "{}", &cx).await, Ok(json!("1.0.0")));
+/// assert_eq!(registry.call("calc", "{}", &cx).await.output, Ok(json!("2.0.0")));
+/// assert_eq!(registry.call("calc@1.0.0", "{}", &cx).await.output, Ok(json!("1.0.0")));
 /// # Ok::<_, toolhost::tools::RegistryError>(())
 /// # });
 /// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -495,38 +476,15 @@ impl ToolRegistry {
 
     /// [`ToolSet::call`] on the current [`snapshot`](Self::snapshot): call
     /// tool `name` (or `name@version`) with `input`, JSON text as a model
-    /// or a user wrote it.
-    ///
-    /// # Errors
-    ///
-    /// As [`ToolSet::call`].
-    pub async fn call(
+    /// or a user wrote it or a parsed [`Value`] (see [`CallInput`]), and
+    /// report how it went.
+    pub async fn call<'a>(
         &self,
         name: &str,
-        input: &str,
+        input: impl Into<CallInput<'a>>,
         cx: &CallContext,
-    ) -> Result<Value, ToolError> {
+    ) -> CallReport {
         self.snapshot().call(name, input, cx).await
-    }
-
-    /// [`ToolSet::call_value`] on the current [`snapshot`](Self::snapshot).
-    ///
-    /// # Errors
-    ///
-    /// As [`ToolSet::call`].
-    pub async fn call_value(
-        &self,
-        name: &str,
-        input: Value,
-        cx: &CallContext,
-    ) -> Result<Value, ToolError> {
-        self.snapshot().call_value(name, input, cx).await
-    }
-
-    /// [`ToolSet::call_detailed`] on the current
-    /// [`snapshot`](Self::snapshot).
-    pub async fn call_detailed(&self, name: &str, input: &str, cx: &CallContext) -> CallReport {
-        self.snapshot().call_detailed(name, input, cx).await
     }
 
     /// Tell every tool that `session` is over, so stateful tools free its

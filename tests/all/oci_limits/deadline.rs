@@ -107,12 +107,13 @@ async fn a_dripping_registry_costs_its_plugin_after_the_deadline_and_the_rest_lo
     assert!(took < Duration::from_secs(30), "{took:?}");
     let out = toolbox
         .registry()
-        .call_value(
+        .call(
             "calc_eval",
             json!({"expression": "6*7"}),
             &CallContext::default(),
         )
         .await
+        .output
         .unwrap();
     assert_eq!(out["value"], json!(42.0));
 }

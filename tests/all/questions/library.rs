@@ -35,7 +35,11 @@ async fn ask(
         questions: sink,
         ..CallContext::default()
     };
-    match registry.call("hostile_ask", &input.to_string(), &cx).await {
+    match registry
+        .call("hostile_ask", &input.to_string(), &cx)
+        .await
+        .output
+    {
         Ok(out) => Ok(out["answers"].as_array().cloned().unwrap_or_default()),
         Err(e) => Err((e.kind, e.message)),
     }

@@ -112,8 +112,9 @@ impl Answer {
                 let name = params["name"].as_str().unwrap_or_default();
                 let arguments = params["arguments"].clone();
                 match registry
-                    .call_value(name, arguments, &CallContext::default())
+                    .call(name, arguments, &CallContext::default())
                     .await
+                    .output
                 {
                     Ok(output) => {
                         let result = json!({

@@ -401,14 +401,16 @@ impl crate::tools::Tool for Counter {
         &self,
         _input: serde_json::Value,
         cx: &crate::tools::CallContext,
-    ) -> futures::future::BoxFuture<'static, Result<serde_json::Value, crate::tools::ToolError>>
-    {
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<crate::tools::ToolOutput, crate::tools::ToolError>,
+    > {
         let session = cx.session.as_ref().map(|s| s.as_str().to_owned());
         let mut counts = self.counts.lock().unwrap();
         let count = counts.entry(session.unwrap_or_default()).or_insert(0);
         *count += 1;
         let value = *count;
-        Box::pin(async move { Ok(json!({"value": value})) })
+        Box::pin(async move { Ok(json!({"value": value}).into()) })
     }
 
     fn is_stateful(&self) -> bool {

@@ -318,14 +318,9 @@ impl Tool for McpTool {
         &self.spec
     }
 
-    fn call(&self, input: Value, cx: &CallContext) -> BoxFuture<'static, Result<Value, ToolError>> {
-        let output = self.call_output(input, cx);
-        Box::pin(async move { output.await.map(ToolOutput::into_json) })
-    }
-
     /// The upstream's whole answer: its images, audio and embedded
     /// resources as content parts beside the structured value.
-    fn call_output(
+    fn call(
         &self,
         input: Value,
         _cx: &CallContext,

@@ -14,7 +14,7 @@ use crate::runner::{
     CallStatus, DynamicTools, OnMaxIterations, OverLimitPolicy, RunErrorKind, RunItem,
     RunnerConfig, StopReason, ToolRunner, ToolSelection,
 };
-use crate::tools::{CallContext, SessionId, Tool, ToolError, ToolRegistry, ToolSpec};
+use crate::tools::{CallContext, SessionId, Tool, ToolError, ToolOutput, ToolRegistry, ToolSpec};
 
 fn runner(provider: &Arc<Scripted>, config: RunnerConfig) -> ToolRunner {
     ToolRunner::new(
@@ -386,11 +386,11 @@ impl Tool for SessionSpy {
         &self,
         _input: Value,
         cx: &CallContext,
-    ) -> BoxFuture<'static, Result<Value, ToolError>> {
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         if let Some(s) = &cx.session {
             self.calls.lock().expect("lock").push(s.clone());
         }
-        Box::pin(async { Ok(json!(null)) })
+        Box::pin(async { Ok(json!(null).into()) })
     }
     fn end_session(&self, session: &SessionId) {
         self.ended.lock().expect("lock").push(session.clone());

@@ -375,7 +375,7 @@ mod tests {
                 "boom",
                 "Fails.",
                 json!({"type": "object"}),
-                |_| async move { Err(ToolError::new(ToolErrorKind::Timeout, "too slow")) },
+                |_| async move { Err::<Value, _>(ToolError::new(ToolErrorKind::Timeout, "too slow")) },
             ))
             .unwrap();
         // What a REST or MCP request made during the call would carry.
@@ -430,11 +430,24 @@ mod tests {
             ))
         };
         assert_eq!(
-            registry.call("echo", r#"{"a":1}"#, &cx("call_1")).await,
+            registry
+                .call("echo", r#"{"a":1}"#, &cx("call_1"))
+                .await
+                .output,
             Ok(json!({"a": 1}))
         );
-        assert!(registry.call("boom", "{}", &cx("call_2")).await.is_err());
-        let onward = registry.call("onward", "{}", &cx("call_3")).await.unwrap();
+        assert!(
+            registry
+                .call("boom", "{}", &cx("call_2"))
+                .await
+                .output
+                .is_err()
+        );
+        let onward = registry
+            .call("onward", "{}", &cx("call_3"))
+            .await
+            .output
+            .unwrap();
         provider.force_flush().unwrap();
         let spans = kept.0.lock().unwrap().clone();
         (spans, onward)
@@ -499,7 +512,11 @@ mod tests {
     #[tokio::test]
     async fn without_a_tracer_or_a_subscriber_no_span_is_made_and_nothing_handed_on() {
         let registry = registry();
-        let onward = registry.call("onward", "{}", &cx("call_1")).await.unwrap();
+        let onward = registry
+            .call("onward", "{}", &cx("call_1"))
+            .await
+            .output
+            .unwrap();
         assert_eq!(onward, serde_json::Value::Null);
     }
 
@@ -510,12 +527,24 @@ mod tests {
         let registry = registry();
         let first = Metrics::new();
         registry.set_metrics(Some(first.clone()));
-        registry.call("echo", "{}", &cx("call_1")).await.unwrap();
-        registry.call("echo", "{}", &cx("call_2")).await.unwrap();
+        registry
+            .call("echo", "{}", &cx("call_1"))
+            .await
+            .output
+            .unwrap();
+        registry
+            .call("echo", "{}", &cx("call_2"))
+            .await
+            .output
+            .unwrap();
         let _ = registry.call("boom", "{}", &cx("call_3")).await;
         let second = Metrics::new();
         registry.set_metrics(Some(second.clone()));
-        registry.call("echo", "{}", &cx("call_4")).await.unwrap();
+        registry
+            .call("echo", "{}", &cx("call_4"))
+            .await
+            .output
+            .unwrap();
         let _ = registry.call("boom", "{}", &cx("call_5")).await;
         let _ = registry.call("nope", "{}", &cx("call_6")).await;
         assert_eq!(first.calls("echo", "ok"), 2);
@@ -535,7 +564,11 @@ mod tests {
         let mut options = registry.snapshot().options("echo").unwrap().clone();
         options.retries = 0;
         assert!(registry.set_options("echo", options));
-        registry.call("echo", "{}", &cx("call_7")).await.unwrap();
+        registry
+            .call("echo", "{}", &cx("call_7"))
+            .await
+            .output
+            .unwrap();
         assert_eq!(second.calls("echo", "ok"), 2);
         assert!(
             second

@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
-use crate::tools::{NativeTool, ToolErrorKind};
+use crate::tools::{NativeTool, ToolError, ToolErrorKind, ToolOutput};
 
 fn answering(name: &str, answer: &'static str) -> NativeTool {
     NativeTool::new(
@@ -30,16 +30,23 @@ async fn two_versions_coexist_and_the_plain_name_is_the_last_registered() {
     registry
         .register(answering("calc", "two").with_version("2.0.0"))
         .unwrap();
-    assert_eq!(registry.call("calc", "{}", &cx()).await, Ok(json!("two")));
     assert_eq!(
-        registry.call("calc@1.0.0", "{}", &cx()).await,
+        registry.call("calc", "{}", &cx()).await.output,
+        Ok(json!("two"))
+    );
+    assert_eq!(
+        registry.call("calc@1.0.0", "{}", &cx()).await.output,
         Ok(json!("one"))
     );
     assert_eq!(
-        registry.call("calc@2.0.0", "{}", &cx()).await,
+        registry.call("calc@2.0.0", "{}", &cx()).await.output,
         Ok(json!("two"))
     );
-    let missing = registry.call("calc@3.0.0", "{}", &cx()).await.unwrap_err();
+    let missing = registry
+        .call("calc@3.0.0", "{}", &cx())
+        .await
+        .output
+        .unwrap_err();
     assert_eq!(missing.kind, ToolErrorKind::UnknownTool);
     let set = registry.snapshot();
     assert_eq!(set.len(), 1);
@@ -49,7 +56,10 @@ async fn two_versions_coexist_and_the_plain_name_is_the_last_registered() {
     // version takes over.
     let removed = registry.unregister("calc").expect("there was one");
     assert_eq!(removed.version(), Some("2.0.0"));
-    assert_eq!(registry.call("calc", "{}", &cx()).await, Ok(json!("one")));
+    assert_eq!(
+        registry.call("calc", "{}", &cx()).await.output,
+        Ok(json!("one"))
+    );
     assert!(registry.unregister("calc@1.0.0").is_some());
     assert!(registry.is_empty());
     assert!(registry.unregister("calc").is_none());
@@ -106,7 +116,7 @@ async fn a_snapshot_keeps_its_set_while_the_registry_changes() {
     registry.register(answering("b", "b")).unwrap();
     registry.unregister("a");
     assert!(before.contains("a") && !before.contains("b"));
-    assert_eq!(before.call("a", "{}", &cx()).await, Ok(json!("a")));
+    assert_eq!(before.call("a", "{}", &cx()).await.output, Ok(json!("a")));
     let after = registry.snapshot();
     assert!(!after.contains("a") && after.contains("b"));
 }
@@ -143,7 +153,7 @@ async fn a_call_in_flight_finishes_on_its_tool_after_it_is_unregistered() {
         .await
         .expect("the call ends")
         .expect("no panic");
-    assert_eq!(out, Ok(json!("done")));
+    assert_eq!(out.output, Ok(json!("done")));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,8 +166,11 @@ async fn registering_and_unregistering_while_calls_run_never_breaks_a_call() {
             tokio::spawn(async move {
                 let (mut ok, mut unknown) = (0, 0);
                 for _ in 0..300 {
-                    assert_eq!(registry.call("stable", "{}", &cx()).await, Ok(json!("s")));
-                    match registry.call("flicker", "{}", &cx()).await {
+                    assert_eq!(
+                        registry.call("stable", "{}", &cx()).await.output,
+                        Ok(json!("s"))
+                    );
+                    match registry.call("flicker", "{}", &cx()).await.output {
                         Ok(v) => {
                             assert_eq!(v, json!("f"));
                             ok += 1;
@@ -204,11 +217,11 @@ async fn set_options_changes_the_options_a_call_reports() {
     };
     assert!(registry.set_options("calc@1.0.0", options.clone()));
     assert!(!registry.set_options("nope", options.clone()));
-    let report = registry.call_detailed("calc", "{}", &cx()).await;
+    let report = registry.call("calc", "{}", &cx()).await;
     assert_eq!(report.options, options);
     assert_eq!(report.attempts, 1);
     let overridden = registry
-        .call_detailed(
+        .call(
             "calc",
             "{}",
             &cx().with_overrides(crate::tools::ExecOverrides {
@@ -249,10 +262,10 @@ async fn retries_are_counted_in_attempts() {
             },
         )
         .unwrap();
-    let report = registry.call_detailed("flaky", "{}", &cx()).await;
+    let report = registry.call("flaky", "{}", &cx()).await;
     assert_eq!(report.output, Ok(json!(2)));
     assert_eq!(report.attempts, 3);
-    let bad = registry.call_detailed("flaky", "not json", &cx()).await;
+    let bad = registry.call("flaky", "not json", &cx()).await;
     assert_eq!(bad.attempts, 0);
     assert_eq!(bad.output.unwrap_err().kind, ToolErrorKind::InvalidInput);
 }
@@ -277,13 +290,16 @@ async fn replace_swaps_exactly_the_given_tools_or_nothing() {
             ],
         )
         .unwrap();
-    assert_eq!(registry.call("a", "{}", &cx()).await, Ok(json!("new")));
-    assert_eq!(registry.call("b", "{}", &cx()).await, Ok(json!("b")));
     assert_eq!(
-        registry.call("other", "{}", &cx()).await,
+        registry.call("a", "{}", &cx()).await.output,
+        Ok(json!("new"))
+    );
+    assert_eq!(registry.call("b", "{}", &cx()).await.output, Ok(json!("b")));
+    assert_eq!(
+        registry.call("other", "{}", &cx()).await.output,
         Ok(json!("other"))
     );
-    assert_eq!(before.call("a", "{}", &cx()).await, Ok(json!("old")));
+    assert_eq!(before.call("a", "{}", &cx()).await.output, Ok(json!("old")));
 
     // A clash with a tool not being replaced changes nothing.
     let clash = registry.replace(
@@ -294,9 +310,9 @@ async fn replace_swaps_exactly_the_given_tools_or_nothing() {
         matches!(clash, Err(RegistryError::DuplicateName { .. })),
         "{clash:?}"
     );
-    assert_eq!(registry.call("b", "{}", &cx()).await, Ok(json!("b")));
+    assert_eq!(registry.call("b", "{}", &cx()).await.output, Ok(json!("b")));
     assert_eq!(
-        registry.call("other", "{}", &cx()).await,
+        registry.call("other", "{}", &cx()).await.output,
         Ok(json!("other"))
     );
 }
@@ -317,9 +333,9 @@ impl Tool for FromSource {
         &self,
         _input: Value,
         _cx: &CallContext,
-    ) -> futures::future::BoxFuture<'static, Result<Value, ToolError>> {
+    ) -> futures::future::BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let answer = self.answer;
-        Box::pin(async move { Ok(json!(answer)) })
+        Box::pin(async move { Ok(json!(answer).into()) })
     }
 
     fn origin(&self) -> ToolOrigin {
@@ -366,7 +382,7 @@ async fn owner_after(tools: &[Arc<dyn Tool>], steps: &[(bool, usize)]) -> Option
                 .unwrap();
         }
     }
-    registry.call("x", "{}", &cx()).await.ok()
+    registry.call("x", "{}", &cx()).await.output.ok()
 }
 
 #[tokio::test]
@@ -390,11 +406,17 @@ async fn a_plugin_put_back_takes_its_name_back_from_an_mcp_server_that_listed_it
     registry
         .register_with(Arc::clone(&mcp_x), ExecOptions::default())
         .expect("a free name goes to the MCP server");
-    assert_eq!(registry.call("x", "{}", &cx()).await, Ok(json!("mcp")));
+    assert_eq!(
+        registry.call("x", "{}", &cx()).await.output,
+        Ok(json!("mcp"))
+    );
     let displaced = registry
         .replace(&[], vec![(Arc::clone(&plugin_x), ExecOptions::default())])
         .expect("the plugin comes back");
-    assert_eq!(registry.call("x", "{}", &cx()).await, Ok(json!("plugin")));
+    assert_eq!(
+        registry.call("x", "{}", &cx()).await.output,
+        Ok(json!("plugin"))
+    );
     let [
         RegistryError::Displaced {
             name, displaced, ..

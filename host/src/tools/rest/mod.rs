@@ -66,7 +66,8 @@ pub use decl::{
 };
 
 use super::{
-    CallContext, ExecOptions, RegistryError, Tool, ToolError, ToolOrigin, ToolRegistry, ToolSpec,
+    CallContext, ExecOptions, RegistryError, Tool, ToolError, ToolOrigin, ToolOutput, ToolRegistry,
+    ToolSpec,
 };
 use crate::egress::{Egress, HttpOrigin};
 use crate::environ::Environment;
@@ -334,9 +335,9 @@ impl Tool for RestTool {
         &self,
         input: Value,
         _cx: &CallContext,
-    ) -> BoxFuture<'static, Result<Value, ToolError>> {
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let request = Arc::clone(&self.request);
-        Box::pin(async move { request.run(input).await })
+        Box::pin(async move { request.run(input).await.map(ToolOutput::from) })
     }
 
     fn origin(&self) -> ToolOrigin {

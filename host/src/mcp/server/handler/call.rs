@@ -62,7 +62,7 @@ impl Connection {
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let mut cx = self.cx.clone();
             cx.trace_parent = trace_parent;
-            let _unknown = tools.call_value(name, arguments, &cx).await;
+            let _unknown = tools.call(name, arguments, &cx).await;
             return Err(McpError::invalid_params(
                 format!("no tool named `{name}`; tools/list names the tools this server has"),
                 None,
@@ -135,7 +135,7 @@ impl Connection {
         // `cancelled`: dropping the call stops the guest at its next epoch
         // check (within a 10 ms tick) and frees its instance and slot.
         let report = tokio::select! {
-            report = tools.call_detailed(name, &input, &cx) => report,
+            report = tools.call(name, &input, &cx) => report,
             // 2026-07-28: the call stops at a question not answered yet,
             // and the client is asked to answer it and call again.
             input = questions.unanswered() => return Ok(input.into()),
