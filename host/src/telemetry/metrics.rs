@@ -99,7 +99,7 @@ struct Inner {
 /// let registry = ToolRegistry::new();
 /// registry.set_metrics(Some(metrics.clone()));
 /// registry.register(NativeTool::new("echo", "Echoes.", json!({"type": "object"}), |v| async move { Ok(v) }))?;
-/// registry.call("echo", "{}", &CallContext::default()).await.unwrap();
+/// registry.call("echo", "{}", &CallContext::default()).await.output.unwrap();
 /// assert_eq!(metrics.calls("echo", "ok"), 1);
 /// assert!(metrics.render().contains(r#"toolhost_tool_calls_total{tool="echo",outcome="ok"} 1"#));
 /// # Ok::<_, toolhost::tools::RegistryError>(())

@@ -83,7 +83,7 @@ struct Ring {
 /// registry.register(NativeTool::new("echo", "Echoes.", json!({"type": "object"}),
 ///     |input| async move { Ok(input) }))?;
 /// registry.set_log(Some(Arc::new(CallLog::new(100, 64 * 1024))));
-/// registry.call("echo", "{}", &CallContext::default()).await.unwrap();
+/// registry.call("echo", "{}", &CallContext::default()).await.output.unwrap();
 /// let entries = registry.log().expect("on").entries();
 /// assert_eq!(entries[0].tool, "echo");
 /// assert_eq!(entries[0].input, None);
