@@ -12,9 +12,11 @@ use super::super::{CallContext, Content, ToolError, ToolErrorKind, ToolOutput};
 use super::set::ToolSet;
 
 /// The input of one call: JSON text as a model or a user wrote it, or a
-/// value already parsed. Both go through the same checks; text over the
-/// input budget is refused before it is parsed, so a caller holding text
-/// hands it over as it is.
+/// value already parsed. Both meet the same checks (the tool's schema, the
+/// [`InputBudget`](super::super::InputBudget)'s depth and count of
+/// values); text is also held to the budget's bytes before it is parsed,
+/// so a caller holding text hands it over as it is rather than parsing
+/// it first.
 ///
 /// `&str`, `&String` and [`Value`] convert into it, so
 /// [`ToolSet::call`] takes either.

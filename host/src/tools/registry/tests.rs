@@ -549,3 +549,84 @@ async fn a_burst_of_changes_wakes_a_reader_that_then_sees_them_all() {
     assert_eq!(registry.len(), 3);
     assert!(!changes.has_changed().unwrap(), "nothing left to hear");
 }
+
+/// One call method for both inputs: JSON text and a parsed value meet the
+/// same schema and the same budget, and answer the same report.
+#[tokio::test]
+async fn text_and_a_value_are_one_call_checked_alike() {
+    let registry = ToolRegistry::with_budgets(
+        crate::tools::SchemaBudget::default(),
+        crate::tools::InputBudget {
+            max_bytes: 64,
+            max_nodes: 10,
+            ..crate::tools::InputBudget::default()
+        },
+    );
+    registry
+        .register(NativeTool::new(
+            "add",
+            "Adds.",
+            json!({"type": "object", "required": ["a"], "properties": {"a": {"type": "number"}}}),
+            |input| async move { Ok(json!(input["a"].as_f64().unwrap_or_default() + 1.0)) },
+        ))
+        .unwrap();
+    let text = registry.call("add", r#"{"a": 1}"#, &cx()).await;
+    let value = registry.call("add", json!({"a": 1}), &cx()).await;
+    assert_eq!(text, value);
+    assert_eq!(text.output, Ok(json!(2.0)));
+    for wrong in [
+        registry.call("add", r#"{"b": 1}"#, &cx()).await,
+        registry.call("add", json!({"b": 1}), &cx()).await,
+    ] {
+        assert_eq!(wrong.attempts, 0);
+        assert_eq!(wrong.output.unwrap_err().kind, ToolErrorKind::InvalidInput);
+    }
+    // Text over the budget's bytes is refused before it is parsed; text
+    // and a value alike over its count of values.
+    let long = json!({"a": 1, "pad": "x".repeat(100)}).to_string();
+    let e = registry.call("add", &long, &cx()).await.output.unwrap_err();
+    assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e}");
+    assert!(e.message.contains("64 bytes"), "{e}");
+    let many = json!({"a": 1, "pad": [0, 0, 0, 0, 0, 0, 0, 0, 0, 0]});
+    for over in [
+        registry.call("add", &many.to_string(), &cx()).await,
+        registry.call("add", many, &cx()).await,
+    ] {
+        let e = over.output.unwrap_err();
+        assert_eq!(e.kind, ToolErrorKind::InvalidInput, "{e}");
+        assert!(e.message.contains("10 JSON values"), "{e}");
+    }
+}
+
+/// A native tool answers content parts as a plugin does: the report
+/// carries them, and `output` is what a JSON-only reader is told.
+#[tokio::test]
+async fn a_native_tool_answers_an_image_as_a_content_part() {
+    let registry = ToolRegistry::new();
+    registry
+        .register(NativeTool::new(
+            "dot",
+            "Draws a dot.",
+            json!({"type": "object"}),
+            |_| async move {
+                Ok(ToolOutput {
+                    structured: None,
+                    content: vec![crate::tools::Content::Image {
+                        media_type: "image/png".into(),
+                        data: b"PNG".to_vec(),
+                    }],
+                })
+            },
+        ))
+        .unwrap();
+    let report = registry.call("dot", "{}", &cx()).await;
+    assert!(!report.structured);
+    assert_eq!(
+        report.content,
+        [crate::tools::Content::Image {
+            media_type: "image/png".into(),
+            data: b"PNG".to_vec(),
+        }]
+    );
+    assert_eq!(report.output.unwrap()["content"][0]["type"], "image");
+}
