@@ -476,8 +476,8 @@ impl ToolRegistry {
 
     /// [`ToolSet::call`] on the current [`snapshot`](Self::snapshot): call
     /// tool `name` (or `name@version`) with `input`, JSON text as a model
-    /// or a user wrote it or a parsed [`Value`] (see [`CallInput`]), and
-    /// report how it went.
+    /// or a user wrote it or a parsed [`Value`](serde_json::Value) (see
+    /// [`CallInput`]), and report how it went.
     pub async fn call<'a>(
         &self,
         name: &str,
