@@ -77,7 +77,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use toolhost::config::HostConfig;
 use toolhost::plugin::PluginHost;
-use toolhost::tools::{CallContext, ToolRegistry};
+use toolhost::tools::{CallContext, Observability, ToolRegistry};
 
 #[path = "../../benches/common/mod.rs"]
 mod common;
@@ -931,13 +931,13 @@ fn input() -> Value {
 }
 
 /// A registry of the bundled `text` plugin, recording nothing.
-async fn text_registry(setup: &Setup) -> ToolRegistry {
+async fn text_registry(setup: &Setup, observability: Observability) -> ToolRegistry {
     let host = PluginHost::new(HostConfig {
         cache_dir: Some(setup.cache.clone()),
         ..HostConfig::default()
     })
     .unwrap();
-    let registry = ToolRegistry::new();
+    let registry = ToolRegistry::new().observed(observability);
     common::register_plugins(&host, &setup.plugins, &["text"], &registry).await;
     registry
 }
@@ -945,7 +945,7 @@ async fn text_registry(setup: &Setup) -> ToolRegistry {
 /// The MCP `tools/call` result of one call in process, for the floor
 /// server to answer with: the same bytes `serve` sends, give or take.
 async fn tool_result(setup: &Setup) -> String {
-    let registry = text_registry(setup).await;
+    let registry = text_registry(setup, Observability::new()).await;
     let output = registry
         .call(TOOL, input(), &CallContext::default())
         .await
@@ -962,7 +962,7 @@ async fn tool_result(setup: &Setup) -> String {
 /// The same call through the library: one caller's latencies, and the
 /// rate of 8 concurrent callers.
 async fn in_process_rows(setup: &Setup, calls: usize, window: Duration) -> InProcess {
-    let registry = text_registry(setup).await;
+    let registry = text_registry(setup, Observability::new()).await;
     let registry = Arc::new(registry);
     let cx = CallContext::default();
     let mut samples = Vec::with_capacity(calls);
@@ -1025,9 +1025,9 @@ async fn in_process_registry(
     Option<opentelemetry_sdk::trace::SdkTracerProvider>,
 ) {
     use opentelemetry::trace::TracerProvider as _;
-    let registry = text_registry(setup).await;
+    let mut observability = Observability::new();
     if mode != Telemetry::Off {
-        registry.set_metrics(Some(toolhost::telemetry::Metrics::new()));
+        observability = observability.metrics(toolhost::telemetry::Metrics::new());
     }
     let provider = telemetry.otlp.as_ref().map(|endpoint| {
         let config = toolhost::telemetry::TelemetryConfig {
@@ -1037,9 +1037,12 @@ async fn in_process_registry(
         let provider = toolhost::telemetry::tracer_provider(&config)
             .expect("a tracer provider")
             .expect("an endpoint");
-        registry.set_tracer(Some(provider.tracer("toolhost")));
         provider
     });
+    if let Some(provider) = &provider {
+        observability = observability.tracer(provider.tracer("toolhost"));
+    }
+    let registry = text_registry(setup, observability).await;
     (Arc::new(registry), provider)
 }
 

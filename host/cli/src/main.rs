@@ -20,14 +20,14 @@ mod telemetry;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use toolhost::config::HostConfig;
 use toolhost::egress::HttpOrigin;
 use toolhost::environ::Environment;
+use toolhost::telemetry::TelemetryConfig;
 use toolhost::toolbox::{Toolbox, ToolboxError};
-use toolhost::tools::ToolRegistry;
+use toolhost::tools::Observability;
 
 /// mimalloc, not the system allocator: a request to `serve` makes many
 /// small allocations, often freed on another thread than the one that
@@ -285,8 +285,27 @@ impl PluginArgs {
     /// As [`load_all`](Self::load_all), for a process that calls `tool`
     /// and nothing else ([`ToolboxBuilder::for_tool`]).
     pub async fn load_all_for(&self, tool: Option<&str>) -> anyhow::Result<Toolbox> {
+        self.load_observed(tool, |_| Observability::new()).await
+    }
+
+    /// As [`load_all_for`](Self::load_all_for), with the registry
+    /// recording what `observe` makes of the telemetry config (a call log,
+    /// metrics), and making its spans as that config says.
+    pub async fn load_observed(
+        &self,
+        tool: Option<&str>,
+        observe: impl FnOnce(&TelemetryConfig) -> Observability,
+    ) -> anyhow::Result<Toolbox> {
         let config = self.host_config().map_err(UsageError)?;
+        let mut observability = observe(&config.telemetry);
+        if let Some(tracer) = telemetry::tracer() {
+            observability = observability.tracer(tracer);
+        }
+        if config.telemetry.record_io_bytes > 0 {
+            observability = observability.span_io(config.telemetry.record_io_bytes);
+        }
         let mut builder = Toolbox::builder(config)
+            .observability(observability)
             .plugins(&self.plugins)
             .observer(progress::observer(self.quiet_progress()));
         if let Some(file) = self.config_file() {
@@ -301,15 +320,6 @@ impl PluginArgs {
             }
             e => UsageError(e.into()),
         })?;
-        let telemetry = &toolbox.host().config().telemetry;
-        if let Some(tracer) = telemetry::tracer() {
-            toolbox.registry().set_tracer(Some(tracer));
-        }
-        if telemetry.record_io_bytes > 0 {
-            toolbox
-                .registry()
-                .set_span_io(Some(telemetry.record_io_bytes));
-        }
         for error in &toolbox.plugin_report().errors {
             // The error may quote the plugin (a tool name it listed).
             tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
@@ -336,13 +346,6 @@ impl PluginArgs {
             }
         }
         Ok(toolbox)
-    }
-
-    /// A registry of every tool in the plugins, every REST tool and every
-    /// MCP server's tools, and what holds them.
-    pub async fn load_registry(&self) -> anyhow::Result<(Arc<ToolRegistry>, Toolbox)> {
-        let toolbox = self.load_all().await?;
-        Ok((Arc::clone(toolbox.registry()), toolbox))
     }
 }
 

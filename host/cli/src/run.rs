@@ -25,6 +25,7 @@ use toolhost::runner::{CallStatus, StopReason, ToolRunner};
 use toolhost::text::{
     escape_controls, escape_controls_indented, escape_controls_keep_lines, escape_json_controls,
 };
+use toolhost::tools::Observability;
 
 pub use args::RunArgs;
 use output::{Progress, call_log, call_summary, summary, write_transcript};
@@ -72,7 +73,18 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let start = args.start().map_err(UsageError)?;
     // The toolbox holds the plugins' sandbox and the MCP servers while the
     // loop runs.
-    let (registry, toolbox) = args.plugins.load_registry().await?;
+    let log = match &args.log_calls {
+        Some(path) => Some(Arc::new(call_log(path, args.log_io)?)),
+        None => None,
+    };
+    let toolbox = args
+        .plugins
+        .load_observed(None, |_| match log {
+            Some(log) => Observability::new().log(log),
+            None => Observability::new(),
+        })
+        .await?;
+    let registry = Arc::clone(toolbox.registry());
     let mut config = config;
     config.approval = toolbox
         .host()
@@ -81,9 +93,6 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .and(&ApprovalPolicy::requiring(
             args.approval.require_approval.iter().cloned(),
         ));
-    if let Some(path) = &args.log_calls {
-        registry.set_log(Some(Arc::new(call_log(path, args.log_io)?)));
-    }
     let names: Vec<String> = registry.snapshot().keys().collect();
     let progress = Progress::new(args.plugins.quiet_progress());
     progress.line(format_args!(

@@ -111,7 +111,7 @@ pub(super) fn init(
 static TRACER: OnceLock<SdkTracer> = OnceLock::new();
 
 /// The tracer a registry makes its `execute_tool` spans with
-/// ([`ToolRegistry::set_tracer`](toolhost::tools::ToolRegistry::set_tracer)),
+/// ([`Observability::tracer`](toolhost::tools::Observability::tracer)),
 /// when spans are exported: the same spans as through the `tracing` layer,
 /// made directly (a tool call is the one span made per request of a busy
 /// `serve`).

@@ -107,9 +107,9 @@ pub(crate) enum ConnectError {
     Timeout,
 }
 
-/// A live connection: what calls go through.
+/// A live connection to an upstream MCP server: what calls go through.
 #[derive(Clone)]
-pub(crate) struct Connection {
+pub(crate) struct Upstream {
     peer: Peer<RoleClient>,
     pid: Option<u32>,
 }
@@ -117,7 +117,7 @@ pub(crate) struct Connection {
 /// A new connection and the future that ends with it. Dropping `closed`
 /// closes the connection (and kills a child process).
 pub(crate) struct Connected {
-    pub(crate) connection: Connection,
+    pub(crate) connection: Upstream,
     pub(crate) closed: BoxFuture<'static, ()>,
 }
 
@@ -230,7 +230,7 @@ fn connected(
 ) -> Connected {
     let peer = running.peer().clone();
     Connected {
-        connection: Connection { peer, pid },
+        connection: Upstream { peer, pid },
         closed: Box::pin(async move {
             let _ = running.waiting().await;
             // Dropping the child kills it (`kill_on_drop`): when the
@@ -276,7 +276,7 @@ async fn log_stderr(server: String, mut stderr: tokio::process::ChildStderr, sec
     }
 }
 
-impl Connection {
+impl Upstream {
     /// The child process's id (stdio only).
     pub(crate) fn pid(&self) -> Option<u32> {
         self.pid

@@ -82,7 +82,7 @@ struct Inner {
 ///
 /// Nothing is counted until a `Metrics` is handed to the parts that count:
 /// a [`ToolRegistry`](crate::tools::ToolRegistry) counts its calls
-/// ([`set_metrics`](crate::tools::ToolRegistry::set_metrics)), the MCP
+/// ([`Observability::metrics`](crate::tools::Observability::metrics)), the MCP
 /// server its HTTP requests and sessions, and serves
 /// [`render`](Self::render) at `GET /metrics`. Cheap to clone: clones share
 /// the counters.
@@ -92,12 +92,11 @@ struct Inner {
 /// ```
 /// use serde_json::json;
 /// use toolhost::telemetry::Metrics;
-/// use toolhost::tools::{CallContext, NativeTool, ToolRegistry};
+/// use toolhost::tools::{CallContext, NativeTool, Observability, ToolRegistry};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 /// let metrics = Metrics::new();
-/// let registry = ToolRegistry::new();
-/// registry.set_metrics(Some(metrics.clone()));
+/// let registry = ToolRegistry::new().observed(Observability::new().metrics(metrics.clone()));
 /// registry.register(NativeTool::new("echo", "Echoes.", json!({"type": "object"}), |v| async move { Ok(v) }))?;
 /// registry.call("echo", "{}", &CallContext::default()).await.output.unwrap();
 /// assert_eq!(metrics.calls("echo", "ok"), 1);

@@ -4,7 +4,8 @@
 //!
 //! - **Metrics** ([`Metrics`]): counters, gauges and histograms in
 //!   Prometheus' text format, kept only where a `Metrics` is handed in
-//!   ([`ToolRegistry::set_metrics`](crate::tools::ToolRegistry::set_metrics));
+//!   ([`Observability::metrics`](crate::tools::Observability::metrics), given
+//!   when the registry is built);
 //!   the MCP server serves them at `GET /metrics`.
 //! - **Traces**: `tracing` spans under [`SPAN_TARGET`], named and
 //!   attributed by the OpenTelemetry GenAI semantic conventions: the run
@@ -15,7 +16,7 @@
 //!   OpenTelemetry spans (the CLI exports them over OTLP when configured);
 //!   without one they are disabled callsites and cost nothing. A program
 //!   that exports spans hands the registry its tracer too
-//!   ([`ToolRegistry::set_tracer`](crate::tools::ToolRegistry::set_tracer)):
+//!   ([`Observability::tracer`](crate::tools::Observability::tracer)):
 //!   `execute_tool`, the one span made per call of a busy server, is then
 //!   made with the OpenTelemetry API directly, at a fraction of the cost
 //!   of going through `tracing` (the CLI does). A caller's
@@ -26,7 +27,7 @@
 //! the CLI) decides what is recorded and where it goes. Nothing secret or
 //! unbounded goes into an attribute: no header values, no API keys; tool
 //! inputs and outputs only when asked
-//! ([`ToolRegistry::set_span_io`](crate::tools::ToolRegistry::set_span_io)),
+//! ([`Observability::span_io`](crate::tools::Observability::span_io)),
 //! clipped.
 
 mod call;

@@ -43,7 +43,7 @@ use crate::plugin::{
 use crate::sandbox::SandboxError;
 use crate::telemetry::Metrics;
 use crate::tools::rest::{self, RestError, RestLoadReport, RestPolicy, RestTool};
-use crate::tools::{ExecOptions, RegistryError, Tool, ToolRegistry};
+use crate::tools::{ExecOptions, Observability, RegistryError, Tool, ToolRegistry};
 
 /// Why a toolbox could not be assembled. A broken plugin, a broken
 /// `NAME.rest.toml` or an MCP server that is not up yet is *not* one of
@@ -118,6 +118,7 @@ pub struct ToolboxBuilder {
     components: Vec<(String, Vec<u8>, Manifest)>,
     native: Vec<(Arc<dyn Tool>, ExecOptions)>,
     observer: Option<LoadObserver>,
+    observability: Observability,
 }
 
 impl std::fmt::Debug for ToolboxBuilder {
@@ -183,6 +184,16 @@ impl ToolboxBuilder {
         self
     }
 
+    /// Record the registry's calls as `observability` says: a call log,
+    /// metrics, how `execute_tool` spans are made. Metrics also read the
+    /// instance pool and the `[[mcp]]` servers' state at each
+    /// [`render`](Metrics::render), through a handle on the plugin host and
+    /// on each server, as the toolbox holds them.
+    pub fn observability(mut self, observability: Observability) -> Self {
+        self.observability = observability;
+        self
+    }
+
     /// Load and start everything, and put every tool in one registry. The
     /// `[[mcp]]` servers are started together; each waits for its first
     /// connection, and one that is not up yet keeps trying in the
@@ -201,6 +212,7 @@ impl ToolboxBuilder {
             components,
             native,
             observer,
+            observability,
         } = self;
         let rest_policy = RestPolicy::new(config.rest_rules()).map_err(ToolboxError::RestPolicy)?;
         let mcp_rules = config.mcp_rules();
@@ -275,7 +287,9 @@ impl ToolboxBuilder {
             mcp.push(server);
         }
         futures::future::join_all(mcp.iter().map(McpServer::start)).await;
-        let registry = Arc::new(report.registry()?);
+        let metrics = observability.call_metrics().cloned();
+        let registry = Arc::new(ToolRegistry::new().observed(observability));
+        report.register_into(&registry)?;
         for tool in &rest.tools {
             tool.clone().register(&registry)?;
         }
@@ -286,6 +300,9 @@ impl ToolboxBuilder {
         for server in &mcp {
             // Each refusal is also logged by the server, naming it.
             refused.extend(server.attach(&registry));
+        }
+        if let Some(metrics) = metrics {
+            probe(&metrics, &host, &mcp);
         }
         Ok(Toolbox {
             host,
@@ -363,6 +380,7 @@ impl Toolbox {
             components: Vec::new(),
             native: Vec::new(),
             observer: None,
+            observability: Observability::default(),
         }
     }
 
@@ -370,27 +388,6 @@ impl Toolbox {
     /// it current, and [`watch`](Self::watch) the plugins'.
     pub fn registry(&self) -> &Arc<ToolRegistry> {
         &self.registry
-    }
-
-    /// Count every call of the registry in `metrics`, and read the
-    /// instance pool and the MCP servers' state into it at each
-    /// [`render`](Metrics::render). `metrics` holds a handle on the plugin
-    /// host and on each MCP server from then on, as the toolbox does.
-    pub fn set_metrics(&self, metrics: &Metrics) {
-        self.registry.set_metrics(Some(metrics.clone()));
-        let host = self.host.clone();
-        let servers = self.mcp.clone();
-        metrics.probe(move |metrics| {
-            metrics.set_instances(
-                host.instance_slots_in_use() as u64,
-                host.spare_instances() as u64,
-            );
-            for server in &servers {
-                let summary = server.summary();
-                let restarts = server.connection_attempts().saturating_sub(1);
-                metrics.set_upstream(&summary.server, summary.down.is_none(), restarts);
-            }
-        });
     }
 
     /// The plugins' host (its config, its sandbox).
@@ -451,4 +448,22 @@ impl Toolbox {
         let dir = self.dir.as_deref().ok_or(WatchError::NoDirectory)?;
         self.host.watch(dir, Arc::clone(&self.registry), debounce)
     }
+}
+
+/// Read the instance pool and the MCP servers' state into `metrics` at
+/// each render.
+fn probe(metrics: &Metrics, host: &PluginHost, mcp: &[McpServer]) {
+    let host = host.clone();
+    let servers = mcp.to_vec();
+    metrics.probe(move |metrics| {
+        metrics.set_instances(
+            host.instance_slots_in_use() as u64,
+            host.spare_instances() as u64,
+        );
+        for server in &servers {
+            let summary = server.summary();
+            let restarts = server.connection_attempts().saturating_sub(1);
+            metrics.set_upstream(&summary.server, summary.down.is_none(), restarts);
+        }
+    });
 }

@@ -66,7 +66,7 @@ struct Ring {
 /// A bounded ring of [`CallLogEntry`]s: at most `capacity` entries and
 /// `max_bytes` bytes (each entry counted as its JSON text); the oldest go
 /// first. Off unless given to a registry
-/// ([`ToolRegistry::set_log`](super::ToolRegistry::set_log)). Inputs and
+/// ([`Observability::log`](super::Observability::log)). Inputs and
 /// outputs are never recorded unless asked for with
 /// [`with_io`](Self::with_io): they may hold whatever the user or a tool
 /// handled.
@@ -76,13 +76,13 @@ struct Ring {
 /// ```
 /// use std::sync::Arc;
 /// use serde_json::json;
-/// use toolhost::tools::{CallContext, CallLog, NativeTool, ToolRegistry};
+/// use toolhost::tools::{CallContext, CallLog, NativeTool, Observability, ToolRegistry};
 ///
 /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-/// let registry = ToolRegistry::new();
+/// let log = Arc::new(CallLog::new(100, 64 * 1024));
+/// let registry = ToolRegistry::new().observed(Observability::new().log(log));
 /// registry.register(NativeTool::new("echo", "Echoes.", json!({"type": "object"}),
 ///     |input| async move { Ok(input) }))?;
-/// registry.set_log(Some(Arc::new(CallLog::new(100, 64 * 1024))));
 /// registry.call("echo", "{}", &CallContext::default()).await.output.unwrap();
 /// let entries = registry.log().expect("on").entries();
 /// assert_eq!(entries[0].tool, "echo");
@@ -247,10 +247,11 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::{CallContext, NativeTool, ToolError, ToolRegistry};
+    use crate::tools::{CallContext, NativeTool, Observability, ToolError, ToolRegistry};
 
     fn registry(log: CallLog) -> (ToolRegistry, Arc<CallLog>) {
-        let registry = ToolRegistry::new();
+        let log = Arc::new(log);
+        let registry = ToolRegistry::new().observed(Observability::new().log(Arc::clone(&log)));
         registry
             .register(NativeTool::new(
                 "echo",
@@ -265,8 +266,6 @@ mod tests {
                 },
             ))
             .unwrap();
-        let log = Arc::new(log);
-        registry.set_log(Some(Arc::clone(&log)));
         (registry, log)
     }
 
@@ -356,7 +355,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn the_sink_sees_every_entry_and_no_log_records_nothing() {
+    async fn the_sink_sees_every_entry_the_ring_keeps_only_capacity() {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let into = Arc::clone(&seen);
         let (registry, log) = registry(
@@ -372,13 +371,5 @@ mod tests {
         }
         assert_eq!(seen.lock().unwrap().len(), 5);
         assert_eq!(log.len(), 2);
-        registry.set_log(None);
-        registry
-            .call("echo", "{}", &CallContext::default())
-            .await
-            .output
-            .unwrap();
-        assert_eq!(seen.lock().unwrap().len(), 5);
-        assert!(registry.log().is_none());
     }
 }

@@ -43,7 +43,9 @@ pub use question::{
     Answer, MAX_QUESTION_CHOICES, MAX_QUESTION_FIELDS, MAX_QUESTIONS_PER_CALL, Question,
     QuestionError, QuestionSink, check_answer, check_question_schema,
 };
-pub use registry::{CallInput, CallReport, RegistryError, ToolRegistry, ToolSet, is_valid_version};
+pub use registry::{
+    CallInput, CallReport, Observability, RegistryError, ToolRegistry, ToolSet, is_valid_version,
+};
 pub use schema::{
     InputBudget, InputOverBudget, SchemaBudget, SchemaError, check_input, check_schema,
 };

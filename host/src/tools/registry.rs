@@ -23,7 +23,7 @@ use error::describe_origin;
 pub use names::is_valid_version;
 use names::{insert, same_tools};
 
-use observe::Observe;
+pub use observe::Observability;
 use set::Entry;
 pub use set::ToolSet;
 
@@ -125,7 +125,7 @@ impl ToolRegistry {
     /// tool is registered) and inputs (checked before every call).
     pub fn with_budgets(schema: SchemaBudget, input: InputBudget) -> Self {
         Self {
-            current: RwLock::new(Arc::new(ToolSet::empty(input))),
+            current: RwLock::new(Arc::new(ToolSet::empty(input, Observability::default()))),
             schema_budget: schema,
             generation: watch::Sender::new(0),
         }
@@ -188,7 +188,6 @@ impl ToolRegistry {
         *current = Arc::new(ToolSet {
             tools,
             input_budget: current.input_budget,
-            log: current.log.clone(),
             observe: current.observe.clone(),
         });
         // Bumped with the lock still held: a reader woken by the feed
@@ -199,30 +198,37 @@ impl ToolRegistry {
         Ok(value)
     }
 
-    /// The same registry, recording its calls in `log`.
+    /// The same registry, recording its calls as `observability` says
+    /// (a call log, metrics, how `execute_tool` spans are made). What a
+    /// registry records is given here, before it is shared, and stays the
+    /// same for its life.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolhost::telemetry::Metrics;
+    /// use toolhost::tools::{Observability, ToolRegistry};
+    ///
+    /// let metrics = Metrics::new();
+    /// let registry = ToolRegistry::new().observed(Observability::new().metrics(metrics.clone()));
+    /// assert!(registry.metrics().is_some());
+    /// ```
     #[must_use]
-    pub fn with_log(self, log: Arc<CallLog>) -> Self {
-        self.set_log(Some(log));
+    pub fn observed(self, observability: Observability) -> Self {
+        {
+            let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
+            *current = Arc::new(ToolSet {
+                tools: current.tools.clone(),
+                input_budget: current.input_budget,
+                observe: observability,
+            });
+        }
         self
     }
 
-    /// Record calls in `log` from now on (`None`: stop recording). Calls
-    /// already running finish under the log they started with.
-    pub fn set_log(&self, log: Option<Arc<CallLog>>) {
-        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        *current = Arc::new(ToolSet {
-            tools: current.tools.clone(),
-            input_budget: current.input_budget,
-            log,
-            observe: current.observe.clone(),
-        });
-    }
-
-    /// Count calls in `metrics` from now on (`None`: stop counting); see
-    /// [`Metrics`](crate::telemetry::Metrics). Calls already running
-    /// finish under what they started with.
-    pub fn set_metrics(&self, metrics: Option<crate::telemetry::Metrics>) {
-        self.observe(|observe| observe.metrics = metrics);
+    /// What the registry records about its calls.
+    pub fn observability(&self) -> Observability {
+        self.snapshot().observe.clone()
     }
 
     /// The metrics calls are counted in, if any.
@@ -230,41 +236,9 @@ impl ToolRegistry {
         self.snapshot().observe.metrics.clone()
     }
 
-    /// Make each call's `execute_tool {name}` span with `tracer` (from the
-    /// program's OpenTelemetry tracer provider) instead of as a `tracing`
-    /// span: the same span, attributes and parent, at a fraction of the
-    /// cost per call (no `tracing` subscriber in between). `None`, the
-    /// default: `execute_tool` is a `tracing` span under
-    /// [`SPAN_TARGET`](crate::telemetry::SPAN_TARGET), made only where a
-    /// subscriber wants it. Either way the caller's trace context
-    /// ([`CallContext::trace_parent`]) is the parent, and REST and MCP
-    /// requests the call makes carry the span on.
-    pub fn set_tracer(&self, tracer: Option<opentelemetry_sdk::trace::SdkTracer>) {
-        self.observe(|observe| observe.tracer = tracer);
-    }
-
-    /// Record tool inputs and outputs in `execute_tool` spans, clipped to
-    /// `max_bytes` (`None`, the default: never; they may hold whatever the
-    /// user or a tool handled).
-    pub fn set_span_io(&self, max_bytes: Option<usize>) {
-        self.observe(|observe| observe.span_io = max_bytes);
-    }
-
-    fn observe(&self, change: impl FnOnce(&mut Observe)) {
-        let mut current = self.current.write().unwrap_or_else(PoisonError::into_inner);
-        let mut observe = current.observe.clone();
-        change(&mut observe);
-        *current = Arc::new(ToolSet {
-            tools: current.tools.clone(),
-            input_budget: current.input_budget,
-            log: current.log.clone(),
-            observe,
-        });
-    }
-
     /// The call log, if calls are being recorded.
     pub fn log(&self) -> Option<Arc<CallLog>> {
-        self.snapshot().log.clone()
+        self.snapshot().observe.log.clone()
     }
 
     /// Add `tool` with default [`ExecOptions`].

@@ -13,6 +13,7 @@ use toolhost::mcp::server::{
 };
 use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
 use toolhost::telemetry::Metrics;
+use toolhost::tools::Observability;
 
 use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
 
@@ -101,7 +102,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // Check the flags before loading anything: a refused bind is a usage
     // error, found at once.
     let options = options(&args)?;
-    let toolbox = args.plugins.load_all().await?;
+    let toolbox = args
+        .plugins
+        .load_observed(None, |telemetry| {
+            match args.http.is_some() && telemetry.metrics {
+                true => Observability::new().metrics(Metrics::new()),
+                false => Observability::new(),
+            }
+        })
+        .await?;
     // MCP clients start `serve` with an environment of their own: say which
     // compile cache this process uses, so that a slow first start (every
     // plugin compiled again) can be traced to a cache other than the
@@ -135,9 +144,6 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         Some(watcher)
     };
     let telemetry = toolbox.host().config().telemetry.clone();
-    if args.http.is_some() && telemetry.metrics {
-        toolbox.set_metrics(&Metrics::new());
-    }
     let server = ToolServer::new(registry, options);
     let stop = shutdown_signal();
     let served = async move {

@@ -165,7 +165,7 @@ pub(super) async fn serve(
             tcp,
             activity: Arc::clone(&activity),
         });
-        let service = Connection {
+        let service = ConnectionService {
             app: app.clone(),
             activity: Arc::clone(&activity),
             peer,
@@ -435,9 +435,9 @@ impl AsyncWrite for Tracked {
     }
 }
 
-/// One connection's requests, into the router.
+/// One TCP connection's requests, into the router (a hyper service).
 #[derive(Debug, Clone)]
-struct Connection<A> {
+struct ConnectionService<A> {
     app: A,
     activity: Arc<Activity>,
     /// Who is connected: each request carries it as
@@ -447,7 +447,7 @@ struct Connection<A> {
 
 type Answer = Pin<Box<dyn Future<Output = Result<Response<ResponseBody>, Infallible>> + Send>>;
 
-impl<A: App> hyper::service::Service<Request<Incoming>> for Connection<A> {
+impl<A: App> hyper::service::Service<Request<Incoming>> for ConnectionService<A> {
     // The answer's body as hyper sees it: the router's, wrapped once (not
     // boxed again into another `Body`: hyper polls it for every frame).
     type Response = Response<ResponseBody>;

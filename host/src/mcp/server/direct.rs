@@ -47,7 +47,7 @@ use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 use super::connections::App;
-use super::handler::{AnswerOnly, Connection, Lane, Reach};
+use super::handler::{AnswerOnly, Client, Lane, Reach};
 use super::sessions::CappedSessions;
 use super::sessions::SessionEnd;
 use crate::telemetry::TraceParent;
@@ -80,7 +80,7 @@ pub(super) struct DirectSessions {
 /// One session's entry.
 #[derive(Debug)]
 struct Session {
-    conn: Weak<Connection>,
+    conn: Weak<Client>,
     /// When rmcp last saw a request of this session, in milliseconds
     /// since [`DirectSessions::clock`].
     rmcp_saw: AtomicU64,
@@ -125,7 +125,7 @@ impl DirectSessions {
     pub(super) fn register(
         self: &Arc<Self>,
         headers: &HeaderMap,
-        conn: &Arc<Connection>,
+        conn: &Arc<Client>,
     ) -> Option<DirectEntry> {
         let id: Box<str> = headers.get(&SESSION_HEADER)?.to_str().ok()?.into();
         let session = Arc::new(Session {
@@ -142,7 +142,7 @@ impl DirectSessions {
     }
 
     /// Before session `id` is closed: stop its calls and let their answers
-    /// out ([`Connection::end_calls`]). Its entry goes now, not when its
+    /// out ([`Client::end_calls`]). Its entry goes now, not when its
     /// handler drops.
     pub(super) async fn end(&self, id: &str) {
         let conn = {
@@ -283,8 +283,8 @@ impl PlainCall {
 
     /// The proof that it needs nothing of the client but its answer;
     /// `None` when it must go through rmcp after all (see
-    /// [`Connection::answer_only`]).
-    pub(super) fn answer_only(&self, conn: &Connection, tools: &ToolSet) -> Option<AnswerOnly> {
+    /// [`Client::answer_only`]).
+    pub(super) fn answer_only(&self, conn: &Client, tools: &ToolSet) -> Option<AnswerOnly> {
         conn.answer_only(tools, &self.params, &self.meta)
     }
 
@@ -294,7 +294,7 @@ impl PlainCall {
     /// handshake.
     pub(super) async fn answer(
         self,
-        conn: &Connection,
+        conn: &Client,
         tools: &ToolSet,
         proof: AnswerOnly,
         trace_parent: Option<TraceParent>,
@@ -410,7 +410,7 @@ impl Lane for DirectSessions {
     fn register(
         self: Arc<Self>,
         headers: &HeaderMap,
-        conn: &Arc<Connection>,
+        conn: &Arc<Client>,
     ) -> Option<Box<dyn std::any::Any + Send + Sync>> {
         DirectSessions::register(&self, headers, conn)
             .map(|entry| Box::new(entry) as Box<dyn std::any::Any + Send + Sync>)

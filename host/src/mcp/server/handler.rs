@@ -98,7 +98,7 @@ pub(super) trait Lane: Send + Sync + std::fmt::Debug {
     fn register(
         self: Arc<Self>,
         headers: &axum::http::HeaderMap,
-        conn: &Arc<Connection>,
+        conn: &Arc<Client>,
     ) -> Option<Box<dyn std::any::Any + Send + Sync>>;
 }
 
@@ -131,13 +131,13 @@ pub(super) struct McpTools {
     /// calls when it goes.
     _stop_on_drop: DropGuard,
     _session: SessionGuard,
-    conn: Arc<Connection>,
+    conn: Arc<Client>,
 }
 
-/// What answers one connection's calls, through rmcp or directly
-/// (the fast lane, `direct.rs`).
+/// One connected MCP client as the server sees it: what answers its
+/// calls, through rmcp or directly (the fast lane, `direct.rs`).
 #[derive(Debug)]
-pub(super) struct Connection {
+pub(super) struct Client {
     tools: Tools,
     cx: CallContext,
     stop: CancellationToken,
@@ -153,7 +153,7 @@ pub(super) struct Connection {
     direct_calls: Mutex<HashMap<RequestId, CancellationToken>>,
     /// The level the client asked for log lines from (`logging/setLevel`).
     log_level: SessionLevel,
-    /// Calls running now, by either path ([`Connection::end_calls`]).
+    /// Calls running now, by either path ([`Client::end_calls`]).
     calls: AtomicUsize,
     /// Told when the last running call ends.
     calls_ended: Notify,
@@ -169,8 +169,8 @@ const END_CALLS_WAIT: Duration = Duration::from_secs(2);
 /// busy machine can hold those hops up well past a quiet one's 1 ms.
 const END_CALLS_GRACE: Duration = Duration::from_millis(250);
 
-/// One call counted in [`Connection::calls`] until it drops.
-struct RunningCall<'a>(&'a Connection);
+/// One call counted in [`Client::calls`] until it drops.
+struct RunningCall<'a>(&'a Client);
 
 impl Drop for RunningCall<'_> {
     fn drop(&mut self) {
@@ -201,7 +201,7 @@ impl McpTools {
                 id: session.clone(),
             },
             _stop_on_drop: stop.clone().drop_guard(),
-            conn: Arc::new(Connection {
+            conn: Arc::new(Client {
                 cx: CallContext::in_session(session).with_overrides(tools.overrides.clone()),
                 stop,
                 tools,
@@ -219,12 +219,12 @@ impl McpTools {
 impl McpTools {
     /// What answers this handler's calls (a stdio connection's direct
     /// path holds it too).
-    pub(super) fn connection(&self) -> &Arc<Connection> {
+    pub(super) fn client(&self) -> &Arc<Client> {
         &self.conn
     }
 }
 
-impl Connection {
+impl Client {
     /// Cancelled when the connection's handler goes (the session ended).
     pub(super) fn stopped(&self) -> &CancellationToken {
         &self.stop
@@ -262,9 +262,9 @@ impl Connection {
     }
 }
 
-/// A direct call in flight (see [`Connection::direct_call`]).
+/// A direct call in flight (see [`Client::direct_call`]).
 pub(super) struct DirectCall<'a> {
-    conn: &'a Connection,
+    conn: &'a Client,
     id: RequestId,
 }
 
@@ -433,7 +433,7 @@ impl ServerHandler for McpTools {
         let tools = self.conn.snapshot();
         // rmcp's token is the client's `notifications/cancelled` (whose
         // answer rmcp drops); the connection's is the session ending
-        // (whose answer the client gets: see `Connection::end_calls`).
+        // (whose answer the client gets: see `Client::end_calls`).
         let cancelled = async {
             tokio::select! {
                 () = context.ct.cancelled() => {}

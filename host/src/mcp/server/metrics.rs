@@ -89,7 +89,7 @@ impl ToolServer {
     ///
     /// As [`serve_http`](Self::serve_http); [`ServeError::NoMetrics`]
     /// when the registry counts no metrics
-    /// ([`ToolRegistry::set_metrics`](crate::tools::ToolRegistry::set_metrics)).
+    /// ([`Observability::metrics`](crate::tools::Observability::metrics)).
     pub async fn serve_metrics(&self, addr: SocketAddr) -> Result<HttpServer, ServeError> {
         self.options.check_http(addr)?;
         let metrics = self.tools.registry.metrics().ok_or(ServeError::NoMetrics)?;

@@ -276,8 +276,8 @@ pub enum ServeError {
     Handshake(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// Metrics were asked to be served, but the registry counts none.
     #[error(
-        "cannot serve metrics: the registry counts none; give it a `Metrics` first \
-         (`ToolRegistry::set_metrics`)"
+        "cannot serve metrics: the registry counts none; build it with a `Metrics` \
+         (`ToolRegistry::observed`, `Observability::metrics`)"
     )]
     NoMetrics,
     /// The task that serves the connection failed (a bug: it panicked).
@@ -380,7 +380,7 @@ impl ToolServer {
         // the sessionless 2026-07-28 has no handshake, but a stdio
         // connection is one client all the same.
         let handler = handler::McpTools::for_connection(self.tools.clone());
-        let conn = Arc::clone(handler.connection());
+        let conn = Arc::clone(handler.client());
         let service = match handler.serve(tokio::io::split(rmcp_end)).await {
             Ok(service) => service,
             Err(e) => {

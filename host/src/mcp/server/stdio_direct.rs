@@ -21,7 +21,7 @@
 //!   revision with one (before 2026-07-28), as rmcp would answer it;
 //! - a call that reports progress, sends log lines the client asked for
 //!   or may ask the user goes through rmcp: only a call with the proof
-//!   that it needs none of them ([`Connection::answer_only`]) is answered
+//!   that it needs none of them ([`Client::answer_only`]) is answered
 //!   here;
 //! - `notifications/cancelled` reaches the handler through rmcp, which
 //!   cancels the direct call with that id; as rmcp does, a cancelled call
@@ -39,7 +39,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::direct::PlainCall;
-use super::handler::{AnswerOnly, Connection};
+use super::handler::{AnswerOnly, Client};
 use super::stdio::{EndSignalling, Writer};
 
 /// The longest line answered directly (as for HTTP bodies), and the most
@@ -59,7 +59,7 @@ type Output = Arc<Mutex<Writer>>;
 /// The reading and writing tasks in front of rmcp.
 pub(super) struct Front {
     /// Set once the handshake is done: the direct path is open.
-    conn: Arc<OnceLock<Weak<Connection>>>,
+    conn: Arc<OnceLock<Weak<Client>>>,
     reading: JoinHandle<()>,
     writing: JoinHandle<()>,
 }
@@ -88,7 +88,7 @@ impl Front {
     }
 
     /// From now on, answer `conn`'s plain calls directly.
-    pub(super) fn open(&self, conn: &Arc<Connection>) {
+    pub(super) fn open(&self, conn: &Arc<Client>) {
         let _ = self.conn.set(Arc::downgrade(conn));
     }
 
@@ -106,7 +106,7 @@ impl Front {
 async fn read(
     mut input: BufReader<EndSignalling>,
     mut to_rmcp: WriteHalf<DuplexStream>,
-    conn: Arc<OnceLock<Weak<Connection>>>,
+    conn: Arc<OnceLock<Weak<Client>>>,
     output: Output,
 ) {
     let mut line = Vec::with_capacity(4096);
@@ -181,7 +181,7 @@ async fn next_line(
 /// on; `None` when it must go to rmcp.
 fn plain_call(
     line: &[u8],
-    conn: &Connection,
+    conn: &Client,
 ) -> Option<(PlainCall, Arc<crate::tools::ToolSet>, AnswerOnly)> {
     const METHOD: &[u8] = b"tools/call";
     if !line.windows(METHOD.len()).any(|w| w == METHOD) {
@@ -196,7 +196,7 @@ fn plain_call(
 /// Run a direct call and write its answer, unless it was cancelled or the
 /// connection ended meanwhile.
 async fn answer(
-    conn: Arc<Connection>,
+    conn: Arc<Client>,
     (call, tools, proof): (PlainCall, Arc<crate::tools::ToolSet>, AnswerOnly),
     output: Output,
 ) {

@@ -321,10 +321,11 @@ fn modern_meta(extra: serde_json::Value) -> serde_json::Value {
 #[tokio::test]
 async fn stdio_calls_of_unknown_tools_are_counted_on_every_path_and_revision() {
     use crate::telemetry::{Metrics, UNKNOWN_TOOL};
-    let registry = Arc::new(ToolRegistry::new());
-    registry.register(answering("first")).unwrap();
     let metrics = Metrics::new();
-    registry.set_metrics(Some(metrics.clone()));
+    let registry = Arc::new(
+        ToolRegistry::new().observed(crate::tools::Observability::new().metrics(metrics.clone())),
+    );
+    registry.register(answering("first")).unwrap();
     let unknown = || metrics.calls(UNKNOWN_TOOL, "unknown_tool");
 
     // 2025-11-25: a plain call goes the direct path, one with a progress

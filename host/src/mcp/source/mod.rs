@@ -19,7 +19,7 @@ use tokio::sync::{Notify, watch};
 pub use decl::{DEFAULT_LIST_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, McpDecl};
 
 use crate::environ::Environment;
-use crate::mcp::{Connection, Endpoint};
+use crate::mcp::{Endpoint, Upstream};
 use crate::tools::{
     CallContext, ExecOptions, PluginBudget, RegistryError, Tool, ToolError, ToolOrigin, ToolOutput,
     ToolRegistry, ToolSpec,
@@ -121,7 +121,7 @@ struct Link {
 
 #[derive(Default)]
 struct State {
-    connection: Option<Connection>,
+    connection: Option<Upstream>,
     down: Option<String>,
     tools: Vec<Listed>,
 }
@@ -250,7 +250,7 @@ impl McpServer {
             target,
             prefix: plan.prefix.clone(),
             down: state.down.clone(),
-            pid: state.connection.as_ref().and_then(Connection::pid),
+            pid: state.connection.as_ref().and_then(Upstream::pid),
         }
     }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rmcp::ServiceError;
 
 use super::{Link, ToolRegistry};
-use crate::mcp::{Connection, connect};
+use crate::mcp::{Upstream, connect};
 use crate::tools::{Backoff, ExecOptions, ToolError, ToolErrorKind};
 
 /// A connection that lasted this long counts as healthy: the next restart
@@ -38,7 +38,7 @@ impl Link {
     /// List the server's tools (within the declaration's `list_timeout_ms`)
     /// and bring every attached registry up to date. The error says why
     /// the listing failed.
-    pub(super) async fn refresh(self: &Arc<Self>, connection: &Connection) -> Result<(), String> {
+    pub(super) async fn refresh(self: &Arc<Self>, connection: &Upstream) -> Result<(), String> {
         let timeout = self.plan.list_timeout;
         let listing = connection.list_tools(self.plan.max_tools);
         let listed = match tokio::time::timeout(timeout, listing).await {

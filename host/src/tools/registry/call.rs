@@ -9,7 +9,9 @@ use serde_json::Value;
 use super::super::options::ExecOptions;
 use super::super::schema::check_input;
 use super::super::{CallContext, Content, ToolError, ToolErrorKind, ToolOutput};
-use super::set::ToolSet;
+use super::observe::{CallSpan, Closing, Opening};
+use super::set::{Entry, ToolSet};
+use crate::telemetry::measured;
 
 /// The input of one call: JSON text as a model or a user wrote it, or a
 /// value already parsed. Both meet the same checks (the tool's schema, the
@@ -104,14 +106,65 @@ impl ToolSet {
         self.execute(name, input, cx).await
     }
 
-    /// Run the call, and record it in the log if there is one.
-    pub(super) async fn execute_logged(
+    /// Run the call; count it and trace it where that is on.
+    async fn execute(
         &self,
         name: &str,
         input: Result<Value, ToolError>,
         cx: &CallContext,
     ) -> CallReport {
-        let Some(log) = &self.log else {
+        let observe = &self.observe;
+        let span = CallSpan::wanted(observe).then(|| {
+            let origin = self.get(name).map(|tool| tool.origin());
+            CallSpan::start(
+                observe,
+                &Opening::new(observe, name, origin, &input, cx),
+                cx,
+            )
+        });
+        let metrics = observe.metrics.as_ref();
+        if span.is_none() && metrics.is_none() {
+            return self.execute_logged(name, input, cx).await;
+        }
+        let clock = std::time::Instant::now();
+        let call = self.execute_logged(name, input, cx);
+        let (report, stats) = match &span {
+            Some(span) => span.run(call).await,
+            None => measured(call).await,
+        };
+        if let Some(metrics) = metrics {
+            let outcome = match &report.output {
+                Ok(_) => "ok",
+                Err(e) => e.kind.as_str(),
+            };
+            let elapsed = clock.elapsed();
+            match self.resolve(name) {
+                Some((key, _, entry)) => {
+                    let series = entry.metrics.get_or_init(|| metrics.tool(Some(key)));
+                    metrics.record(series, outcome, report.attempts, elapsed, &stats);
+                }
+                None => metrics.record_call(None, outcome, report.attempts, elapsed, &stats),
+            }
+        }
+        if let Some(span) = span {
+            span.end(&Closing::new(
+                observe,
+                &report.output,
+                report.attempts,
+                &stats,
+            ));
+        }
+        report
+    }
+
+    /// Run the call, and record it in the log if there is one.
+    async fn execute_logged(
+        &self,
+        name: &str,
+        input: Result<Value, ToolError>,
+        cx: &CallContext,
+    ) -> CallReport {
+        let Some(log) = &self.observe.log else {
             return self.execute_unlogged(name, input, cx).await;
         };
         let logged_input = match (&input, log.includes_io()) {
@@ -174,33 +227,7 @@ impl ToolSet {
                 };
             }
         };
-        let mut attempts = 0;
-        let output = loop {
-            attempts += 1;
-            let call = entry.tool.call(input.clone(), cx);
-            let result = match options.timeout {
-                Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
-                    Err(ToolError::new(
-                        ToolErrorKind::Timeout,
-                        format!(
-                            "tool `{name}` did not finish within {limit:?}; \
-                             allow it more time (timeout) or ask for less work"
-                        ),
-                    ))
-                }),
-                None => call.await,
-            };
-            match result {
-                Err(e) => match options.retry_pause(attempts - 1, &e) {
-                    Some(pause) => {
-                        tracing::debug!(tool = name, attempts, ?pause, error = %e, "retrying tool call");
-                        tokio::time::sleep(pause).await;
-                    }
-                    None => break Err(e),
-                },
-                ok => break ok,
-            }
-        };
+        let (output, attempts) = run(name, &entry, input, &options, cx).await;
         let output = output.and_then(|out| match &entry.output_validator {
             Some(validator) => check_output(name, validator, out),
             None => Ok(out),
@@ -222,6 +249,45 @@ impl ToolSet {
             attempts,
         }
     }
+}
+
+/// Run `entry`'s tool on `input` under `options` (its timeout, its
+/// retries); the last attempt's output, and how many attempts were made.
+async fn run(
+    name: &str,
+    entry: &Entry,
+    input: Value,
+    options: &ExecOptions,
+    cx: &CallContext,
+) -> (Result<ToolOutput, ToolError>, u32) {
+    let mut attempts = 0;
+    let output = loop {
+        attempts += 1;
+        let call = entry.tool.call(input.clone(), cx);
+        let result = match options.timeout {
+            Some(limit) => tokio::time::timeout(limit, call).await.unwrap_or_else(|_| {
+                Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!(
+                        "tool `{name}` did not finish within {limit:?}; \
+                         allow it more time (timeout) or ask for less work"
+                    ),
+                ))
+            }),
+            None => call.await,
+        };
+        match result {
+            Err(e) => match options.retry_pause(attempts - 1, &e) {
+                Some(pause) => {
+                    tracing::debug!(tool = name, attempts, ?pause, error = %e, "retrying tool call");
+                    tokio::time::sleep(pause).await;
+                }
+                None => break Err(e),
+            },
+            ok => break ok,
+        }
+    };
+    (output, attempts)
 }
 
 /// Parse a tool input as JSON text; anything else is `invalid_input`.

@@ -4,11 +4,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::super::log::CallLog;
 use super::super::options::ExecOptions;
 use super::super::schema::InputBudget;
 use super::super::{SessionId, Tool, ToolSpec};
-use super::observe::Observe;
+use super::observe::Observability;
 
 pub(super) struct Entry {
     pub(super) tool: Arc<dyn Tool>,
@@ -37,8 +36,7 @@ pub struct ToolSet {
     /// what the plain name resolves to.
     pub(super) tools: BTreeMap<String, Vec<Arc<Entry>>>,
     pub(super) input_budget: InputBudget,
-    pub(super) log: Option<Arc<CallLog>>,
-    pub(super) observe: Observe,
+    pub(super) observe: Observability,
 }
 
 impl std::fmt::Debug for ToolSet {
@@ -50,12 +48,11 @@ impl std::fmt::Debug for ToolSet {
 }
 
 impl ToolSet {
-    pub(super) fn empty(input_budget: InputBudget) -> Self {
+    pub(super) fn empty(input_budget: InputBudget, observe: Observability) -> Self {
         Self {
             tools: BTreeMap::new(),
             input_budget,
-            log: None,
-            observe: Observe::default(),
+            observe,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use super::*;
 
-impl Connection {
+impl Client {
     /// What a call of `name` with `_meta` `meta` needs of the client
     /// besides its answer: the facts [`call_tool`](Self::call_tool)
     /// branches on.
@@ -232,7 +232,7 @@ impl Needs {
 }
 
 /// The proof that a call needs nothing of the client but its answer; only
-/// [`Connection::answer_only`] makes one.
+/// [`Client::answer_only`] makes one.
 #[derive(Debug)]
 pub(in crate::mcp::server) struct AnswerOnly(());
 
