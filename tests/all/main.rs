@@ -35,6 +35,7 @@ mod run_cli;
 mod runner;
 mod sandbox;
 mod serve_limits;
+mod serve_start;
 mod sessions;
 mod telemetry;
 mod trust;

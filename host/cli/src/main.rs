@@ -285,15 +285,18 @@ impl PluginArgs {
     /// As [`load_all`](Self::load_all), for a process that calls `tool`
     /// and nothing else ([`ToolboxBuilder::for_tool`]).
     pub async fn load_all_for(&self, tool: Option<&str>) -> anyhow::Result<Toolbox> {
-        self.load_observed(tool, |_| Observability::new()).await
+        self.load_observed(tool, false, |_| Observability::new()).await
     }
 
     /// As [`load_all_for`](Self::load_all_for), with the registry
     /// recording what `observe` makes of the telemetry config (a call log,
-    /// metrics), and making its spans as that config says.
+    /// metrics), and making its spans as that config says; with
+    /// `compile_later`, plugins not in the compile cache are left for
+    /// [`Toolbox::load_deferred`].
     pub async fn load_observed(
         &self,
         tool: Option<&str>,
+        compile_later: bool,
         observe: impl FnOnce(&TelemetryConfig) -> Observability,
     ) -> anyhow::Result<Toolbox> {
         let config = self.host_config().map_err(UsageError)?;
@@ -313,6 +316,9 @@ impl PluginArgs {
         }
         if let Some(tool) = tool {
             builder = builder.for_tool(tool);
+        }
+        if compile_later {
+            builder = builder.compile_later();
         }
         let toolbox = builder.build().await.map_err(|e| match e {
             ToolboxError::PluginDir { source, .. } => {

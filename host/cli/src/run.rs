@@ -79,7 +79,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let toolbox = args
         .plugins
-        .load_observed(None, |_| match log {
+        .load_observed(None, false, |_| match log {
             Some(log) => Observability::new().log(log),
             None => Observability::new(),
         })

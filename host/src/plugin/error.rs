@@ -83,6 +83,15 @@ pub enum PluginError {
         /// The plugin that was refused.
         second: PathBuf,
     },
+    /// A plugin loaded after start could not join the registry (a tool
+    /// name another plugin already serves); it was not loaded.
+    #[error("{}: not loaded: {error}", path.display())]
+    Registry {
+        /// The plugin's component.
+        path: PathBuf,
+        /// Why the registry refused its tools.
+        error: crate::tools::RegistryError,
+    },
 }
 
 impl PluginError {
@@ -95,7 +104,8 @@ impl PluginError {
             | Self::NotAllowed { path, .. }
             | Self::Component { path, .. }
             | Self::Describe { path, .. }
-            | Self::Integrity { path, .. } => path,
+            | Self::Integrity { path, .. }
+            | Self::Registry { path, .. } => path,
             Self::DuplicateTool { second, .. } => second,
         }
     }

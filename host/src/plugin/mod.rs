@@ -5,6 +5,7 @@
 //! loaded on its own, and the [`LoadReport`] lists what loaded and what did
 //! not, with the file and the reason.
 
+mod background;
 mod bytes;
 mod catalog;
 mod compile;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use wasmtime::component::Component;
 
+pub use background::DeferredReport;
 pub use error::{LoadEvent, LoadObserver, PluginError};
 pub use inspect::Inspection;
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
@@ -72,6 +74,9 @@ pub struct LoadReport {
     pub plugins: Vec<Arc<Plugin>>,
     /// Files that did not load, and why.
     pub errors: Vec<PluginError>,
+    /// Files left to compile later
+    /// ([`PluginHost::load_dir_compiled`]); empty after a full load.
+    pub deferred: Vec<PathBuf>,
 }
 
 impl LoadReport {
@@ -180,6 +185,12 @@ impl PluginHost {
             error,
         };
         let files = component_files(dir).map_err(read_dir)?;
+        Ok(self.load_files(files).await)
+    }
+
+    /// Load `files`, side by side; what loaded and what did not, in the
+    /// files' order.
+    async fn load_files(&self, files: Vec<PathBuf>) -> LoadReport {
         // Plugins load side by side, one per core: most of a load is reading
         // and mapping compiled code or compiling it, on blocking threads.
         // Results still come back in file-name order, so which of two
@@ -202,7 +213,7 @@ impl PluginHost {
                 Err(e) => report.errors.push(e),
             }
         }
-        Ok(report)
+        report
     }
 
     /// Load one plugin file, with the manifest beside it if there is one.

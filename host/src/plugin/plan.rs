@@ -102,6 +102,7 @@ impl PluginHost {
             report: LoadReport {
                 plugins: vec![plugin],
                 errors,
+                deferred: Vec::new(),
             },
             owned,
             partial: true,

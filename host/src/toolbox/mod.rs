@@ -38,7 +38,7 @@ use crate::config::HostConfig;
 use crate::mcp::{McpError, McpServer};
 use crate::oci::OciError;
 use crate::plugin::{
-    LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher, WatchError,
+    DeferredReport, LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher, WatchError,
 };
 use crate::sandbox::SandboxError;
 use crate::telemetry::Metrics;
@@ -119,6 +119,7 @@ pub struct ToolboxBuilder {
     native: Vec<(Arc<dyn Tool>, ExecOptions)>,
     observer: Option<LoadObserver>,
     observability: Observability,
+    compile_later: bool,
 }
 
 impl std::fmt::Debug for ToolboxBuilder {
@@ -194,6 +195,17 @@ impl ToolboxBuilder {
         self
     }
 
+    /// Leave the plugins of the directory whose compiled code is not in
+    /// the compile cache for [`Toolbox::load_deferred`]: `build` then
+    /// costs no compile, and a server can answer at once with the tools
+    /// the cache knows, adding the others as they compile (see
+    /// [`PluginHost::load_dir_compiled`]). Not with
+    /// [`for_tool`](Self::for_tool), which loads one plugin anyway.
+    pub fn compile_later(mut self) -> Self {
+        self.compile_later = true;
+        self
+    }
+
     /// Load and start everything, and put every tool in one registry. The
     /// `[[mcp]]` servers are started together; each waits for its first
     /// connection, and one that is not up yet keeps trying in the
@@ -213,6 +225,7 @@ impl ToolboxBuilder {
             native,
             observer,
             observability,
+            compile_later,
         } = self;
         let rest_policy = RestPolicy::new(config.rest_rules()).map_err(ToolboxError::RestPolicy)?;
         let mcp_rules = config.mcp_rules();
@@ -227,7 +240,9 @@ impl ToolboxBuilder {
         }
         let dir = plugins.as_deref().filter(|p| !p.is_file());
         let (mut report, owned) =
-            load_plugins(&host, plugins.as_deref(), for_tool, mcp_decls.is_empty()).await?;
+            load_plugins(&host, plugins.as_deref(), for_tool, mcp_decls.is_empty(), compile_later)
+                .await?;
+        let deferred = std::mem::take(&mut report.deferred);
         for path in oci_found {
             // Checked by the integrity policy as any plugin file.
             match host.load_file(&path).await {
@@ -313,6 +328,7 @@ impl ToolboxBuilder {
             refused,
             oci_errors,
             dir: dir.map(Path::to_owned),
+            deferred: std::sync::Mutex::new(deferred),
         })
     }
 }
@@ -324,6 +340,7 @@ async fn load_plugins(
     path: Option<&Path>,
     tool: Option<String>,
     no_mcp: bool,
+    compile_later: bool,
 ) -> Result<(LoadReport, Option<Vec<String>>), ToolboxError> {
     let Some(path) = path else {
         return Ok((LoadReport::default(), None));
@@ -332,8 +349,13 @@ async fn load_plugins(
         path: path.to_owned(),
         source,
     };
+    let compile_later = compile_later && tool.is_none();
     if path.is_file() {
         let mut report = LoadReport::default();
+        if compile_later && !host.is_compiled(path) {
+            report.deferred.push(path.to_owned());
+            return Ok((report, None));
+        }
         match host.load_file(path).await {
             Ok(p) => report.plugins.push(p),
             Err(e) => report.errors.push(e),
@@ -350,6 +372,7 @@ async fn load_plugins(
                 .map_err(not_a_dir)?;
             Ok((load.report, load.partial.then_some(load.owned)))
         }
+        None if compile_later => Ok((host.load_dir_compiled(path).await.map_err(not_a_dir)?, None)),
         None => Ok((host.load_dir(path).await.map_err(not_a_dir)?, None)),
     }
 }
@@ -367,6 +390,8 @@ pub struct Toolbox {
     refused: Vec<RegistryError>,
     oci_errors: Vec<OciError>,
     dir: Option<PathBuf>,
+    /// The plugins left to compile, until [`load_deferred`](Self::load_deferred) takes them.
+    deferred: std::sync::Mutex<Vec<PathBuf>>,
 }
 
 impl Toolbox {
@@ -381,6 +406,7 @@ impl Toolbox {
             native: Vec::new(),
             observer: None,
             observability: Observability::default(),
+            compile_later: false,
         }
     }
 
@@ -388,6 +414,31 @@ impl Toolbox {
     /// it current, and [`watch`](Self::watch) the plugins'.
     pub fn registry(&self) -> &Arc<ToolRegistry> {
         &self.registry
+    }
+
+    /// The plugins left to compile ([`ToolboxBuilder::compile_later`]),
+    /// until [`load_deferred`](Self::load_deferred) takes them.
+    pub fn deferred(&self) -> Vec<PathBuf> {
+        self.deferred
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Compile and load the plugins left for later, one at a time in
+    /// file-name order, each one's tools joining the registry as it is
+    /// ready (its change feed tells subscribers, an MCP server's clients
+    /// included). The first call takes them all; a later one has none.
+    /// Start [`watch`](Self::watch) after it, so that the watcher owns
+    /// them too.
+    pub async fn load_deferred(&self) -> DeferredReport {
+        let files = std::mem::take(
+            &mut *self
+                .deferred
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        self.host.load_deferred(&files, &self.registry).await
     }
 
     /// The plugins' host (its config, its sandbox).
@@ -432,6 +483,7 @@ impl Toolbox {
         self.dir.is_some()
             && self.plugins.plugins.is_empty()
             && self.plugins.errors.is_empty()
+            && self.deferred().is_empty()
             && self.rest.tools.is_empty()
             && self.rest.errors.is_empty()
     }

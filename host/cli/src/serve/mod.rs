@@ -13,6 +13,7 @@ use toolhost::mcp::server::{
 };
 use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
 use toolhost::telemetry::Metrics;
+use toolhost::toolbox::Toolbox;
 use toolhost::tools::Observability;
 
 use super::{ChainDisplay, ExecArgs, PluginArgs, UsageError};
@@ -96,6 +97,13 @@ pub struct ServeArgs {
     /// connected clients are told (notifications/tools/list_changed).
     #[arg(long)]
     no_watch: bool,
+    /// Compile every plugin before answering anything, as `list` does. By
+    /// default `serve` answers at once with the tools whose compiled code
+    /// is in the compile cache, compiles the other plugins in the
+    /// background, and adds their tools as each is ready (connected
+    /// clients are told: notifications/tools/list_changed).
+    #[arg(long)]
+    wait_for_plugins: bool,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -104,7 +112,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = options(&args)?;
     let toolbox = args
         .plugins
-        .load_observed(None, |telemetry| {
+        .load_observed(None, !args.wait_for_plugins, |telemetry| {
             match args.http.is_some() && telemetry.metrics {
                 true => Observability::new().metrics(Metrics::new()),
                 false => Observability::new(),
@@ -127,22 +135,35 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let options = options.approval(toolbox.host().config().approval.clone());
     let registry = Arc::clone(toolbox.registry());
-    if registry.is_empty() {
+    if registry.is_empty() && toolbox.deferred().is_empty() {
         tracing::warn!(
             "serving no tools for now (see above); with hot reload on, plugins that appear in {} are served as they come",
             toolhost::text::escape_controls(&args.plugins.plugins.display().to_string())
         );
     }
     // Watched from here on: a file changed between the load above and
-    // this point is picked up at its next change.
-    let watcher = if args.no_watch || !args.plugins.plugins.is_dir() {
-        None
-    } else {
+    // this point is picked up at its next change. With plugins left to
+    // compile, the watcher starts once they have loaded (so that it owns
+    // their tools too); made here first all the same, so that a directory
+    // that cannot be watched is refused before serving.
+    let deferred = toolbox.deferred();
+    let watch = !args.no_watch && args.plugins.plugins.is_dir();
+    let watcher = if watch {
         let watcher = toolbox.watch(DEFAULT_DEBOUNCE).map_err(|e| {
             UsageError(anyhow::Error::new(e).context("pass --no-watch to serve without hot reload"))
         })?;
-        Some(watcher)
+        Some(watcher).filter(|_| deferred.is_empty())
+    } else {
+        None
     };
+    if !deferred.is_empty() {
+        tracing::info!(
+            "compiling {} plugin(s) in the background, not in the compile cache yet: {}; \
+             their tools are added as each is ready",
+            deferred.len(),
+            deferred.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
+        );
+    }
     let telemetry = toolbox.host().config().telemetry.clone();
     let server = ToolServer::new(registry, options);
     let stop = shutdown_signal();
@@ -161,10 +182,29 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None => server.serve_stdio(stop).await.map_err(anyhow::Error::from),
         }
     };
+    let reloads = async {
+        let watcher = match watcher {
+            Some(watcher) => Some(watcher),
+            None if deferred.is_empty() => None,
+            None => {
+                load_deferred(&toolbox).await;
+                watch.then(|| toolbox.watch(DEFAULT_DEBOUNCE)).and_then(|made| {
+                    made.map_err(|e| {
+                        tracing::warn!(
+                            "hot reload is off: {}",
+                            ChainDisplay(&e).escaped()
+                        );
+                    })
+                    .ok()
+                })
+            }
+        };
+        reload(watcher).await;
+    };
     // The reload loop never ends by itself: serving decides when to stop.
     tokio::select! {
         served = served => served?,
-        () = reload(watcher) => {}
+        () = reloads => {}
     }
     // The plugins stay loaded until every connection is done.
     drop(toolbox);
@@ -303,6 +343,24 @@ async fn reload(watcher: Option<PluginWatcher>) {
     }
     tracing::warn!("the plugin directory watcher stopped; restart to pick up changes");
     std::future::pending().await
+}
+
+/// Compile and add the plugins left for later, saying what each did.
+async fn load_deferred(toolbox: &Toolbox) {
+    let report = toolbox.load_deferred().await;
+    for plugin in &report.plugins {
+        tracing::info!(
+            "loaded plugin {} ({} tools)",
+            shown(plugin.path()),
+            plugin.tool_specs().len()
+        );
+    }
+    for error in &report.errors {
+        tracing::warn!("skipped plugin: {}", ChainDisplay(error).escaped());
+    }
+    for lost in &report.displaced {
+        tracing::warn!("{}", ChainDisplay(lost).escaped());
+    }
 }
 
 /// A file name fit for a log line (anyone who can write the directory
