@@ -159,15 +159,8 @@ fn a_stateless_call_whose_client_goes_away_is_stopped() {
     );
 }
 
-/// A call whose tool asks its user (2025-11-25: `elicitation/create` on
-/// the call's event stream) and whose client closes the stream instead of
-/// answering: the question ends and the instance is free at once, not
-/// after the question's five minutes.
-#[test]
-fn a_pending_question_whose_stream_closes_frees_its_instance() {
-    let (plugins, config) = plugins_counted();
-    let server = serve(plugins.path(), &["--config", &config]);
-    let addr = &server.addr;
+/// A 2025-11-25 session of a client that declares form elicitation; its id.
+fn open_asking(addr: &str) -> String {
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
         "clientInfo": {"name": "raw", "version": "0"}}});
@@ -187,25 +180,46 @@ fn a_pending_question_whose_stream_closes_frees_its_instance() {
         &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
     );
     assert_eq!(status, 202);
+    id
+}
+
+/// POST `call` in session `id` and read its event stream until the
+/// server asks the client something (`elicitation/create`): the stream,
+/// still open, and the request asked.
+fn until_asked(addr: &str, id: &str, call: &Value) -> (BufReader<TcpStream>, Value) {
+    let stream = send(addr, &post_with(addr, Some(id), "", call));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut lines = BufReader::new(stream);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = lines.read_line(&mut line).expect("the question arrives");
+        assert!(n > 0, "the stream ended before the question");
+        if let Some(data) = line.trim_end().strip_prefix("data:")
+            && data.contains("elicitation/create")
+        {
+            return (lines, serde_json::from_str(data.trim()).unwrap());
+        }
+    }
+}
+
+/// A call whose tool asks its user (2025-11-25: `elicitation/create` on
+/// the call's event stream) and whose client closes the stream instead of
+/// answering: the question ends and the instance is free at once, not
+/// after the question's five minutes.
+#[test]
+fn a_pending_question_whose_stream_closes_frees_its_instance() {
+    let (plugins, config) = plugins_counted();
+    let server = serve(plugins.path(), &["--config", &config]);
+    let addr = &server.addr;
+    let id = open_asking(addr);
     for (call_id, times) in [(61, 1), (62, 3)] {
         assert_eq!(instances_in_use(addr), 0.0);
         let call = json!({"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
                           "params": {"name": "hostile_ask", "arguments": {"times": times}}});
-        let stream = send(addr, &post_with(addr, Some(&id), "", &call));
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        // Read the event stream until the question arrives.
-        let mut lines = BufReader::new(stream);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = lines.read_line(&mut line).expect("the question arrives");
-            assert!(n > 0, "the stream ended before the question");
-            if line.contains("elicitation/create") {
-                break;
-            }
-        }
+        let (lines, _) = until_asked(addr, &id, &call);
         assert_eq!(
             instances_in_use(addr),
             1.0,
@@ -214,5 +228,47 @@ fn a_pending_question_whose_stream_closes_frees_its_instance() {
         drop(lines);
         let took = wait_for_instances(addr, 0.0, Duration::from_secs(20));
         assert!(took < Duration::from_secs(20), "freed after {took:?}");
+    }
+}
+
+/// A call that needs approval (the host config's `[approval] require`)
+/// and whose client closes the stream instead of answering: the approval
+/// ends with the stream, and an answer sent after it runs nothing. A
+/// pending approval holds no instance (the tool has not started); the
+/// call it guarded never takes one.
+#[test]
+fn a_pending_approval_whose_stream_closes_runs_nothing_even_when_answered_late() {
+    let (plugins, config) = plugins_counted();
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("[approval]\nrequire = [\"hostile_spin\"]\n");
+    std::fs::write(&config, text).unwrap();
+    let server = serve(plugins.path(), &["--config", &config]);
+    let addr = &server.addr;
+    let id = open_asking(addr);
+    for call_id in [71, 72] {
+        let (lines, asked) = until_asked(addr, &id, &spin_call(call_id, None));
+        assert!(
+            asked["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("hostile_spin")),
+            "{asked}"
+        );
+        assert_eq!(instances_in_use(addr), 0.0, "an approval holds no instance");
+        drop(lines);
+        // The user's accept arrives after the client gave up on the call.
+        let late = json!({"jsonrpc": "2.0", "id": asked["id"],
+                          "result": {"action": "accept", "content": {}}});
+        let (status, _, body) = post(addr, Some(&id), &late);
+        assert!((200..300).contains(&status), "{status} {body}");
+        // The session goes on; the call never started, so nothing holds
+        // an instance (a spin that ran would hold one for a minute).
+        let answer = Session {
+            addr: addr.clone(),
+            id: id.clone(),
+        }
+        .call("calc_eval", json!({"expression": "2+2"}));
+        assert_eq!(answer["result"]["structuredContent"]["value"], 4.0);
+        let took = wait_for_instances(addr, 0.0, Duration::from_secs(20));
+        assert!(took < Duration::from_secs(20), "held for {took:?}");
     }
 }
