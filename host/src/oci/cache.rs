@@ -91,8 +91,7 @@ async fn resolve_digest(
     match registry.resolve(reference).await {
         Ok(digest) => {
             make_private_dir(&root.join("tags")).map_err(write_error(root))?;
-            super::files::write_atomic(&tag_file, digest.as_bytes())
-                .map_err(write_error(root))?;
+            super::files::write_atomic(&tag_file, digest.as_bytes()).map_err(write_error(root))?;
             Ok(digest)
         }
         Err(

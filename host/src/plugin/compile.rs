@@ -139,7 +139,10 @@ impl CompileJob {
         if !cached_before {
             let elapsed = started.elapsed();
             let plugin = self.plugin;
-            emit(self.observer.as_ref(), LoadEvent::Compiled { plugin, elapsed });
+            emit(
+                self.observer.as_ref(),
+                LoadEvent::Compiled { plugin, elapsed },
+            );
         }
         Compiled {
             digest,

@@ -81,9 +81,12 @@ impl PluginHost {
         let mut env = Vec::new();
         for key in &manifest.permissions.env {
             if !allow.env.contains(key) {
-                return Err(not_allowed(manifest_path, format!(
-                    "environment variable `{key}` is not allowed; add it to `allow.env` in the host config (or pass --allow-env {key})"
-                )));
+                return Err(not_allowed(
+                    manifest_path,
+                    format!(
+                        "environment variable `{key}` is not allowed; add it to `allow.env` in the host config (or pass --allow-env {key})"
+                    ),
+                ));
             }
             // The grant is the operator's explicit decision to pass this
             // variable through, with the value the program gave (the CLI
@@ -139,10 +142,13 @@ impl PluginHost {
             } else {
                 ("read-only", "allow.dirs", "--allow-dir")
             };
-            return Err(not_allowed(manifest_path, format!(
-                "{mode} access to {} is not allowed; add it (or a parent) to `{key}` in the host config, or pass {flag}",
-                host.display()
-            )));
+            return Err(not_allowed(
+                manifest_path,
+                format!(
+                    "{mode} access to {} is not allowed; add it (or a parent) to `{key}` in the host config, or pass {flag}",
+                    host.display()
+                ),
+            ));
         }
         // Opened now, and every call maps this very directory: a
         // symlink swapped in later cannot widen the grant.

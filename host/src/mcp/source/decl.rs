@@ -322,8 +322,12 @@ fn http_endpoint(
                 )));
             }
         };
-        let mut value = http::HeaderValue::from_str(&format!("{}{value}", spec.prefix))
-            .map_err(|_| invalid(format!("header `{name}` has a value that is not valid in HTTP")))?;
+        let mut value =
+            http::HeaderValue::from_str(&format!("{}{value}", spec.prefix)).map_err(|_| {
+                invalid(format!(
+                    "header `{name}` has a value that is not valid in HTTP"
+                ))
+            })?;
         value.set_sensitive(true);
         headers.push((header, value));
     }

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::template::UrlTemplate;
 use super::{
-    BodyMode, HeaderSpec, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError, RestPolicy,
-    RestSummary, RestTool, call,
+    BodyMode, HeaderSpec, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError,
+    RestPolicy, RestSummary, RestTool, call,
 };
 use crate::tools::ExecOverrides;
 use crate::tools::ToolSpec;
@@ -204,10 +204,7 @@ fn check_origin(
     if let Some(reason) = policy.checker.refusal(&url) {
         return Err(not_allowed(
             &decl.name,
-            format!(
-                "`url` = {:?}: {reason}",
-                crate::text::clip(&decl.url, 256)
-            ),
+            format!("`url` = {:?}: {reason}", crate::text::clip(&decl.url, 256)),
         ));
     }
     Ok(())
@@ -292,9 +289,12 @@ fn header_value(
         (Some(value), None) => Ok((value.clone(), None)),
         (None, Some(var)) => {
             if !trusted && !policy.allowed_env.contains(var) {
-                return Err(not_allowed(tool, format!(
-                    "header `{name}` reads environment variable `{var}`, which is not allowed for declarations in a plugin directory; add it to `allow.env` in the host config (or pass --allow-env {var})"
-                )));
+                return Err(not_allowed(
+                    tool,
+                    format!(
+                        "header `{name}` reads environment variable `{var}`, which is not allowed for declarations in a plugin directory; add it to `allow.env` in the host config (or pass --allow-env {var})"
+                    ),
+                ));
             }
             let value = policy.env_value(var).ok_or_else(|| RestError::MissingEnv {
                 tool: tool.to_owned(),
@@ -303,9 +303,12 @@ fn header_value(
             })?;
             Ok((value, Some(var.clone())))
         }
-        _ => Err(invalid(tool, format!(
-            "header `{name}` needs exactly one of `value` (a constant) and `env` (the variable holding a secret)"
-        ))),
+        _ => Err(invalid(
+            tool,
+            format!(
+                "header `{name}` needs exactly one of `value` (a constant) and `env` (the variable holding a secret)"
+            ),
+        )),
     }
 }
 
