@@ -2,10 +2,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use serde_json::json;
+use toolhost::Toolbox;
 use toolhost::mcp::McpServer;
 use toolhost::plugin::Plugin;
 use toolhost::text::{escape_controls, escape_json_controls};
@@ -98,78 +98,95 @@ fn is_served(set: &ToolSet, tool: &dyn Tool) -> bool {
     set.get(&key).is_some_and(|t| t.origin() == tool.origin())
 }
 
+/// The specs of those of `tools` that `served` serves itself.
+fn served_specs<T: Tool>(served: &ToolSet, tools: &[T]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .filter(|tool| is_served(served, *tool))
+        .map(|tool| tool.spec().clone())
+        .collect()
+}
+
 pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     let toolbox = args.plugins.load_all().await?;
-    // The very registry `call`, `run` and `serve` build: what it refused
-    // is an error here, never a listed tool.
-    let refused = toolbox.refused();
-    let served = toolbox.registry().snapshot();
-    let report = toolbox.plugin_report();
-    let plugin_tools = |plugin: &Arc<Plugin>| -> Vec<ToolSpec> {
-        plugin
-            .tools()
-            .iter()
-            .filter(|tool| is_served(&served, *tool))
-            .map(|tool| tool.spec().clone())
-            .collect()
-    };
-    let rest_tools: Vec<&RestTool> = toolbox
+    if args.json {
+        print_json(&toolbox);
+    } else {
+        print_text(&toolbox);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The REST tools that the toolbox's registry serves itself.
+fn served_rest<'a>(toolbox: &'a Toolbox, served: &ToolSet) -> Vec<&'a RestTool> {
+    toolbox
         .rest_report()
         .tools
         .iter()
-        .filter(|tool| is_served(&served, *tool))
-        .collect();
-    let mcp_tools = |server: &McpServer| -> Vec<ToolSpec> {
-        server
-            .tools()
-            .iter()
-            .filter(|tool| is_served(&served, *tool))
-            .map(|tool| tool.spec().clone())
-            .collect()
+        .filter(|tool| is_served(served, *tool))
+        .collect()
+}
+
+/// `list --json`: every tool the registry serves with its source, and
+/// every plugin, declaration and tool refused.
+fn print_json(toolbox: &Toolbox) {
+    // The very registry `call`, `run` and `serve` build: what it refused
+    // is an error here, never a listed tool.
+    let served = toolbox.registry().snapshot();
+    let report = toolbox.plugin_report();
+    let tool_json = |t: &ToolSpec, source: &serde_json::Value| {
+        json!({
+            "name": t.name,
+            "description": t.description,
+            "input_schema": t.input_schema,
+            "source": source,
+        })
     };
-    if args.json {
-        let tool_json = |t: &ToolSpec, source: &serde_json::Value| {
-            json!({
-                "name": t.name,
-                "description": t.description,
-                "input_schema": t.input_schema,
-                "source": source,
-            })
-        };
-        let mut tools = Vec::new();
-        for plugin in &report.plugins {
-            let source = plugin_json(plugin);
-            tools.extend(plugin_tools(plugin).iter().map(|t| tool_json(t, &source)));
-        }
-        for tool in &rest_tools {
-            tools.push(tool_json(tool.spec(), &rest_json(tool)));
-        }
-        for server in toolbox.mcp_servers() {
-            let source = mcp_json(server);
-            tools.extend(mcp_tools(server).iter().map(|t| tool_json(t, &source)));
-        }
-        let errors: Vec<_> =
-            report
+    let mut tools = Vec::new();
+    for plugin in &report.plugins {
+        let source = plugin_json(plugin);
+        let specs = served_specs(&served, &plugin.tools());
+        tools.extend(specs.iter().map(|t| tool_json(t, &source)));
+    }
+    for tool in served_rest(toolbox, &served) {
+        tools.push(tool_json(tool.spec(), &rest_json(tool)));
+    }
+    for server in toolbox.mcp_servers() {
+        let source = mcp_json(server);
+        let specs = served_specs(&served, &server.tools());
+        tools.extend(specs.iter().map(|t| tool_json(t, &source)));
+    }
+    let errors: Vec<_> = report
+        .errors
+        .iter()
+        .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
+        .chain(
+            toolbox
+                .rest_report()
                 .errors
                 .iter()
-                .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()}))
-                .chain(
-                    toolbox
-                        .rest_report()
-                        .errors
-                        .iter()
-                        .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()})),
-                )
-                .chain(refused.iter().map(
-                    |e| json!({"tool": e.tool_name(), "message": ChainDisplay(e).to_string()}),
-                ))
-                .collect();
-        println!(
-            "{}",
-            escape_json_controls(&json!({"tools": tools, "errors": errors}).to_string())
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
+                .map(|e| json!({"path": e.path(), "message": ChainDisplay(e).to_string()})),
+        )
+        .chain(
+            toolbox
+                .refused()
+                .iter()
+                .map(|e| json!({"tool": e.tool_name(), "message": ChainDisplay(e).to_string()})),
+        )
+        .collect();
+    println!(
+        "{}",
+        escape_json_controls(&json!({"tools": tools, "errors": errors}).to_string())
+    );
+}
+
+/// `list` for people: each plugin with its limits, grants and tools, each
+/// REST tool, each MCP server with its tools, then what failed.
+fn print_text(toolbox: &Toolbox) {
+    // The very registry `call`, `run` and `serve` build: what it refused
+    // is an error here, never a listed tool.
+    let served = toolbox.registry().snapshot();
+    let report = toolbox.plugin_report();
     // Names, paths, descriptions and schemas come from the plugin (or its
     // file name): shown with control characters escaped.
     for plugin in &report.plugins {
@@ -184,15 +201,15 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
             }
         );
         print_limits_and_grants(plugin, "  ");
-        for tool in &plugin_tools(plugin) {
+        for tool in &served_specs(&served, &plugin.tools()) {
             print_tool(tool);
         }
     }
-    for tool in &rest_tools {
+    for tool in served_rest(toolbox, &served) {
         print_rest(tool);
     }
     for server in toolbox.mcp_servers() {
-        print_mcp(server, &mcp_tools(server));
+        print_mcp(server, &served_specs(&served, &server.tools()));
     }
     // An empty directory was reported on stderr (with where the plugins
     // likely are) when it loaded: nothing to print here.
@@ -202,10 +219,9 @@ pub async fn run(args: ListArgs) -> anyhow::Result<ExitCode> {
     for e in &toolbox.rest_report().errors {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
-    for e in refused {
+    for e in toolbox.refused() {
         println!("failed: {}", ChainDisplay(e).escaped());
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 /// A REST tool for people: what it calls, its limits, where each header

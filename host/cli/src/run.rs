@@ -21,7 +21,7 @@ use anyhow::Context;
 use serde_json::json;
 use toolhost::approval::ApprovalPolicy;
 use toolhost::llm::{ProviderKind, ProviderOptions, ResponseLimits};
-use toolhost::runner::{CallStatus, StopReason, ToolRunner};
+use toolhost::runner::{CallRecord, CallStatus, RunOutcome, StopReason, ToolRunner};
 use toolhost::text::{
     escape_controls, escape_controls_indented, escape_controls_keep_lines, escape_json_controls,
 };
@@ -47,27 +47,10 @@ pub const EXIT_AWAITING_APPROVAL: u8 = 3;
 /// `Err`: it is reported on stderr (and in `--json`) with exit code 1.
 pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let kind = ProviderKind::from(args.provider);
-    if args.replay.is_some() && kind != ProviderKind::Replay {
-        return Err(UsageError(anyhow::anyhow!("--replay needs --provider replay")).into());
-    }
-    let base_url = args.base_url(kind);
-    let api_key = args
-        .api_key(kind, base_url.as_deref())
-        .map_err(UsageError)?;
+    let options = provider_options(&args, kind)?;
     let config = args.config()?;
     let provider = kind
-        .build(ProviderOptions {
-            base_url,
-            model: args.model.clone(),
-            api_key,
-            replay_file: args.replay.clone(),
-            limits: ResponseLimits {
-                max_body_bytes: args.max_body_bytes,
-                max_event_bytes: args.max_event_bytes,
-                max_stream_bytes: args.max_stream_bytes,
-            },
-            text_only: args.text_only,
-        })
+        .build(options)
         .context("cannot set up the provider")
         .map_err(UsageError)?;
     let start = args.start().map_err(UsageError)?;
@@ -103,12 +86,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         escape_controls(&names.join(", "))
     ));
     let calls = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = Arc::clone(&calls);
-    let on_result = progress.clone();
-    let on_iteration = progress.clone();
     // The live line of calls that report progress (a terminal only).
     let live = CallProgress::new(args.plugins.quiet_progress());
-    let live_result = live.clone();
     let flags = args
         .approval
         .sort(start.pending.as_ref(), &names)
@@ -124,28 +103,65 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(answerer) = run_question::terminal_answerer() {
         runner = runner.answerer(answerer);
     }
+    let runner = with_progress(runner, &progress, &live, &calls, args.stream);
+    let result = runner.await;
+    live.clear();
+    let (outcome, error) = match result {
+        Ok(outcome) => (outcome, None),
+        Err(e) => {
+            let message = ChainDisplay(&e).to_string();
+            (*e.outcome, Some(message))
+        }
+    };
+    progress.end_line();
+    let calls = std::mem::take(&mut *calls.lock().unwrap_or_else(|e| e.into_inner()));
+    report(&args, &progress, &outcome, error, calls)
+}
+
+/// What the flags say about provider `kind`: its address, key and limits.
+fn provider_options(args: &RunArgs, kind: ProviderKind) -> anyhow::Result<ProviderOptions> {
+    if args.replay.is_some() && kind != ProviderKind::Replay {
+        return Err(UsageError(anyhow::anyhow!("--replay needs --provider replay")).into());
+    }
+    let base_url = args.base_url(kind);
+    let api_key = args
+        .api_key(kind, base_url.as_deref())
+        .map_err(UsageError)?;
+    Ok(ProviderOptions {
+        base_url,
+        model: args.model.clone(),
+        api_key,
+        replay_file: args.replay.clone(),
+        limits: ResponseLimits {
+            max_body_bytes: args.max_body_bytes,
+            max_event_bytes: args.max_event_bytes,
+            max_stream_bytes: args.max_stream_bytes,
+        },
+        text_only: args.text_only,
+    })
+}
+
+/// `runner`, showing its progress on stderr: a line per call result (whose
+/// summary also goes to `calls`, for `--json`) and per iteration, the live
+/// line of calls that report progress, and with `stream` the answer's
+/// text as it comes.
+fn with_progress(
+    runner: ToolRunner,
+    progress: &Progress,
+    live: &CallProgress,
+    calls: &Arc<std::sync::Mutex<Vec<serde_json::Value>>>,
+    stream: bool,
+) -> ToolRunner {
+    let seen = Arc::clone(calls);
+    let on_result = progress.clone();
+    let on_iteration = progress.clone();
+    let live_result = live.clone();
     let mut runner = runner
         .on_tool_result(move |record| {
             if let Ok(mut seen) = seen.lock() {
                 seen.push(call_summary(record));
             }
-            let what = match record.status {
-                CallStatus::Succeeded => format!("ok in {:.1?}", record.duration),
-                // What the model is told, a traceback's lines included:
-                // shown indented under the call's line.
-                CallStatus::Failed => format!(
-                    "failed ({}) in {:.1?}: {}",
-                    record.error_kind.map_or("error", |k| k.as_str()),
-                    record.duration,
-                    escape_controls_indented(&record.result.content, "      ")
-                ),
-                CallStatus::Declined => "declined (over a limit)".to_owned(),
-                CallStatus::Unavailable => "not available".to_owned(),
-                CallStatus::Refused => {
-                    format!("refused: {}", escape_controls(&record.result.content))
-                }
-                _ => "not run".to_owned(),
-            };
+            let what = call_result(record);
             // The name and id are the model's text: shown escaped.
             live_result.finish(&record.call.id, || {
                 on_result.line(format_args!(
@@ -178,36 +194,60 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         let live = live.clone();
         runner = runner.on_progress(move |call, p| live.report(&call.id, &call.name, p));
     }
-    if args.stream {
+    if stream {
         let stream = progress.clone();
         runner = runner.on_text(move |text| stream.text(text));
     }
-    let result = runner.await;
-    live.clear();
-    let (outcome, error) = match result {
-        Ok(outcome) => (outcome, None),
-        Err(e) => {
-            let message = ChainDisplay(&e).to_string();
-            (*e.outcome, Some(message))
+    runner
+}
+
+/// How a call's result is shown on its progress line.
+fn call_result(record: &CallRecord) -> String {
+    match record.status {
+        CallStatus::Succeeded => format!("ok in {:.1?}", record.duration),
+        // What the model is told, a traceback's lines included:
+        // shown indented under the call's line.
+        CallStatus::Failed => format!(
+            "failed ({}) in {:.1?}: {}",
+            record.error_kind.map_or("error", |k| k.as_str()),
+            record.duration,
+            escape_controls_indented(&record.result.content, "      ")
+        ),
+        CallStatus::Declined => "declined (over a limit)".to_owned(),
+        CallStatus::Unavailable => "not available".to_owned(),
+        CallStatus::Refused => {
+            format!("refused: {}", escape_controls(&record.result.content))
         }
-    };
-    progress.end_line();
+        _ => "not run".to_owned(),
+    }
+}
+
+/// Report how the run ended: a pause or a missing answer on stderr, the
+/// transcript to its file, then the answer (or with `--json` the summary,
+/// with the `calls` made) on stdout, and the exit code.
+fn report(
+    args: &RunArgs,
+    progress: &Progress,
+    outcome: &RunOutcome,
+    error: Option<String>,
+    calls: Vec<serde_json::Value>,
+) -> anyhow::Result<ExitCode> {
     let paused = outcome.stop_reason == StopReason::AwaitingApproval;
     if paused {
-        report_pending(&outcome, args.transcript.as_deref());
+        report_pending(outcome, args.transcript.as_deref());
     } else if outcome.final_message().is_none() {
         eprintln!("no answer: the run ended before the model's first reply");
     }
     if let Some(path) = &args.transcript {
-        write_transcript(path, &outcome, error.as_deref())?;
+        write_transcript(path, outcome, error.as_deref())?;
     }
     progress.line(format_args!(
         "stopped: {} after {} iteration(s), {} tool call(s)",
         outcome.stop_reason, outcome.iterations, outcome.tool_calls
     ));
     if args.json {
-        let mut summary = summary(&outcome);
-        summary["calls"] = json!(*calls.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut summary = summary(outcome);
+        summary["calls"] = json!(calls);
         if let Some(error) = &error {
             summary["error"] = json!(error);
         }

@@ -189,15 +189,22 @@ pub struct ParamRules {
 impl GenerationParams {
     /// Check the values against `rules`, for a request offering `tools`.
     pub(super) fn check(&self, rules: &ParamRules, tools: &[ToolSpec]) -> Result<(), ParamError> {
-        let api = rules.api;
+        self.check_sampling(rules)?;
+        self.check_stop(rules)?;
+        self.check_seed(rules)?;
+        self.check_tool_use(rules, tools)
+    }
+
+    /// Temperature, `top_p` and the answer's length are in range.
+    fn check_sampling(&self, rules: &ParamRules) -> Result<(), ParamError> {
         if let Some(t) = self.temperature
             && !(0.0..=rules.max_temperature).contains(&t)
         {
             return Err(ParamError::new(
                 "temperature",
                 format!(
-                    "{t} is outside what {api} takes (0 to {}); pass a value in that range",
-                    rules.max_temperature
+                    "{t} is outside what {} takes (0 to {}); pass a value in that range",
+                    rules.api, rules.max_temperature
                 ),
             ));
         }
@@ -215,6 +222,12 @@ impl GenerationParams {
                 "0 leaves no room for an answer; pass at least 1, or leave it unset",
             ));
         }
+        Ok(())
+    }
+
+    /// The stop sequences are not empty, and as many as the API takes.
+    fn check_stop(&self, rules: &ParamRules) -> Result<(), ParamError> {
+        let api = rules.api;
         if self.stop.iter().any(String::is_empty) {
             return Err(ParamError::new(
                 "stop",
@@ -238,31 +251,38 @@ impl GenerationParams {
                 ),
             ));
         }
-        if let Some(seed) = self.seed {
-            match rules.seed {
-                SeedRange::Unsupported => {
-                    return Err(ParamError::new(
-                        "seed",
-                        format!("{api} has no seed; leave it unset for this provider"),
-                    ));
-                }
-                SeedRange::I32 if i32::try_from(seed).is_err() => {
-                    return Err(ParamError::new(
-                        "seed",
-                        format!(
-                            "{seed} does not fit the 32-bit seed {api} takes; pass a smaller one"
-                        ),
-                    ));
-                }
-                SeedRange::I32 | SeedRange::I64 => {}
-            }
+        Ok(())
+    }
+
+    /// A seed is one the API takes.
+    fn check_seed(&self, rules: &ParamRules) -> Result<(), ParamError> {
+        let api = rules.api;
+        let Some(seed) = self.seed else {
+            return Ok(());
+        };
+        match rules.seed {
+            SeedRange::Unsupported => Err(ParamError::new(
+                "seed",
+                format!("{api} has no seed; leave it unset for this provider"),
+            )),
+            SeedRange::I32 if i32::try_from(seed).is_err() => Err(ParamError::new(
+                "seed",
+                format!("{seed} does not fit the 32-bit seed {api} takes; pass a smaller one"),
+            )),
+            SeedRange::I32 | SeedRange::I64 => Ok(()),
         }
+    }
+
+    /// What is asked of tool calls can be said to the API, and the tool
+    /// choice names what the request offers.
+    fn check_tool_use(&self, rules: &ParamRules, tools: &[ToolSpec]) -> Result<(), ParamError> {
         if self.parallel_tool_calls == Some(false) && !rules.serial_tool_calls {
             return Err(ParamError::new(
                 "parallel_tool_calls",
                 format!(
-                    "{api} cannot be asked for one tool call per answer; leave it unset \
-                     (or cap the calls with max_calls_per_response)"
+                    "{} cannot be asked for one tool call per answer; leave it unset \
+                     (or cap the calls with max_calls_per_response)",
+                    rules.api
                 ),
             ));
         }

@@ -57,47 +57,11 @@ pub(super) async fn grant(
         RegistryAuth::Basic(username, password) => (username, password),
         other => return Ok(Grant::Login(other)),
     };
-    let shown = reference.to_string();
-    let failed = |what: &str, e: reqwest::Error| OciError::Registry {
-        reference: shown.clone(),
-        message: crate::text::untrusted(&format!("{what}: {}", super::error::chain(&e)), 1024),
-        unreachable: e.is_connect() || e.is_timeout(),
-    };
-    let address = reference.inner().resolve_registry();
-    let registry = reqwest::Url::parse(&format!("{scheme}://{address}/")).map_err(|e| {
-        OciError::BadReference {
-            reference: shown.clone(),
-            message: format!("its registry is not a host[:port] ({e})"),
-        }
-    })?;
-    let probe = registry.join("v2/").expect("a relative path joins");
-    let answer = http
-        .get(probe)
-        .send()
-        .await
-        .map_err(|e| failed("cannot reach the registry", e))?;
-    let challenge = answer
-        .headers()
-        .get_all(reqwest::header::WWW_AUTHENTICATE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .find_map(bearer_challenge);
+    let (registry, challenge) = probe(http, reference, scheme).await?;
     let Some((realm, service)) = challenge else {
         return Ok(Grant::Basic(username, password));
     };
-    let refused = |why: &'static str, advice: String| OciError::CredentialOrigin {
-        reference: shown.clone(),
-        realm: crate::text::untrusted(&realm, 256),
-        why,
-        advice,
-    };
-    let Ok(realm_url) = reqwest::Url::parse(&realm) else {
-        return Err(refused(
-            "which is not a URL",
-            "Check the registry's address.".into(),
-        ));
-    };
-    may_receive(config, &registry, &realm_url).map_err(|(why, advice)| refused(why, advice))?;
+    let realm_url = token_service(config, reference, &registry, &realm)?;
     let scope = format!(
         "repository:{}:{}",
         reference.inner().repository(),
@@ -107,13 +71,91 @@ pub(super) async fn grant(
     if let Some(service) = service {
         query.push(("service", service));
     }
+    let token = fetch_token(http, reference, realm_url, &query, username, password).await?;
+    Ok(Grant::Login(RegistryAuth::Bearer(token)))
+}
+
+/// A request about `reference` failed while doing `what`.
+fn request_failed(reference: &OciReference, what: &str, e: &reqwest::Error) -> OciError {
+    OciError::Registry {
+        reference: reference.to_string(),
+        message: crate::text::untrusted(&format!("{what}: {}", super::error::chain(e)), 1024),
+        unreachable: e.is_connect() || e.is_timeout(),
+    }
+}
+
+/// Ask `reference`'s registry (reached by `scheme`) for `/v2/` without a
+/// login: its base URL, and the realm and service of the `Bearer`
+/// challenge it answers with, if any.
+async fn probe(
+    http: &reqwest::Client,
+    reference: &OciReference,
+    scheme: &str,
+) -> Result<(reqwest::Url, Option<(String, Option<String>)>), OciError> {
+    let address = reference.inner().resolve_registry();
+    let registry = reqwest::Url::parse(&format!("{scheme}://{address}/")).map_err(|e| {
+        OciError::BadReference {
+            reference: reference.to_string(),
+            message: format!("its registry is not a host[:port] ({e})"),
+        }
+    })?;
+    let probe = registry.join("v2/").expect("a relative path joins");
+    let answer = http
+        .get(probe)
+        .send()
+        .await
+        .map_err(|e| request_failed(reference, "cannot reach the registry", &e))?;
+    let challenge = answer
+        .headers()
+        .get_all(reqwest::header::WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .find_map(bearer_challenge);
+    Ok((registry, challenge))
+}
+
+/// The token service `realm` that `registry` named, once it is a URL that
+/// the login may go to.
+fn token_service(
+    config: &OciConfig,
+    reference: &OciReference,
+    registry: &reqwest::Url,
+    realm: &str,
+) -> Result<reqwest::Url, OciError> {
+    let refused = |why: &'static str, advice: String| OciError::CredentialOrigin {
+        reference: reference.to_string(),
+        realm: crate::text::untrusted(realm, 256),
+        why,
+        advice,
+    };
+    let Ok(realm_url) = reqwest::Url::parse(realm) else {
+        return Err(refused(
+            "which is not a URL",
+            "Check the registry's address.".into(),
+        ));
+    };
+    may_receive(config, registry, &realm_url).map_err(|(why, advice)| refused(why, advice))?;
+    Ok(realm_url)
+}
+
+/// Trade the basic login for a bearer token at the token service
+/// `realm_url`, asking with `query` (scope and service).
+async fn fetch_token(
+    http: &reqwest::Client,
+    reference: &OciReference,
+    realm_url: reqwest::Url,
+    query: &[(&str, String)],
+    username: String,
+    password: String,
+) -> Result<String, OciError> {
+    let shown = reference.to_string();
     let mut answer = http
         .get(realm_url)
-        .query(&query)
+        .query(query)
         .basic_auth(username, Some(password))
         .send()
         .await
-        .map_err(|e| failed("cannot reach the registry's token service", e))?;
+        .map_err(|e| request_failed(reference, "cannot reach the registry's token service", &e))?;
     let status = answer.status();
     if status == reqwest::StatusCode::UNAUTHORIZED || status == reqwest::StatusCode::FORBIDDEN {
         return Err(OciError::Unauthorized {
@@ -132,7 +174,7 @@ pub(super) async fn grant(
     while let Some(chunk) = answer
         .chunk()
         .await
-        .map_err(|e| failed("reading the token service's answer", e))?
+        .map_err(|e| request_failed(reference, "reading the token service's answer", &e))?
     {
         if body.len() + chunk.len() > TOKEN_ANSWER_MAX_BYTES {
             return Err(OciError::TooLarge {
@@ -150,16 +192,15 @@ pub(super) async fn grant(
         token: Option<String>,
         access_token: Option<String>,
     }
-    let token = serde_json::from_slice::<TokenAnswer>(&body)
+    serde_json::from_slice::<TokenAnswer>(&body)
         .ok()
         .and_then(|a| a.token.or(a.access_token))
         .filter(|t| !t.is_empty())
         .ok_or_else(|| OciError::Registry {
-            reference: shown.clone(),
+            reference: shown,
             message: "the registry's token service answered no token".into(),
             unreachable: false,
-        })?;
-    Ok(Grant::Login(RegistryAuth::Bearer(token)))
+        })
 }
 
 /// The realm and service of a `Bearer` challenge, if `header` holds one.

@@ -11,6 +11,8 @@ use crate::config::OciPluginDecl;
 use crate::signing::Sha256Digest;
 use crate::tools::PluginBudget;
 
+/// The `NAME.wasm` of the plugin `decl` declares, from the cache under
+/// `cache_root`, pulled into it first when that digest is not there yet.
 pub(super) async fn fetch(
     registry: &Registry,
     decl: &OciPluginDecl,
@@ -26,39 +28,8 @@ pub(super) async fn fetch(
         None => reference.default_name()?,
     };
     let root = cache_root.join("oci");
-    let write_error = |source| OciError::Write {
-        path: root.clone(),
-        source,
-    };
-    make_private_dir(&root).map_err(write_error)?;
-    let tag_file = root
-        .join("tags")
-        .join(Sha256Digest::of(reference.to_string().as_bytes()).to_string());
-    let digest = match reference.digest() {
-        Some(digest) => digest.to_owned(),
-        None => match registry.resolve(&reference).await {
-            Ok(digest) => {
-                make_private_dir(&root.join("tags")).map_err(write_error)?;
-                super::files::write_atomic(&tag_file, digest.as_bytes()).map_err(write_error)?;
-                digest
-            }
-            Err(
-                e @ (OciError::Registry {
-                    unreachable: true, ..
-                }
-                | OciError::TooManyRequests { .. }),
-            ) => match std::fs::read_to_string(&tag_file) {
-                Ok(digest) => {
-                    tracing::warn!(
-                        "{reference}: the registry cannot be reached ({e}); using {digest}, what the tag last resolved to"
-                    );
-                    digest
-                }
-                Err(_) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        },
-    };
+    make_private_dir(&root).map_err(write_error(&root))?;
+    let digest = resolve_digest(registry, &reference, &root).await?;
     let hex = digest
         .strip_prefix("sha256:")
         .and_then(|hex| hex.parse::<Sha256Digest>().ok())
@@ -81,10 +52,10 @@ pub(super) async fn fetch(
         ".{hex}-{name}.{:016x}.partial",
         rand::random::<u64>()
     ));
-    make_private_dir(&temp).map_err(write_error)?;
+    make_private_dir(&temp).map_err(write_error(&root))?;
     let written = artifact
         .write_to(&temp, &name)
-        .and_then(|_| std::fs::rename(&temp, &dir).map_err(write_error));
+        .and_then(|_| std::fs::rename(&temp, &dir).map_err(write_error(&root)));
     if written.is_err() {
         let _ = std::fs::remove_dir_all(&temp);
         // Another process may have put the same digest there first.
@@ -93,6 +64,52 @@ pub(super) async fn fetch(
         }
     }
     written.map(|()| wasm)
+}
+
+/// A write under the cache directory `root` failed.
+fn write_error(root: &Path) -> impl Fn(std::io::Error) -> OciError + '_ {
+    move |source| OciError::Write {
+        path: root.to_owned(),
+        source,
+    }
+}
+
+/// The digest `reference` names, or else the one its tag resolves to now
+/// (remembered under `root/tags`), or, when the registry cannot be reached
+/// or refuses for now, the one the tag last resolved to.
+async fn resolve_digest(
+    registry: &Registry,
+    reference: &OciReference,
+    root: &Path,
+) -> Result<String, OciError> {
+    if let Some(digest) = reference.digest() {
+        return Ok(digest.to_owned());
+    }
+    let tag_file = root
+        .join("tags")
+        .join(Sha256Digest::of(reference.to_string().as_bytes()).to_string());
+    match registry.resolve(reference).await {
+        Ok(digest) => {
+            make_private_dir(&root.join("tags")).map_err(write_error(root))?;
+            super::files::write_atomic(&tag_file, digest.as_bytes()).map_err(write_error(root))?;
+            Ok(digest)
+        }
+        Err(
+            e @ (OciError::Registry {
+                unreachable: true, ..
+            }
+            | OciError::TooManyRequests { .. }),
+        ) => match std::fs::read_to_string(&tag_file) {
+            Ok(digest) => {
+                tracing::warn!(
+                    "{reference}: the registry cannot be reached ({e}); using {digest}, what the tag last resolved to"
+                );
+                Ok(digest)
+            }
+            Err(_) => Err(e),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 fn make_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -300,41 +300,7 @@ impl Registry {
     ) -> Result<Artifact, OciError> {
         let (client, auth) = self.client_for(reference, false).await?;
         let shown = reference.to_string();
-        let (raw, digest) = client
-            .pull_manifest_raw(
-                reference.inner(),
-                &auth,
-                &[layout::IMAGE_MANIFEST_MEDIA_TYPE],
-            )
-            .await
-            .map_err(|e| OciError::from_client(reference, e))?;
-        if raw.len() > MAX_MANIFEST_BYTES {
-            return Err(OciError::TooLarge {
-                reference: shown,
-                what: "its OCI manifest".into(),
-                size: raw.len() as u64,
-                max: MAX_MANIFEST_BYTES as u64,
-                key: None,
-            });
-        }
-        let actual = format!("sha256:{}", Sha256Digest::of(&raw));
-        let expected = reference.digest().unwrap_or(&digest);
-        if actual != expected {
-            return Err(OciError::Digest {
-                reference: shown,
-                what: "its OCI manifest".into(),
-                expected: crate::text::untrusted(expected, 160),
-                actual,
-            });
-        }
-        let manifest: OciImageManifest =
-            serde_json::from_slice(&raw).map_err(|e| OciError::Layout {
-                reference: shown.clone(),
-                message: format!(
-                    "its manifest is not an OCI image manifest: {}",
-                    crate::text::untrusted(&e.to_string(), 256)
-                ),
-            })?;
+        let (manifest, digest) = image_manifest(&client, &auth, reference).await?;
         let layers = layout::plugin_layers(&shown, &manifest)?;
         let component_max = budget.max_component_mb.saturating_mul(1 << 20);
         let sidecar_max = budget.max_manifest_bytes;
@@ -367,7 +333,7 @@ impl Registry {
         }
         let [manifest, signature] = sidecars;
         Ok(Artifact {
-            digest: actual,
+            digest,
             component,
             component_digest,
             manifest,
@@ -542,4 +508,50 @@ impl Registry {
     ) -> Result<PathBuf, OciError> {
         cache::fetch(self, decl, cache_root, budget).await
     }
+}
+
+/// The OCI image manifest of `reference`, and its digest: capped at
+/// [`MAX_MANIFEST_BYTES`], and checked against the digest it was asked by
+/// or the registry gave.
+async fn image_manifest(
+    client: &oci_client::Client,
+    auth: &RegistryAuth,
+    reference: &OciReference,
+) -> Result<(OciImageManifest, String), OciError> {
+    let shown = reference.to_string();
+    let (raw, digest) = client
+        .pull_manifest_raw(
+            reference.inner(),
+            auth,
+            &[layout::IMAGE_MANIFEST_MEDIA_TYPE],
+        )
+        .await
+        .map_err(|e| OciError::from_client(reference, e))?;
+    if raw.len() > MAX_MANIFEST_BYTES {
+        return Err(OciError::TooLarge {
+            reference: shown,
+            what: "its OCI manifest".into(),
+            size: raw.len() as u64,
+            max: MAX_MANIFEST_BYTES as u64,
+            key: None,
+        });
+    }
+    let actual = format!("sha256:{}", Sha256Digest::of(&raw));
+    let expected = reference.digest().unwrap_or(&digest);
+    if actual != expected {
+        return Err(OciError::Digest {
+            reference: shown,
+            what: "its OCI manifest".into(),
+            expected: crate::text::untrusted(expected, 160),
+            actual,
+        });
+    }
+    let manifest = serde_json::from_slice(&raw).map_err(|e| OciError::Layout {
+        reference: shown,
+        message: format!(
+            "its manifest is not an OCI image manifest: {}",
+            crate::text::untrusted(&e.to_string(), 256)
+        ),
+    })?;
+    Ok((manifest, actual))
 }

@@ -2,11 +2,12 @@
 //! tools.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 use wasmtime::component::Component;
 
-use super::integrity::ManifestState;
+use super::integrity::{Integrity, ManifestState};
 use super::loaded::ToolExtras;
 use super::{LoadEvent, LoadObserver, PluginError, PluginHost, plugin_name};
 use crate::fsread::read_regular;
@@ -40,81 +41,115 @@ impl PluginHost {
     ) -> Result<Compiled, PluginError> {
         // Reading, hashing and loading (or compiling) the component all
         // block, so they run off the executor, in one hop.
-        let budget = self.config.plugins;
-        let sandbox = self.sandbox.clone();
-        let observer = self.observer.clone();
-        let integrity = self.integrity.clone();
-        let (file, plugin) = (path.to_owned(), plugin_name(path));
-        let compiled = tokio::task::spawn_blocking(move || {
-            let max = budget.max_component_mb.saturating_mul(1 << 20);
-            // Taken before the read: what the file was when its bytes were hashed.
-            let stamp = FileStamp::of(&file);
-            let known = stamp
-                .as_ref()
-                .and_then(|stamp| sandbox.known_digest(&file, stamp));
-            // An unchanged file whose compiled code is cached is neither
-            // read nor hashed again, unless the integrity policy has bytes
-            // to check.
-            if let (Some(stamp), Some(digest)) = (&stamp, known)
-                && stamp.size() <= max
-                && !integrity.needs_bytes(manifest)
-                && let Some(component) = sandbox.cached(&digest)
-            {
-                return Ok(Compiled {
-                    digest,
-                    cache_entry: sandbox.cache_entry(&digest),
-                    cached_before: true,
-                    result: Ok((component, CacheStatus::Hit)),
-                });
-            }
-            let wasm = read_regular(&file, max, "plugins.max_component_mb").map_err(|error| {
-                PluginError::Read {
-                    path: file.clone(),
-                    error,
-                }
-            })?;
-            // These bytes, and no second read of the file, are what is
-            // checked and then compiled; a refused component is not compiled.
-            integrity
-                .check(&file, &wasm, manifest, budget.max_manifest_bytes)
-                .map_err(|error| PluginError::Integrity {
-                    path: file.clone(),
-                    error: Box::new(error),
-                })?;
-            let digest = Sandbox::digest(&wasm);
-            if let Some(stamp) = &stamp
-                && known != Some(digest)
-            {
-                sandbox.remember_digest(&file, stamp, &digest);
-            }
-            let cache_entry = sandbox.cache_entry(&digest);
-            let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
-            let started = std::time::Instant::now();
-            if !cached_before {
-                let bytes = wasm.len();
-                let event = LoadEvent::Compiling {
-                    plugin: plugin.clone(),
-                    bytes,
-                };
-                emit(observer.as_ref(), event);
-            }
-            let result = sandbox.compile(&wasm, &digest);
-            if !cached_before {
-                let elapsed = started.elapsed();
-                emit(observer.as_ref(), LoadEvent::Compiled { plugin, elapsed });
-            }
-            Ok(Compiled {
-                digest,
-                cache_entry,
-                cached_before,
-                result,
-            })
-        })
-        .await;
+        let job = CompileJob {
+            file: path.to_owned(),
+            plugin: plugin_name(path),
+            manifest,
+            budget: self.config.plugins,
+            sandbox: self.sandbox.clone(),
+            observer: self.observer.clone(),
+            integrity: self.integrity.clone(),
+        };
+        let compiled = tokio::task::spawn_blocking(move || job.run()).await;
         compiled.map_err(|e| PluginError::Describe {
             path: path.to_owned(),
             message: format!("the compiler thread failed: {e}"),
         })?
+    }
+}
+
+/// What compiling one component file takes, moved to a blocking thread.
+struct CompileJob {
+    file: PathBuf,
+    plugin: String,
+    manifest: ManifestState,
+    budget: PluginBudget,
+    sandbox: Sandbox,
+    observer: Option<LoadObserver>,
+    integrity: Arc<Integrity>,
+}
+
+impl CompileJob {
+    /// Read, check, hash and compile the file (blocking), or take its
+    /// compiled code from the cache when it is unchanged.
+    fn run(self) -> Result<Compiled, PluginError> {
+        let max = self.budget.max_component_mb.saturating_mul(1 << 20);
+        // Taken before the read: what the file was when its bytes were hashed.
+        let stamp = FileStamp::of(&self.file);
+        let known = stamp
+            .as_ref()
+            .and_then(|stamp| self.sandbox.known_digest(&self.file, stamp));
+        // An unchanged file whose compiled code is cached is neither
+        // read nor hashed again, unless the integrity policy has bytes
+        // to check.
+        if let (Some(stamp), Some(digest)) = (&stamp, known)
+            && stamp.size() <= max
+            && !self.integrity.needs_bytes(self.manifest)
+            && let Some(component) = self.sandbox.cached(&digest)
+        {
+            return Ok(Compiled {
+                digest,
+                cache_entry: self.sandbox.cache_entry(&digest),
+                cached_before: true,
+                result: Ok((component, CacheStatus::Hit)),
+            });
+        }
+        let wasm = read_regular(&self.file, max, "plugins.max_component_mb").map_err(|error| {
+            PluginError::Read {
+                path: self.file.clone(),
+                error,
+            }
+        })?;
+        // These bytes, and no second read of the file, are what is
+        // checked and then compiled; a refused component is not compiled.
+        self.integrity
+            .check(
+                &self.file,
+                &wasm,
+                self.manifest,
+                self.budget.max_manifest_bytes,
+            )
+            .map_err(|error| PluginError::Integrity {
+                path: self.file.clone(),
+                error: Box::new(error),
+            })?;
+        let digest = Sandbox::digest(&wasm);
+        if let Some(stamp) = &stamp
+            && known != Some(digest)
+        {
+            self.sandbox.remember_digest(&self.file, stamp, &digest);
+        }
+        Ok(self.compile(&wasm, digest))
+    }
+
+    /// Compile `wasm` (or load it from the cache), telling the observer
+    /// when it is compiled afresh and how long that took.
+    fn compile(self, wasm: &[u8], digest: blake3::Hash) -> Compiled {
+        let cache_entry = self.sandbox.cache_entry(&digest);
+        let cached_before = cache_entry.as_ref().is_some_and(|entry| entry.exists());
+        let started = std::time::Instant::now();
+        if !cached_before {
+            let event = LoadEvent::Compiling {
+                plugin: self.plugin.clone(),
+                bytes: wasm.len(),
+            };
+            emit(self.observer.as_ref(), event);
+        }
+        let result = self.sandbox.compile(wasm, &digest);
+        if !cached_before {
+            let elapsed = started.elapsed();
+            let plugin = self.plugin;
+            emit(
+                self.observer.as_ref(),
+                LoadEvent::Compiled { plugin, elapsed },
+            );
+        }
+        Compiled {
+            digest,
+            cache_entry,
+            cached_before,
+            result,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Manifest, PluginError, PluginHost, integrity};
+use super::{DirSpec, Manifest, PluginError, PluginHost, integrity};
 use crate::fsread::read_regular;
 use crate::sandbox::{DirGrant, EnvVar, Limits, Permissions};
 use crate::text;
@@ -23,10 +23,6 @@ impl PluginHost {
         manifest: &Manifest,
         manifest_path: &Path,
     ) -> Result<Resolved, PluginError> {
-        let not_allowed = |message: String| PluginError::NotAllowed {
-            path: manifest_path.to_owned(),
-            message,
-        };
         let limits =
             manifest
                 .limits
@@ -37,77 +33,20 @@ impl PluginHost {
                 })?;
         limits
             .check_ceiling(&self.ceiling)
-            .map_err(|over| not_allowed(over.to_string()))?;
-        let allow = &self.config.allow;
-        let mut env = Vec::new();
-        for key in &manifest.permissions.env {
-            if !allow.env.contains(key) {
-                return Err(not_allowed(format!(
-                    "environment variable `{key}` is not allowed; add it to `allow.env` in the host config (or pass --allow-env {key})"
-                )));
-            }
-            // The grant is the operator's explicit decision to pass this
-            // variable through, with the value the program gave (the CLI
-            // gives its own environment); an unset variable is absent.
-            if let Some(value) = allow.env_values.get(key) {
-                env.push(EnvVar::new(key.clone(), value));
-            }
-        }
+            .map_err(|over| not_allowed(manifest_path, over.to_string()))?;
+        let env = self.env_grants(manifest, manifest_path)?;
         let base = manifest_path.parent().unwrap_or(Path::new("."));
-        let mut dirs = Vec::new();
-        for dir in &manifest.permissions.dirs {
-            let wanted = base.join(&dir.host);
-            let host = wanted.canonicalize().map_err(|e| PluginError::Manifest {
-                path: manifest_path.to_owned(),
-                message: format!(
-                    "granted directory {} cannot be opened: {e}",
-                    wanted.display()
-                ),
-            })?;
-            if !host.is_dir() {
-                return Err(PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("granted path {} is not a directory", host.display()),
-                });
-            }
-            if !dir.guest.starts_with('/') {
-                return Err(PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("guest path `{}` must be absolute, like `/data`", dir.guest),
-                });
-            }
-            let roots: Vec<&PathBuf> = if dir.rw {
-                allow.rw_dirs.iter().collect()
-            } else {
-                allow.dirs.iter().chain(&allow.rw_dirs).collect()
-            };
-            let inside = roots
-                .iter()
-                .any(|root| root.canonicalize().is_ok_and(|root| host.starts_with(root)));
-            if !inside {
-                let (mode, key, flag) = if dir.rw {
-                    ("read-write", "allow.rw_dirs", "--allow-rw-dir")
-                } else {
-                    ("read-only", "allow.dirs", "--allow-dir")
-                };
-                return Err(not_allowed(format!(
-                    "{mode} access to {} is not allowed; add it (or a parent) to `{key}` in the host config, or pass {flag}",
-                    host.display()
-                )));
-            }
-            // Opened now, and every call maps this very directory: a
-            // symlink swapped in later cannot widen the grant.
-            let grant = DirGrant::open(host, dir.guest.clone(), dir.rw).map_err(|e| {
-                PluginError::Manifest {
-                    path: manifest_path.to_owned(),
-                    message: format!("granted directory cannot be opened: {e}"),
-                }
-            })?;
-            dirs.push(grant);
-        }
-        let http = allow
+        let dirs = manifest
+            .permissions
+            .dirs
+            .iter()
+            .map(|dir| self.dir_grant(dir, base, manifest_path))
+            .collect::<Result<Vec<_>, _>>()?;
+        let http = self
+            .config
+            .allow
             .http_grant(&manifest.permissions.http)
-            .map_err(not_allowed)?;
+            .map_err(|message| not_allowed(manifest_path, message))?;
         let manifest_error = |message: String| PluginError::Manifest {
             path: manifest_path.to_owned(),
             message,
@@ -129,6 +68,103 @@ impl PluginHost {
             permissions: Permissions { dirs, env, http },
             exec,
         })
+    }
+
+    /// The environment variables the manifest asks for, each one the
+    /// operator allows, with the value the program gave.
+    fn env_grants(
+        &self,
+        manifest: &Manifest,
+        manifest_path: &Path,
+    ) -> Result<Vec<EnvVar>, PluginError> {
+        let allow = &self.config.allow;
+        let mut env = Vec::new();
+        for key in &manifest.permissions.env {
+            if !allow.env.contains(key) {
+                return Err(not_allowed(
+                    manifest_path,
+                    format!(
+                        "environment variable `{key}` is not allowed; add it to `allow.env` in the host config (or pass --allow-env {key})"
+                    ),
+                ));
+            }
+            // The grant is the operator's explicit decision to pass this
+            // variable through, with the value the program gave (the CLI
+            // gives its own environment); an unset variable is absent.
+            if let Some(value) = allow.env_values.get(key) {
+                env.push(EnvVar::new(key.clone(), value));
+            }
+        }
+        Ok(env)
+    }
+
+    /// The directory `dir` asks for (relative to `base`, the manifest's
+    /// directory), opened once it is inside a root the operator allows for
+    /// its mode.
+    fn dir_grant(
+        &self,
+        dir: &DirSpec,
+        base: &Path,
+        manifest_path: &Path,
+    ) -> Result<DirGrant, PluginError> {
+        let allow = &self.config.allow;
+        let wanted = base.join(&dir.host);
+        let host = wanted.canonicalize().map_err(|e| PluginError::Manifest {
+            path: manifest_path.to_owned(),
+            message: format!(
+                "granted directory {} cannot be opened: {e}",
+                wanted.display()
+            ),
+        })?;
+        if !host.is_dir() {
+            return Err(PluginError::Manifest {
+                path: manifest_path.to_owned(),
+                message: format!("granted path {} is not a directory", host.display()),
+            });
+        }
+        if !dir.guest.starts_with('/') {
+            return Err(PluginError::Manifest {
+                path: manifest_path.to_owned(),
+                message: format!("guest path `{}` must be absolute, like `/data`", dir.guest),
+            });
+        }
+        let roots: Vec<&PathBuf> = if dir.rw {
+            allow.rw_dirs.iter().collect()
+        } else {
+            allow.dirs.iter().chain(&allow.rw_dirs).collect()
+        };
+        let inside = roots
+            .iter()
+            .any(|root| root.canonicalize().is_ok_and(|root| host.starts_with(root)));
+        if !inside {
+            let (mode, key, flag) = if dir.rw {
+                ("read-write", "allow.rw_dirs", "--allow-rw-dir")
+            } else {
+                ("read-only", "allow.dirs", "--allow-dir")
+            };
+            return Err(not_allowed(
+                manifest_path,
+                format!(
+                    "{mode} access to {} is not allowed; add it (or a parent) to `{key}` in the host config, or pass {flag}",
+                    host.display()
+                ),
+            ));
+        }
+        // Opened now, and every call maps this very directory: a
+        // symlink swapped in later cannot widen the grant.
+        DirGrant::open(host, dir.guest.clone(), dir.rw).map_err(|e| PluginError::Manifest {
+            path: manifest_path.to_owned(),
+            message: format!("granted directory cannot be opened: {e}"),
+        })
+    }
+}
+
+/// The manifest at `manifest_path` asks for what the operator's config
+/// does not allow.
+fn not_allowed(manifest_path: &Path, message: String) -> PluginError {
+    PluginError::NotAllowed {
+        path: manifest_path.to_owned(),
+        message,
     }
 }
 

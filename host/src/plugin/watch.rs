@@ -336,36 +336,41 @@ impl PluginWatcher {
                         });
                     }
                 },
-                () = sleep_until(due), if due.is_some() => {
-                    let now = Instant::now();
-                    let quiet: BTreeSet<OsString> = self
-                        .dirty
-                        .iter()
-                        .filter(|(_, at)| **at <= now)
-                        .map(|(file, _)| file.clone())
-                        .collect();
-                    for file in quiet {
-                        self.dirty.remove(&file);
-                        let Some(event) = self.reconcile(&file).await else {
-                            continue;
-                        };
-                        let frees_names = match &event {
-                            WatchEvent::Removed { .. } => true,
-                            WatchEvent::Loaded { removed, .. } => !removed.is_empty(),
-                            WatchEvent::Failed { .. } => false,
-                        };
-                        let dropped = match &event {
-                            WatchEvent::Loaded { displaced, .. } => self.drop_displaced(displaced),
-                            _ => Vec::new(),
-                        };
-                        self.pending.push_back(event);
-                        if frees_names {
-                            self.retry_refused();
-                        }
-                        self.pending.extend(dropped);
-                    }
-                }
+                () = sleep_until(due), if due.is_some() => self.settle().await,
             }
+        }
+    }
+
+    /// Reconcile every file quiet for the debounce window, and queue what
+    /// each change did (with the plugins it displaced, and a retry of the
+    /// refused ones when names were freed).
+    async fn settle(&mut self) {
+        let now = Instant::now();
+        let quiet: BTreeSet<OsString> = self
+            .dirty
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(file, _)| file.clone())
+            .collect();
+        for file in quiet {
+            self.dirty.remove(&file);
+            let Some(event) = self.reconcile(&file).await else {
+                continue;
+            };
+            let frees_names = match &event {
+                WatchEvent::Removed { .. } => true,
+                WatchEvent::Loaded { removed, .. } => !removed.is_empty(),
+                WatchEvent::Failed { .. } => false,
+            };
+            let dropped = match &event {
+                WatchEvent::Loaded { displaced, .. } => self.drop_displaced(displaced),
+                _ => Vec::new(),
+            };
+            self.pending.push_back(event);
+            if frees_names {
+                self.retry_refused();
+            }
+            self.pending.extend(dropped);
         }
     }
 
@@ -373,17 +378,7 @@ impl PluginWatcher {
     async fn reconcile(&mut self, file: &OsString) -> Option<WatchEvent> {
         let path = self.dir.join(file);
         let content = match self.content(&path).await {
-            Found::Absent => {
-                self.seen.remove(file);
-                let old = self.owned.remove(file)?;
-                self.registry
-                    .replace(&old, Vec::new())
-                    .expect("removing tools cannot clash");
-                return Some(WatchEvent::Removed {
-                    path,
-                    tools: names(&old),
-                });
-            }
+            Found::Absent => return self.remove(file, path),
             Found::Unreadable(error) => {
                 // Something that is not a plugin file (a FIFO, a device)
                 // took its place: refused, and the old version serves on
@@ -416,6 +411,33 @@ impl PluginWatcher {
                 });
             }
         };
+        Some(self.swap_in(file, path, content, plugin))
+    }
+
+    /// Plugin file `file` (at `path`) is gone: its tools leave the registry.
+    /// `None` when it served none.
+    fn remove(&mut self, file: &OsString, path: PathBuf) -> Option<WatchEvent> {
+        self.seen.remove(file);
+        let old = self.owned.remove(file)?;
+        self.registry
+            .replace(&old, Vec::new())
+            .expect("removing tools cannot clash");
+        Some(WatchEvent::Removed {
+            path,
+            tools: names(&old),
+        })
+    }
+
+    /// Put the tools of `plugin`, loaded from `file` (at `path`) with bytes
+    /// `content`, in the place of those the file served before, and say
+    /// which names came and went.
+    fn swap_in(
+        &mut self,
+        file: &OsString,
+        path: PathBuf,
+        content: Content,
+        plugin: Arc<Plugin>,
+    ) -> WatchEvent {
         let old = self.owned.get(file).cloned().unwrap_or_default();
         let new: Vec<Arc<dyn Tool>> = plugin
             .tools()
@@ -432,10 +454,10 @@ impl PluginWatcher {
             Err(error) => {
                 // Not remembered as seen: whether it fits depends on the
                 // other sources, and the next change tries again.
-                return Some(WatchEvent::Failed {
+                return WatchEvent::Failed {
                     path: path.clone(),
                     error: ReloadError::Register { path, error },
-                });
+                };
             }
         };
         self.seen.insert(file.clone(), content);
@@ -451,13 +473,13 @@ impl PluginWatcher {
             .cloned()
             .collect();
         self.owned.insert(file.clone(), new);
-        Some(WatchEvent::Loaded {
+        WatchEvent::Loaded {
             plugin,
             replaced: !old.is_empty(),
             added,
             removed,
             displaced,
-        })
+        }
     }
 
     /// A plugin serves all its tools or none: one of this directory that

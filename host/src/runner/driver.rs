@@ -20,7 +20,9 @@ use super::outcome::{
     final_message,
 };
 use super::spans;
-use crate::llm::{ChatRequest, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage};
+use crate::llm::{
+    ChatRequest, ChatResponse, GenerationParams, Message, Provider, ToolCall, ToolChoice, Usage,
+};
 use crate::telemetry::TraceParent;
 use crate::tools::{SessionId, ToolRegistry, ToolSet, ToolSpec};
 
@@ -434,6 +436,8 @@ impl Driver {
         (self, item)
     }
 
+    /// One step: a paused round resumed, or the model asked and its
+    /// answer's calls gated and run, or the end.
     async fn step_inner(&mut self) -> Result<RunItem, RunError> {
         if let Some(round) = self.pending.take() {
             return self.resume_round(round).await;
@@ -457,35 +461,7 @@ impl Driver {
         let tools = self.registry.snapshot();
         let (specs, routes) = self.offered_specs(&tools);
         self.requests += 1;
-        let params = self.request_params(final_answer, &specs);
-        let on_text = self.callbacks.on_text.clone();
-        let request = ChatRequest {
-            messages: self.conversation.messages(),
-            tools: &specs,
-            params: &params,
-            stream: self.config.stream,
-            on_text: on_text.as_deref().map(|f| f as _),
-        };
-        let chat = spans::chat(&*self.provider);
-        let response = self
-            .provider
-            .complete(request)
-            .instrument(chat.clone())
-            .await;
-        spans::finish_chat(&chat, &response);
-        // The calls of this answer are the request's children.
-        let trace_parent = TraceParent::of(&chat);
-        drop(chat);
-        let response = match response {
-            Ok(response) => response,
-            Err(source) => {
-                let kind = RunErrorKind::Provider {
-                    iteration: self.requests,
-                    source,
-                };
-                return Err(self.error(kind, StopReason::Error));
-            }
-        };
+        let (response, trace_parent) = self.ask_model(final_answer, &specs).await?;
         self.usage += response.usage;
         let mut message = response.message;
         let plan = self
@@ -518,6 +494,44 @@ impl Driver {
             self.run_gated(&tools, &routes, iteration, gates, trace_parent)
                 .await,
         ))
+    }
+
+    /// Ask the model for its next answer, offering `specs`, in a `chat`
+    /// span: the response, and the trace parent its calls run under.
+    async fn ask_model(
+        &mut self,
+        final_answer: bool,
+        specs: &[ToolSpec],
+    ) -> Result<(ChatResponse, Option<TraceParent>), RunError> {
+        let params = self.request_params(final_answer, specs);
+        let on_text = self.callbacks.on_text.clone();
+        let request = ChatRequest {
+            messages: self.conversation.messages(),
+            tools: specs,
+            params: &params,
+            stream: self.config.stream,
+            on_text: on_text.as_deref().map(|f| f as _),
+        };
+        let chat = spans::chat(&*self.provider);
+        let response = self
+            .provider
+            .complete(request)
+            .instrument(chat.clone())
+            .await;
+        spans::finish_chat(&chat, &response);
+        // The calls of this answer are the request's children.
+        let trace_parent = TraceParent::of(&chat);
+        drop(chat);
+        match response {
+            Ok(response) => Ok((response, trace_parent)),
+            Err(source) => {
+                let kind = RunErrorKind::Provider {
+                    iteration: self.requests,
+                    source,
+                };
+                Err(self.error(kind, StopReason::Error))
+            }
+        }
     }
 
     pub(super) fn outcome(&mut self, stop_reason: StopReason) -> RunOutcome {

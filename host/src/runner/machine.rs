@@ -235,36 +235,84 @@ impl LoopState {
             self.iterations += 1;
             return self.stop(plan, StopReason::Completed);
         }
-        let count = message.tool_calls.len();
-        let mut admitted = count;
-        let mut decline_reason = String::new();
-        if let Some(limit) = config.max_calls_per_response
-            && count > limit
-        {
-            match config.over_limit {
-                OverLimitPolicy::Fail => {
-                    self.finished = Some(StopReason::OverLimit);
-                    plan.verdict = Verdict::OverLimit { count, limit };
-                    return plan;
-                }
-                OverLimitPolicy::Drop => plan.dropped = message.tool_calls.split_off(limit),
-                OverLimitPolicy::Decline => {
-                    decline_reason = format!(
-                        "not executed: limit of {limit} tool calls per response; \
-                         ask for it again in a later response if it is still needed"
-                    );
-                }
-            }
-            admitted = limit;
-        }
+        let Some((admitted, decline_reason)) = self.admit(config, message, &mut plan) else {
+            return plan;
+        };
         self.iterations += 1;
+        let over_budget = self.dispose(
+            config,
+            &message.tool_calls,
+            admitted,
+            &decline_reason,
+            is_offered,
+            &mut plan,
+        );
+        if !over_budget.is_empty() {
+            self.pending_stop = Some(StopReason::MaxTotalCalls);
+            if config.over_limit == OverLimitPolicy::Drop {
+                drop_over_budget(message, &mut plan, over_budget);
+            }
+        }
+        if message.tool_calls.is_empty() {
+            // Everything was dropped: nothing to answer.
+            let reason = self.pending_stop.take().unwrap_or(StopReason::Completed);
+            return self.stop(plan, reason);
+        }
+        plan
+    }
+
+    /// Apply `max_calls_per_response`: how many of the response's calls are
+    /// admitted, and the reason given to those declined past it. Calls
+    /// dropped past it go to `plan.dropped`. `None` when the policy fails
+    /// the run: `plan` then says so.
+    fn admit(
+        &mut self,
+        config: &RunnerConfig,
+        message: &mut AssistantMessage,
+        plan: &mut Plan,
+    ) -> Option<(usize, String)> {
+        let count = message.tool_calls.len();
+        let Some(limit) = config.max_calls_per_response.filter(|&limit| count > limit) else {
+            return Some((count, String::new()));
+        };
+        let mut decline_reason = String::new();
+        match config.over_limit {
+            OverLimitPolicy::Fail => {
+                self.finished = Some(StopReason::OverLimit);
+                plan.verdict = Verdict::OverLimit { count, limit };
+                return None;
+            }
+            OverLimitPolicy::Drop => plan.dropped = message.tool_calls.split_off(limit),
+            OverLimitPolicy::Decline => {
+                decline_reason = format!(
+                    "not executed: limit of {limit} tool calls per response; \
+                     ask for it again in a later response if it is still needed"
+                );
+            }
+        }
+        Some((limit, decline_reason))
+    }
+
+    /// Give each of `calls` its disposition, in call order: declined past
+    /// the first `admitted`, unavailable when not offered, declined once
+    /// `max_total_calls` are used, else executed (and counted). Returns the
+    /// positions declined over `max_total_calls`.
+    fn dispose(
+        &mut self,
+        config: &RunnerConfig,
+        calls: &[ToolCall],
+        admitted: usize,
+        decline_reason: &str,
+        is_offered: impl Fn(&str) -> bool,
+        plan: &mut Plan,
+    ) -> Vec<usize> {
         let mut budget = config
             .max_total_calls
             .map(|max| max.saturating_sub(self.total_calls));
         let mut over_budget = Vec::new();
-        for (position, call) in message.tool_calls.iter().enumerate() {
+        for (position, call) in calls.iter().enumerate() {
             let disposition = if position >= admitted {
-                Disposition::Decline(decline_reason.clone())
+                Disposition::Decline(decline_reason.to_owned())
             } else if !is_offered(&call.name) {
                 Disposition::Unavailable(unavailable_message(&call.name))
             } else {
@@ -290,29 +338,8 @@ impl LoopState {
             .iter()
             .filter(|d| matches!(d, Disposition::Execute))
             .count() as u64;
-        if !over_budget.is_empty() {
-            self.pending_stop = Some(StopReason::MaxTotalCalls);
-            if config.over_limit == OverLimitPolicy::Drop {
-                // Keep `dropped` in call order: these come before the calls
-                // past the per-response limit.
-                let mut removed = Vec::with_capacity(over_budget.len());
-                for position in over_budget.into_iter().rev() {
-                    removed.push(message.tool_calls.remove(position));
-                    plan.dispositions.remove(position);
-                }
-                removed.reverse();
-                removed.append(&mut plan.dropped);
-                plan.dropped = removed;
-            }
-        }
-        if message.tool_calls.is_empty() {
-            // Everything was dropped: nothing to answer.
-            let reason = self.pending_stop.take().unwrap_or(StopReason::Completed);
-            return self.stop(plan, reason);
-        }
-        plan
+        over_budget
     }
-
     fn stop(&mut self, mut plan: Plan, reason: StopReason) -> Plan {
         self.finished = Some(reason);
         plan.verdict = Verdict::Stop(reason);
@@ -360,6 +387,21 @@ impl LoopState {
         }
         None
     }
+}
+
+/// Under [`OverLimitPolicy::Drop`], move the calls at `over_budget`
+/// (ascending positions) out of `message` and `plan.dispositions` into
+/// `plan.dropped`. `dropped` stays in call order: these come before the
+/// calls past the per-response limit.
+fn drop_over_budget(message: &mut AssistantMessage, plan: &mut Plan, over_budget: Vec<usize>) {
+    let mut removed = Vec::with_capacity(over_budget.len());
+    for position in over_budget.into_iter().rev() {
+        removed.push(message.tool_calls.remove(position));
+        plan.dispositions.remove(position);
+    }
+    removed.reverse();
+    removed.append(&mut plan.dropped);
+    plan.dropped = removed;
 }
 
 /// The error result of a call of a tool not offered now.

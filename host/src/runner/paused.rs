@@ -160,53 +160,7 @@ impl Driver {
         }
         let tools = self.registry.snapshot();
         let (_, routes) = self.offered_specs(&tools);
-        let mut gates = Vec::with_capacity(round.calls.len());
-        let mut waiting = Vec::new();
-        for (call, pending) in round.message.tool_calls.iter().zip(&round.calls) {
-            let marked_waiting = match pending {
-                PendingCall::Answered {
-                    status,
-                    error_kind,
-                    content,
-                    ..
-                } => {
-                    gates.push(Gate::Answered(Box::new(approval::answered(
-                        call,
-                        *status,
-                        *error_kind,
-                        content.clone(),
-                    ))));
-                    continue;
-                }
-                PendingCall::Awaiting { .. } => true,
-                // A ready mark grants nothing: the gate below decides.
-                PendingCall::Ready { .. } => false,
-            };
-            let target = routes.get(&call.name).map_or(call.name.as_str(), |t| t);
-            let needs = marked_waiting
-                || self.approval.needs(
-                    &self.config.approval,
-                    &self.config.tool_options,
-                    &tools,
-                    call,
-                    target,
-                );
-            if needs {
-                waiting.push(call.id.clone());
-            }
-            gates.push(if !routes.contains_key(&call.name) {
-                Gate::Answered(Box::new(approval::answered(
-                    call,
-                    CallStatus::Unavailable,
-                    Some(ToolErrorKind::UnknownTool),
-                    super::machine::unavailable_message(&call.name),
-                )))
-            } else if needs {
-                Gate::Awaiting
-            } else {
-                Gate::Run
-            });
-        }
+        let (mut gates, waiting) = self.regate(&round, &tools, &routes);
         if let Some(id) = decisions.keys().find(|id| !waiting.contains(id)) {
             let kind = RunErrorKind::Decision {
                 id: id.clone(),
@@ -237,6 +191,67 @@ impl Driver {
             self.run_gated(&tools, &routes, iteration, gates, None)
                 .await,
         ))
+    }
+
+    /// Each call of a paused `round` through the gate again, under this
+    /// run's policy and `tools` (offered by `routes`): an answered call
+    /// keeps its answer, one not offered now is unavailable, one that needs
+    /// approval now (or is marked waiting) awaits a decision, the rest run.
+    /// Also returns the ids of the calls that await one.
+    fn regate(
+        &self,
+        round: &PendingRound,
+        tools: &ToolSet,
+        routes: &BTreeMap<String, String>,
+    ) -> (Vec<Gate>, Vec<String>) {
+        let mut gates = Vec::with_capacity(round.calls.len());
+        let mut waiting = Vec::new();
+        for (call, pending) in round.message.tool_calls.iter().zip(&round.calls) {
+            let marked_waiting = match pending {
+                PendingCall::Answered {
+                    status,
+                    error_kind,
+                    content,
+                    ..
+                } => {
+                    gates.push(Gate::Answered(Box::new(approval::answered(
+                        call,
+                        *status,
+                        *error_kind,
+                        content.clone(),
+                    ))));
+                    continue;
+                }
+                PendingCall::Awaiting { .. } => true,
+                // A ready mark grants nothing: the gate below decides.
+                PendingCall::Ready { .. } => false,
+            };
+            let target = routes.get(&call.name).map_or(call.name.as_str(), |t| t);
+            let needs = marked_waiting
+                || self.approval.needs(
+                    &self.config.approval,
+                    &self.config.tool_options,
+                    tools,
+                    call,
+                    target,
+                );
+            if needs {
+                waiting.push(call.id.clone());
+            }
+            gates.push(if !routes.contains_key(&call.name) {
+                Gate::Answered(Box::new(approval::answered(
+                    call,
+                    CallStatus::Unavailable,
+                    Some(ToolErrorKind::UnknownTool),
+                    super::machine::unavailable_message(&call.name),
+                )))
+            } else if needs {
+                Gate::Awaiting
+            } else {
+                Gate::Run
+            });
+        }
+        (gates, waiting)
     }
 
     /// How each call of a response passes the gate: declined and

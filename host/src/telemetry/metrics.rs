@@ -153,6 +153,7 @@ pub(crate) struct ToolMetrics {
 
 impl Metrics {
     /// Every metric at zero.
+    // One table: each metric, its help text, registered in turn; reads best whole.
     pub fn new() -> Self {
         static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         let mut registry = Registry::with_prefix("toolhost");

@@ -279,6 +279,32 @@ fn percent_decode(text: &str) -> Option<String> {
 /// What is over the budget or not allowed, in words a plugin author can act
 /// on.
 pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), SchemaError> {
+    let refs = check_nodes(schema, budget)?;
+    if refs == 0 {
+        return Ok(());
+    }
+    let targets = ref_targets(schema)?;
+    let marks = measure_targets(&targets, budget)?;
+    let (root_nodes, root_refs) = refs_in(schema);
+    let mut expanded = root_nodes;
+    for reference in &root_refs {
+        if let Some(Mark::Done { expanded: e, .. }) = marks.get(reference) {
+            expanded = expanded.saturating_add(*e);
+        }
+    }
+    if expanded > budget.max_expanded_nodes {
+        return Err(SchemaError::Expands {
+            max_expanded_nodes: budget.max_expanded_nodes,
+            from: None,
+        });
+    }
+    Ok(())
+}
+
+/// Check every node of `schema` as written (depth, count, keywords, a
+/// nested `$id`, the number of `$ref`s), and return how many `$ref`s it
+/// holds.
+fn check_nodes(schema: &Value, budget: &SchemaBudget) -> Result<usize, SchemaError> {
     let mut nodes = 0usize;
     let mut refs = 0usize;
     walk(schema, |node, depth| {
@@ -314,18 +340,20 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), SchemaE
         }
         Ok(())
     })?;
-    if refs == 0 {
-        return Ok(());
-    }
+    Ok(refs)
+}
 
-    // The `$ref` graph: each distinct target, the refs inside it, its size.
-    struct Target<'a> {
-        nodes: usize,
-        refs: Vec<&'a str>,
-    }
+/// One distinct `$ref` target: its size, and the refs inside it.
+struct Target<'a> {
+    nodes: usize,
+    refs: Vec<&'a str>,
+}
+
+/// The `$ref` graph: every target reachable from the root, by reference.
+fn ref_targets(schema: &Value) -> Result<HashMap<&str, Target<'_>>, SchemaError> {
     let mut targets: HashMap<&str, Target<'_>> = HashMap::new();
-    let (root_nodes, root_refs) = refs_in(schema);
-    let mut pending: Vec<&str> = root_refs.clone();
+    let (_, root_refs) = refs_in(schema);
+    let mut pending: Vec<&str> = root_refs;
     while let Some(reference) = pending.pop() {
         if targets.contains_key(reference) {
             continue;
@@ -334,47 +362,33 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), SchemaE
         pending.extend(inner.iter().copied());
         targets.insert(reference, Target { nodes, refs: inner });
     }
+    Ok(targets)
+}
 
-    // Expanded size and chain length per target, in dependency order
-    // (iterative depth-first search; a target met again while still open
-    // closes a cycle).
-    #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
-        Open,
-        Done { expanded: usize, chain: usize },
-    }
+/// Where the search over the `$ref` graph stands with one target.
+#[derive(Clone, Copy, PartialEq)]
+enum Mark {
+    /// Entered, its refs not all measured yet.
+    Open,
+    /// Measured: its size with every ref expanded, and its longest chain.
+    Done { expanded: usize, chain: usize },
+}
+
+/// Expanded size and chain length per target, in dependency order
+/// (iterative depth-first search; a target met again while still open
+/// closes a cycle). Each is checked against `budget` as it is measured.
+fn measure_targets<'a>(
+    targets: &HashMap<&'a str, Target<'a>>,
+    budget: &SchemaBudget,
+) -> Result<HashMap<&'a str, Mark>, SchemaError> {
     let mut marks: HashMap<&str, Mark> = HashMap::new();
     for &start in targets.keys() {
         let mut stack: Vec<(&str, bool)> = vec![(start, false)];
         while let Some((reference, children_done)) = stack.pop() {
             let target = &targets[reference];
             if children_done {
-                let mut expanded = target.nodes;
-                let mut chain = 1;
-                for inner in &target.refs {
-                    let Some(Mark::Done {
-                        expanded: e,
-                        chain: c,
-                    }) = marks.get(inner).copied()
-                    else {
-                        unreachable!("children are done first");
-                    };
-                    expanded = expanded.saturating_add(e);
-                    chain = chain.max(c + 1);
-                }
-                if chain > budget.max_ref_chain {
-                    return Err(SchemaError::RefChain {
-                        max_ref_chain: budget.max_ref_chain,
-                        from: reference.to_owned(),
-                    });
-                }
-                if expanded > budget.max_expanded_nodes {
-                    return Err(SchemaError::Expands {
-                        max_expanded_nodes: budget.max_expanded_nodes,
-                        from: Some(reference.to_owned()),
-                    });
-                }
-                marks.insert(reference, Mark::Done { expanded, chain });
+                let mark = measure_target(reference, target, &marks, budget)?;
+                marks.insert(reference, mark);
                 continue;
             }
             match marks.get(reference) {
@@ -405,19 +419,43 @@ pub fn check_schema(schema: &Value, budget: &SchemaBudget) -> Result<(), SchemaE
             }
         }
     }
-    let mut expanded = root_nodes;
-    for reference in &root_refs {
-        if let Some(Mark::Done { expanded: e, .. }) = marks.get(reference) {
-            expanded = expanded.saturating_add(*e);
-        }
+    Ok(marks)
+}
+
+/// Measure `target` (at `reference`) once every ref inside it is done in
+/// `marks`, and check its chain and expanded size against `budget`.
+fn measure_target(
+    reference: &str,
+    target: &Target<'_>,
+    marks: &HashMap<&str, Mark>,
+    budget: &SchemaBudget,
+) -> Result<Mark, SchemaError> {
+    let mut expanded = target.nodes;
+    let mut chain = 1;
+    for inner in &target.refs {
+        let Some(Mark::Done {
+            expanded: e,
+            chain: c,
+        }) = marks.get(inner).copied()
+        else {
+            unreachable!("children are done first");
+        };
+        expanded = expanded.saturating_add(e);
+        chain = chain.max(c + 1);
+    }
+    if chain > budget.max_ref_chain {
+        return Err(SchemaError::RefChain {
+            max_ref_chain: budget.max_ref_chain,
+            from: reference.to_owned(),
+        });
     }
     if expanded > budget.max_expanded_nodes {
         return Err(SchemaError::Expands {
             max_expanded_nodes: budget.max_expanded_nodes,
-            from: None,
+            from: Some(reference.to_owned()),
         });
     }
-    Ok(())
+    Ok(Mark::Done { expanded, chain })
 }
 
 #[cfg(test)]

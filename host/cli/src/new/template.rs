@@ -39,6 +39,7 @@ macro_rules! template {
     };
 }
 
+// One table: each language's files and texts side by side; reads best whole.
 fn templates(lang: Lang) -> Templates {
     match lang {
         Lang::Rust => Templates {

@@ -48,6 +48,7 @@ pub(crate) fn sanitize(schema: &Value) -> Value {
     at(schema, schema, 0)
 }
 
+/// The Gemini-accepted form of `node`, `depth` subschemas below the root.
 fn at(node: &Value, root: &Value, depth: usize) -> Value {
     let Value::Object(map) = node else {
         // `true` / `false` schemas and junk: accept anything.
@@ -57,36 +58,56 @@ fn at(node: &Value, root: &Value, depth: usize) -> Value {
         return json!({"type": "object"});
     }
     if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-        let mut resolved = match resolve(reference, root) {
-            Some(target) => at(target, root, depth + 1),
-            None => json!({"type": "object"}),
-        };
-        if let (Some(description), Value::Object(out)) = (map.get("description"), &mut resolved) {
-            out.insert("description".into(), description.clone());
-        }
-        return resolved;
+        return inline_ref(map, reference, root, depth);
     }
     if let Some(Value::Array(all)) = map.get("allOf")
         && let [only] = all.as_slice()
     {
-        let mut merged = map.clone();
-        merged.remove("allOf");
-        let mut inner = at(only, root, depth + 1);
-        if let Value::Object(inner_map) = &mut inner {
-            for (key, value) in at(&Value::Object(merged), root, depth + 1)
-                .as_object()
-                .into_iter()
-                .flatten()
-            {
-                inner_map
-                    .entry(key.clone())
-                    .or_insert_with(|| value.clone());
-            }
-        }
-        return inner;
+        return merge_all_of(map, only, root, depth);
     }
-
     let mut out = Map::new();
+    keep_own_keywords(map, &mut out);
+    keep_subschemas(map, &mut out, root, depth);
+    Value::Object(out)
+}
+
+/// The target of `reference` (in `map`), sanitized in its place, with the
+/// referring node's description.
+fn inline_ref(map: &Map<String, Value>, reference: &str, root: &Value, depth: usize) -> Value {
+    let mut resolved = match resolve(reference, root) {
+        Some(target) => at(target, root, depth + 1),
+        None => json!({"type": "object"}),
+    };
+    if let (Some(description), Value::Object(out)) = (map.get("description"), &mut resolved) {
+        out.insert("description".into(), description.clone());
+    }
+    resolved
+}
+
+/// A node whose `allOf` has one element (`only`): that element, with the
+/// node's other keywords where the element does not set them.
+fn merge_all_of(map: &Map<String, Value>, only: &Value, root: &Value, depth: usize) -> Value {
+    let mut merged = map.clone();
+    merged.remove("allOf");
+    let mut inner = at(only, root, depth + 1);
+    if let Value::Object(inner_map) = &mut inner {
+        for (key, value) in at(&Value::Object(merged), root, depth + 1)
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            inner_map
+                .entry(key.clone())
+                .or_insert_with(|| value.clone());
+        }
+    }
+    inner
+}
+
+/// The keywords that describe the node itself, in Gemini's form: those it
+/// keeps as they are, `type` (a `null` type made `nullable`), a known
+/// `format`, and an all-string `enum` (or `const`).
+fn keep_own_keywords(map: &Map<String, Value>, out: &mut Map<String, Value>) {
     for key in KEEP {
         if let Some(value) = map.get(*key) {
             out.insert((*key).to_owned(), value.clone());
@@ -130,6 +151,17 @@ fn at(node: &Value, root: &Value, depth: usize) -> Value {
         out.entry("type")
             .or_insert_with(|| Value::String("string".into()));
     }
+}
+
+/// The node's subschemas, each sanitized in turn: `properties` (with the
+/// `required` names among them), `items` (a tuple's first), and `anyOf` or
+/// `oneOf` (a `null` option made `nullable`, a single option merged in).
+fn keep_subschemas(
+    map: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    root: &Value,
+    depth: usize,
+) {
     if let Some(Value::Object(properties)) = map.get("properties") {
         let properties: Map<String, Value> = properties
             .iter()
@@ -181,7 +213,6 @@ fn at(node: &Value, root: &Value, depth: usize) -> Value {
             }
         }
     }
-    Value::Object(out)
 }
 
 fn resolve<'a>(reference: &str, root: &'a Value) -> Option<&'a Value> {

@@ -17,8 +17,6 @@ impl Link {
 
     async fn call_unredacted(&self, remote: &str, input: Value) -> Result<ToolOutput, ToolError> {
         let server = &self.plan.name;
-        // Redacted before a cut, so that no part of a secret survives it.
-        let secrets = &self.plan.bounds.redact;
         let (connection, down) = {
             let state = self.state();
             (state.connection.clone(), state.down.clone())
@@ -40,64 +38,74 @@ impl Link {
         };
         match connection.call(remote, arguments).await {
             Ok(result) => output::output_of(server, result, self.plan.max_result_bytes),
-            Err(ServiceError::McpError(e)) if crate::mcp::too_large(&e).is_some() => {
-                let cap = crate::mcp::too_large(&e).map_or(0, |t| t.cap);
-                Err(ToolError::new(
-                    ToolErrorKind::OutputTooLarge,
-                    format!(
-                        "MCP server `{server}` answered with more than {cap} bytes, the most one message may have (its results may have {} bytes, `max_result_kb`); ask the tool for less",
-                        self.plan.max_result_bytes
-                    ),
-                ))
+            Err(e) => Err(self.failure(e)),
+        }
+    }
+
+    /// What a call that failed with `error` becomes: the kind the model
+    /// sees, and a message that quotes the server with the secrets sent to
+    /// it redacted. A lost connection also wakes the supervisor to
+    /// reconnect.
+    fn failure(&self, error: ServiceError) -> ToolError {
+        let server = &self.plan.name;
+        // Redacted before a cut, so that no part of a secret survives it.
+        let secrets = &self.plan.bounds.redact;
+        match error {
+            ServiceError::McpError(e) if crate::mcp::too_large(&e).is_some() => {
+                self.too_large(crate::mcp::too_large(&e).map_or(0, |t| t.cap))
             }
-            Err(ServiceError::McpError(e)) => {
+            ServiceError::McpError(e) => {
                 // JSON-RPC "invalid params": the server refused the input.
                 let kind = if e.code.0 == -32602 {
                     ToolErrorKind::InvalidInput
                 } else {
                     ToolErrorKind::ToolFailed
                 };
-                Err(ToolError::new(
+                ToolError::new(
                     kind,
                     format!(
                         "MCP server `{server}` refused the call: {}",
                         crate::text::clip(&secrets.redact(&e.message), 4096)
                     ),
-                ))
+                )
             }
-            Err(ServiceError::TransportSend(e)) if http_body_cap(&e).is_some() => {
-                let cap = http_body_cap(&e).unwrap_or_default();
-                Err(ToolError::new(
-                    ToolErrorKind::OutputTooLarge,
-                    format!(
-                        "MCP server `{server}` answered with more than {cap} bytes, the most one message may have (its results may have {} bytes, `max_result_kb`); ask the tool for less",
-                        self.plan.max_result_bytes
-                    ),
-                ))
+            ServiceError::TransportSend(e) if http_body_cap(&e).is_some() => {
+                self.too_large(http_body_cap(&e).unwrap_or_default())
             }
-            Err(e @ (ServiceError::TransportSend(_) | ServiceError::TransportClosed)) => {
+            e @ (ServiceError::TransportSend(_) | ServiceError::TransportClosed) => {
                 self.lost.notify_one();
-                Err(ToolError::new(
+                ToolError::new(
                     ToolErrorKind::Unavailable,
                     format!(
                         "MCP server `{server}` could not be reached ({}); toolhost reconnects with backoff: {}",
                         crate::text::clip(&secrets.redact(&e.to_string()), 512),
                         self.plan.hint
                     ),
-                ))
+                )
             }
-            Err(ServiceError::Timeout { timeout }) => Err(ToolError::new(
+            ServiceError::Timeout { timeout } => ToolError::new(
                 ToolErrorKind::Timeout,
                 format!(
                     "MCP server `{server}` did not answer within {} ms",
                     timeout.as_millis()
                 ),
-            )),
-            Err(e) => Err(ToolError::failed(format!(
+            ),
+            e => ToolError::failed(format!(
                 "MCP server `{server}`: {}",
                 crate::text::clip(&secrets.redact(&e.to_string()), 512)
-            ))),
+            )),
         }
+    }
+
+    /// The server's answer was over `cap`, the most one message may have.
+    fn too_large(&self, cap: impl std::fmt::Display) -> ToolError {
+        ToolError::new(
+            ToolErrorKind::OutputTooLarge,
+            format!(
+                "MCP server `{}` answered with more than {cap} bytes, the most one message may have (its results may have {} bytes, `max_result_kb`); ask the tool for less",
+                self.plan.name, self.plan.max_result_bytes
+            ),
+        )
     }
 }
 

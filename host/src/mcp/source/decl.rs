@@ -144,10 +144,7 @@ pub(super) struct Plan {
 
 /// Check `decl` and read the values it names: variables from `rules`.
 pub(super) fn plan(decl: McpDecl, rules: &McpRules) -> Result<Plan, McpError> {
-    let invalid = |message: String| McpError::Invalid {
-        server: decl.name.clone(),
-        message,
-    };
+    let invalid = |message: String| invalid(&decl, message);
     if !names::is_valid_server_name(&decl.name) {
         return Err(McpError::Invalid {
             server: crate::text::untrusted(&decl.name, 64),
@@ -178,119 +175,9 @@ pub(super) fn plan(decl: McpDecl, rules: &McpRules) -> Result<Plan, McpError> {
         )));
     }
     let mut secret_values: Vec<String> = Vec::new();
-    let env_value = |name: &str| rules.env.get(name).map(str::to_owned);
     let (endpoint, hint) = match (&decl.command, &decl.url) {
-        (Some(program), None) => {
-            if !decl.headers.is_empty() {
-                return Err(invalid(
-                    "`headers` are for `url` servers; a `command` server gets `env`".into(),
-                ));
-            }
-            if program.is_empty() {
-                return Err(invalid(
-                    "`command` is empty; name the program to start".into(),
-                ));
-            }
-            // The child starts with an empty environment: the named
-            // variables, and PATH so that it can find its interpreter and
-            // whatever it starts itself.
-            let mut env = Vec::new();
-            for name in decl.env.iter().chain(std::iter::once(&"PATH".to_owned())) {
-                if name.is_empty() || name.contains('=') || name.contains('\0') {
-                    return Err(invalid(format!(
-                        "`env` names variable `{}`, which is not a variable name",
-                        crate::text::untrusted(name, 64)
-                    )));
-                }
-                if env.iter().any(|(n, _)| n == name) {
-                    continue;
-                }
-                match env_value(name) {
-                    Some(value) => {
-                        if is_credential_name(name) {
-                            secret_values.push(value.clone());
-                        }
-                        env.push((name.clone(), value));
-                    }
-                    None => tracing::debug!(
-                        "MCP server `{}`: variable {name} is not set, so it is not passed",
-                        decl.name
-                    ),
-                }
-            }
-            let shown = std::iter::once(program.as_str())
-                .chain(decl.args.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ");
-            let hint = format!(
-                "check that `{}` starts and speaks MCP on stdio (`toolhost -v` logs its stderr)",
-                crate::text::untrusted(&shown, 256)
-            );
-            let endpoint = Endpoint::Stdio {
-                program: program.clone(),
-                args: decl.args.clone(),
-                env,
-            };
-            (endpoint, hint)
-        }
-        (None, Some(url)) => {
-            if !decl.env.is_empty() || !decl.args.is_empty() {
-                return Err(invalid(
-                    "`args` and `env` are for `command` servers; a `url` server gets `headers`"
-                        .into(),
-                ));
-            }
-            let parsed = reqwest::Url::parse(url)
-                .map_err(|e| invalid(format!("`url` is not a URL: {e}")))?;
-            if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
-                return Err(invalid(format!(
-                    "`url` must be http:// or https:// with a host, not `{}`",
-                    crate::text::untrusted(url, 256)
-                )));
-            }
-            let mut headers = Vec::new();
-            for (name, spec) in &decl.headers {
-                let header = http::HeaderName::try_from(name.as_str())
-                    .map_err(|_| invalid(format!("header `{name}` is not a valid header name")))?;
-                let value = match (&spec.value, &spec.env) {
-                    (Some(value), None) => value.clone(),
-                    (None, Some(var)) => {
-                        let value = env_value(var).ok_or_else(|| McpError::MissingEnv {
-                            server: decl.name.clone(),
-                            var: var.clone(),
-                            header: name.clone(),
-                        })?;
-                        secret_values.push(value.clone());
-                        secret_values.push(format!("{}{value}", spec.prefix));
-                        value
-                    }
-                    _ => {
-                        return Err(invalid(format!(
-                            "header `{name}` needs exactly one of `value` and `env`"
-                        )));
-                    }
-                };
-                let mut value = http::HeaderValue::from_str(&format!("{}{value}", spec.prefix))
-                    .map_err(|_| {
-                        invalid(format!(
-                            "header `{name}` has a value that is not valid in HTTP"
-                        ))
-                    })?;
-                value.set_sensitive(true);
-                headers.push((header, value));
-            }
-            let hint = format!(
-                "check that {} is up and serves MCP (streamable HTTP)",
-                crate::text::untrusted(url, 256)
-            );
-            (
-                Endpoint::Http {
-                    url: url.clone(),
-                    headers,
-                },
-                hint,
-            )
-        }
+        (Some(program), None) => stdio_endpoint(&decl, program, rules, &mut secret_values)?,
+        (None, Some(url)) => http_endpoint(&decl, url, rules, &mut secret_values)?,
         _ => {
             return Err(invalid(
                 "give exactly one of `command` (a stdio server) and `url` (streamable HTTP)".into(),
@@ -316,6 +203,148 @@ pub(super) fn plan(decl: McpDecl, rules: &McpRules) -> Result<Plan, McpError> {
         max_schema_bytes: rules.budget.max_schema_bytes,
         hint,
     })
+}
+
+/// The declaration of server `decl` is malformed: what is wrong, and what
+/// to do.
+fn invalid(decl: &McpDecl, message: String) -> McpError {
+    McpError::Invalid {
+        server: decl.name.clone(),
+        message,
+    }
+}
+
+/// A `command` server: the program to start with its environment, and the
+/// hint for when it is down. The values of its variables that hold
+/// credentials go to `secrets`.
+fn stdio_endpoint(
+    decl: &McpDecl,
+    program: &str,
+    rules: &McpRules,
+    secrets: &mut Vec<String>,
+) -> Result<(Endpoint, String), McpError> {
+    let invalid = |message: String| invalid(decl, message);
+    if !decl.headers.is_empty() {
+        return Err(invalid(
+            "`headers` are for `url` servers; a `command` server gets `env`".into(),
+        ));
+    }
+    if program.is_empty() {
+        return Err(invalid(
+            "`command` is empty; name the program to start".into(),
+        ));
+    }
+    // The child starts with an empty environment: the named
+    // variables, and PATH so that it can find its interpreter and
+    // whatever it starts itself.
+    let mut env = Vec::new();
+    for name in decl.env.iter().chain(std::iter::once(&"PATH".to_owned())) {
+        if name.is_empty() || name.contains('=') || name.contains('\0') {
+            return Err(invalid(format!(
+                "`env` names variable `{}`, which is not a variable name",
+                crate::text::untrusted(name, 64)
+            )));
+        }
+        if env.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        match env_value(rules, name) {
+            Some(value) => {
+                if is_credential_name(name) {
+                    secrets.push(value.clone());
+                }
+                env.push((name.clone(), value));
+            }
+            None => tracing::debug!(
+                "MCP server `{}`: variable {name} is not set, so it is not passed",
+                decl.name
+            ),
+        }
+    }
+    let shown = std::iter::once(program)
+        .chain(decl.args.iter().map(String::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let hint = format!(
+        "check that `{}` starts and speaks MCP on stdio (`toolhost -v` logs its stderr)",
+        crate::text::untrusted(&shown, 256)
+    );
+    let endpoint = Endpoint::Stdio {
+        program: program.to_owned(),
+        args: decl.args.clone(),
+        env,
+    };
+    Ok((endpoint, hint))
+}
+
+/// A `url` server: the endpoint with the headers sent on every request,
+/// and the hint for when it is down. Every header value read from the
+/// environment goes to `secrets`, bare and with its prefix.
+fn http_endpoint(
+    decl: &McpDecl,
+    url: &str,
+    rules: &McpRules,
+    secrets: &mut Vec<String>,
+) -> Result<(Endpoint, String), McpError> {
+    let invalid = |message: String| invalid(decl, message);
+    if !decl.env.is_empty() || !decl.args.is_empty() {
+        return Err(invalid(
+            "`args` and `env` are for `command` servers; a `url` server gets `headers`".into(),
+        ));
+    }
+    let parsed =
+        reqwest::Url::parse(url).map_err(|e| invalid(format!("`url` is not a URL: {e}")))?;
+    if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+        return Err(invalid(format!(
+            "`url` must be http:// or https:// with a host, not `{}`",
+            crate::text::untrusted(url, 256)
+        )));
+    }
+    let mut headers = Vec::new();
+    for (name, spec) in &decl.headers {
+        let header = http::HeaderName::try_from(name.as_str())
+            .map_err(|_| invalid(format!("header `{name}` is not a valid header name")))?;
+        let value = match (&spec.value, &spec.env) {
+            (Some(value), None) => value.clone(),
+            (None, Some(var)) => {
+                let value = env_value(rules, var).ok_or_else(|| McpError::MissingEnv {
+                    server: decl.name.clone(),
+                    var: var.clone(),
+                    header: name.clone(),
+                })?;
+                secrets.push(value.clone());
+                secrets.push(format!("{}{value}", spec.prefix));
+                value
+            }
+            _ => {
+                return Err(invalid(format!(
+                    "header `{name}` needs exactly one of `value` and `env`"
+                )));
+            }
+        };
+        let mut value =
+            http::HeaderValue::from_str(&format!("{}{value}", spec.prefix)).map_err(|_| {
+                invalid(format!(
+                    "header `{name}` has a value that is not valid in HTTP"
+                ))
+            })?;
+        value.set_sensitive(true);
+        headers.push((header, value));
+    }
+    let hint = format!(
+        "check that {} is up and serves MCP (streamable HTTP)",
+        crate::text::untrusted(url, 256)
+    );
+    let endpoint = Endpoint::Http {
+        url: url.to_owned(),
+        headers,
+    };
+    Ok((endpoint, hint))
+}
+
+/// The value of variable `name` as `rules` give it.
+fn env_value(rules: &McpRules, name: &str) -> Option<String> {
+    rules.env.get(name).map(str::to_owned)
 }
 
 #[cfg(test)]

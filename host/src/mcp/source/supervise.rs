@@ -9,8 +9,11 @@
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use rmcp::ServiceError;
+use tokio::sync::Notify;
 
+use super::decl::Plan;
 use super::{Link, ToolRegistry};
 use crate::mcp::{Upstream, connect};
 use crate::tools::{Backoff, ExecOptions, ToolError, ToolErrorKind};
@@ -102,75 +105,113 @@ pub(super) async fn supervise(link: Weak<Link>) {
     loop {
         let Some(strong) = link.upgrade() else { return };
         let plan = strong.plan.clone();
-        let (tools_changed, lost) = (Arc::clone(&strong.tools_changed), Arc::clone(&strong.lost));
         drop(strong);
-        let connected = connect(
-            &plan.endpoint,
-            &plan.name,
-            Arc::clone(&tools_changed),
-            &plan.bounds,
-        )
-        .await;
-        let Some(strong) = link.upgrade() else { return };
-        let reason = match connected {
-            Err(e) => {
-                let reason = chain(&e);
-                strong.set_down(reason.clone());
-                reason
-            }
-            Ok(connected) => {
-                let connection = connected.connection;
-                let mut closed = connected.closed;
-                let up_since = Instant::now();
-                // Up only once it has listed its tools: a server that
-                // never does is down, and restarted.
-                let listed = strong.refresh(&connection).await;
-                match &listed {
-                    Ok(()) => {
-                        let mut state = strong.state();
-                        state.connection = Some(connection.clone());
-                        state.down = None;
-                        drop(state);
-                        tracing::debug!("MCP server `{}` is up", plan.name);
-                    }
-                    Err(reason) => strong.set_down(reason.clone()),
-                }
-                strong.attempts.send_modify(|n| *n += 1);
-                drop(strong);
-                if let Err(reason) = listed {
-                    reason
-                } else {
-                    let reason = loop {
-                        tokio::select! {
-                            () = &mut closed => break "its connection closed (did the process exit?)".to_owned(),
-                            () = lost.notified() => break "a call could not reach it".to_owned(),
-                            () = tools_changed.notified() => {
-                                let Some(strong) = link.upgrade() else { return };
-                                if let Err(reason) = strong.refresh(&connection).await {
-                                    break reason;
-                                }
-                            }
-                        }
-                    };
-                    let Some(strong) = link.upgrade() else { return };
-                    strong.set_down(reason.clone());
-                    if up_since.elapsed() >= HEALTHY_AFTER {
-                        attempt = 0;
-                    }
-                    reason
-                }
-            }
+        let Some(down) = connection(&link, &plan).await else {
+            return;
         };
+        if down.healthy {
+            attempt = 0;
+        }
         if let Some(strong) = link.upgrade() {
             strong.attempts.send_modify(|n| *n += 1);
         }
         tracing::debug!(
             "MCP server `{}`: {}",
             plan.name,
-            crate::text::escape_controls(&plan.bounds.redact.redact(&reason))
+            crate::text::escape_controls(&plan.bounds.redact.redact(&down.reason))
         );
         tokio::time::sleep(restart_pause(attempt)).await;
         attempt = attempt.saturating_add(1);
+    }
+}
+
+/// How one connection of the server ended.
+struct Down {
+    /// Why the server is down.
+    reason: String,
+    /// It was up for [`HEALTHY_AFTER`] or longer: the backoff starts over.
+    healthy: bool,
+}
+
+/// One connection of the server, from connecting until it is down: up only
+/// once it has listed its tools (a server that never does is down, and
+/// restarted). `None` once the server is dropped.
+async fn connection(link: &Weak<Link>, plan: &Plan) -> Option<Down> {
+    let (tools_changed, lost) = {
+        let strong = link.upgrade()?;
+        (Arc::clone(&strong.tools_changed), Arc::clone(&strong.lost))
+    };
+    let connected = connect(
+        &plan.endpoint,
+        &plan.name,
+        Arc::clone(&tools_changed),
+        &plan.bounds,
+    )
+    .await;
+    let strong = link.upgrade()?;
+    let connected = match connected {
+        Ok(connected) => connected,
+        Err(e) => {
+            let reason = chain(&e);
+            strong.set_down(reason.clone());
+            return Some(Down {
+                reason,
+                healthy: false,
+            });
+        }
+    };
+    let connection = connected.connection;
+    let mut closed = connected.closed;
+    let up_since = Instant::now();
+    let listed = strong.refresh(&connection).await;
+    match &listed {
+        Ok(()) => {
+            let mut state = strong.state();
+            state.connection = Some(connection.clone());
+            state.down = None;
+            drop(state);
+            tracing::debug!("MCP server `{}` is up", plan.name);
+        }
+        Err(reason) => strong.set_down(reason.clone()),
+    }
+    strong.attempts.send_modify(|n| *n += 1);
+    drop(strong);
+    if let Err(reason) = listed {
+        return Some(Down {
+            reason,
+            healthy: false,
+        });
+    }
+    let reason = until_down(link, &connection, &mut closed, &lost, &tools_changed).await?;
+    link.upgrade()?.set_down(reason.clone());
+    Some(Down {
+        reason,
+        healthy: up_since.elapsed() >= HEALTHY_AFTER,
+    })
+}
+
+/// Wait, while the server is up on `connection`, for it to go down: the
+/// connection `closed`, a call could not reach it (`lost`), or a changed
+/// tool list (`tools_changed`, each change listed again) could not be
+/// listed. Why it went down; `None` once the server is dropped.
+async fn until_down(
+    link: &Weak<Link>,
+    connection: &Upstream,
+    closed: &mut BoxFuture<'static, ()>,
+    lost: &Notify,
+    tools_changed: &Notify,
+) -> Option<String> {
+    loop {
+        tokio::select! {
+            () = &mut *closed => return Some("its connection closed (did the process exit?)".to_owned()),
+            () = lost.notified() => return Some("a call could not reach it".to_owned()),
+            () = tools_changed.notified() => {
+                let strong = link.upgrade()?;
+                if let Err(reason) = strong.refresh(connection).await {
+                    return Some(reason);
+                }
+            }
+        }
     }
 }
 

@@ -42,6 +42,8 @@ pub(super) type Sent = (
     Box<dyn Future<Output = Result<(), Error>> + Send>,
 );
 
+/// Send `checked`'s request on a connection of its own, and hand back the
+/// response with a body capped by the call's byte cap and deadline.
 pub(super) async fn send(checked: Checked) -> Result<Sent, Error> {
     let Checked {
         mut request,
@@ -54,46 +56,9 @@ pub(super) async fn send(checked: Checked) -> Result<Sent, Error> {
         call,
     } = checked;
     let addresses = resolve(&host, port, deadline).await?;
-    // Connect only to addresses that passed: the name is never resolved
-    // again, so a second DNS answer cannot swap in another address.
-    let mut allowed = Vec::with_capacity(addresses.len());
-    let mut refused = None;
-    for address in addresses {
-        match private_range(address.ip()) {
-            Some(range) if !private_ok => refused = refused.or(Some((address.ip(), range))),
-            _ => allowed.push(address),
-        }
-    }
-    if allowed.is_empty() {
-        let Some((ip, range)) = refused else {
-            return Err(Error::DestinationNotFound);
-        };
-        let what = if host.parse::<IpAddr>().is_ok() {
-            format!("{host} is a {range} address")
-        } else {
-            format!("{host} resolves to {ip}, a {range} address")
-        };
-        return Err(call.deny(format!(
-            "the request to {url} was refused: {what}, and this host does not let plugins reach private or local addresses (`allow.http_private` in the host config)"
-        )));
-    }
+    let allowed = allowed_addresses(addresses, &host, &url, private_ok, &call)?;
     let stream = connect(&allowed, deadline).await?;
-    let io = match scheme {
-        Scheme::Http => TokioIo::new(Box::new(stream) as Box<dyn Stream>),
-        Scheme::Https => {
-            let name = rustls::pki_types::ServerName::try_from(host.clone())
-                .map_err(|_| Error::HttpRequestUriInvalid)?;
-            let tls = tokio_rustls::TlsConnector::from(crate::tls::client_config());
-            let stream = until(
-                deadline,
-                tls.connect(name, stream),
-                Error::ConnectionTimeout,
-            )
-            .await?
-            .map_err(Error::Tls)?;
-            TokioIo::new(Box::new(stream) as Box<dyn Stream>)
-        }
-    };
+    let io = secure(stream, scheme, &host, deadline).await?;
     let (mut sender, connection) = until(
         deadline,
         hyper::client::conn::http1::handshake(io),
@@ -134,6 +99,68 @@ pub(super) async fn send(checked: Checked) -> Result<Sent, Error> {
         .boxed_unsync()
     });
     Ok((response, Box::new(connection)))
+}
+
+/// The addresses of `host` that may be reached: all of them when
+/// `private_ok`, else the public ones. None left is refused (and recorded
+/// on `call`), naming the first refused address.
+fn allowed_addresses(
+    addresses: Vec<SocketAddr>,
+    host: &str,
+    url: &str,
+    private_ok: bool,
+    call: &CallRecord,
+) -> Result<Vec<SocketAddr>, Error> {
+    // Connect only to addresses that passed: the name is never resolved
+    // again, so a second DNS answer cannot swap in another address.
+    let mut allowed = Vec::with_capacity(addresses.len());
+    let mut refused = None;
+    for address in addresses {
+        match private_range(address.ip()) {
+            Some(range) if !private_ok => refused = refused.or(Some((address.ip(), range))),
+            _ => allowed.push(address),
+        }
+    }
+    if allowed.is_empty() {
+        let Some((ip, range)) = refused else {
+            return Err(Error::DestinationNotFound);
+        };
+        let what = if host.parse::<IpAddr>().is_ok() {
+            format!("{host} is a {range} address")
+        } else {
+            format!("{host} resolves to {ip}, a {range} address")
+        };
+        return Err(call.deny(format!(
+            "the request to {url} was refused: {what}, and this host does not let plugins reach private or local addresses (`allow.http_private` in the host config)"
+        )));
+    }
+    Ok(allowed)
+}
+
+/// `stream` as the scheme has it: plain for `http`, TLS to `host` (within
+/// `deadline`) for `https`.
+async fn secure(
+    stream: TcpStream,
+    scheme: Scheme,
+    host: &str,
+    deadline: Instant,
+) -> Result<TokioIo<Box<dyn Stream>>, Error> {
+    Ok(match scheme {
+        Scheme::Http => TokioIo::new(Box::new(stream) as Box<dyn Stream>),
+        Scheme::Https => {
+            let name = rustls::pki_types::ServerName::try_from(host.to_owned())
+                .map_err(|_| Error::HttpRequestUriInvalid)?;
+            let tls = tokio_rustls::TlsConnector::from(crate::tls::client_config());
+            let stream = until(
+                deadline,
+                tls.connect(name, stream),
+                Error::ConnectionTimeout,
+            )
+            .await?
+            .map_err(Error::Tls)?;
+            TokioIo::new(Box::new(stream) as Box<dyn Stream>)
+        }
+    })
 }
 
 trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Send + Unpin + 'static {}

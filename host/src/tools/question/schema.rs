@@ -237,6 +237,9 @@ fn strings<'a>(list: Option<&'a Value>, key: &str) -> Result<Vec<&'a str>, Strin
         .ok_or_else(|| format!("`{key}` is not an array of strings"))
 }
 
+/// The kind of `field`, once its keywords are those of that kind, with
+/// values of the right type, and a choice offers a number of values in
+/// range.
 fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
     let ty = field.get("type").and_then(Value::as_str);
     let kind = match ty {
@@ -254,26 +257,7 @@ fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
             only(field, &["oneOf"])?;
             Kind::Choice(titled(field.get("oneOf"), "oneOf")?)
         }
-        Some("string") => {
-            only(field, &["minLength", "maxLength", "format"])?;
-            for key in ["minLength", "maxLength"] {
-                if field
-                    .get(key)
-                    .is_some_and(|v| v.as_u64().is_none_or(|n| n > u64::from(u32::MAX)))
-                {
-                    return Err(format!("`{key}` is not a whole number"));
-                }
-            }
-            if let Some(format) = field.get("format")
-                && !matches!(
-                    format.as_str(),
-                    Some("email" | "uri" | "date" | "date-time")
-                )
-            {
-                return Err("`format` must be one of email, uri, date, date-time".to_owned());
-            }
-            Kind::Text
-        }
+        Some("string") => text_kind(field)?,
         Some(t @ ("number" | "integer")) => {
             only(field, &["minimum", "maximum"])?;
             let integer = t == "integer";
@@ -290,33 +274,7 @@ fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
             only(field, &[])?;
             Kind::Boolean
         }
-        Some("array") => {
-            only(field, &["items", "minItems", "maxItems"])?;
-            for key in ["minItems", "maxItems"] {
-                if field.get(key).is_some_and(|v| !v.is_u64()) {
-                    return Err(format!("`{key}` is not a whole number"));
-                }
-            }
-            let items = field
-                .get("items")
-                .and_then(Value::as_object)
-                .ok_or("a multiple-choice field needs `items`")?;
-            let values = if items.contains_key("anyOf") {
-                if items.len() != 1 {
-                    return Err("`items` with `anyOf` has nothing else".to_owned());
-                }
-                titled(items.get("anyOf"), "anyOf")?
-            } else {
-                if items.len() != 2 || items.get("type").and_then(Value::as_str) != Some("string") {
-                    return Err(
-                        "`items` must be {\"type\": \"string\", \"enum\": [...]} or {\"anyOf\": [...]}"
-                            .to_owned(),
-                    );
-                }
-                strings(items.get("enum"), "items.enum")?
-            };
-            Kind::Choices(values)
-        }
+        Some("array") => multiple_choice_kind(field)?,
         _ => {
             return Err(
                 "`type` must be string, number, integer, boolean, or array (multiple choice)"
@@ -333,6 +291,60 @@ fn kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
         ));
     }
     Ok(kind)
+}
+
+/// A free-text field (`type: string` without choices): whole-number
+/// lengths, and a `format` a form can ask for.
+fn text_kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
+    only(field, &["minLength", "maxLength", "format"])?;
+    for key in ["minLength", "maxLength"] {
+        if field
+            .get(key)
+            .is_some_and(|v| v.as_u64().is_none_or(|n| n > u64::from(u32::MAX)))
+        {
+            return Err(format!("`{key}` is not a whole number"));
+        }
+    }
+    if let Some(format) = field.get("format")
+        && !matches!(
+            format.as_str(),
+            Some("email" | "uri" | "date" | "date-time")
+        )
+    {
+        return Err("`format` must be one of email, uri, date, date-time".to_owned());
+    }
+    Ok(Kind::Text)
+}
+
+/// A multiple-choice field (`type: array`): whole-number counts, and
+/// `items` that list the values, as an `enum` of strings or an `anyOf` of
+/// titled constants.
+fn multiple_choice_kind(field: &Map<String, Value>) -> Result<Kind<'_>, String> {
+    only(field, &["items", "minItems", "maxItems"])?;
+    for key in ["minItems", "maxItems"] {
+        if field.get(key).is_some_and(|v| !v.is_u64()) {
+            return Err(format!("`{key}` is not a whole number"));
+        }
+    }
+    let items = field
+        .get("items")
+        .and_then(Value::as_object)
+        .ok_or("a multiple-choice field needs `items`")?;
+    let values = if items.contains_key("anyOf") {
+        if items.len() != 1 {
+            return Err("`items` with `anyOf` has nothing else".to_owned());
+        }
+        titled(items.get("anyOf"), "anyOf")?
+    } else {
+        if items.len() != 2 || items.get("type").and_then(Value::as_str) != Some("string") {
+            return Err(
+                "`items` must be {\"type\": \"string\", \"enum\": [...]} or {\"anyOf\": [...]}"
+                    .to_owned(),
+            );
+        }
+        strings(items.get("enum"), "items.enum")?
+    };
+    Ok(Kind::Choices(values))
 }
 
 fn check_field(field: &Value) -> Result<(), String> {

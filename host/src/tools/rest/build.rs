@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::template::UrlTemplate;
 use super::{
-    BodyMode, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError, RestPolicy,
-    RestSummary, RestTool, call,
+    BodyMode, HeaderSpec, HeaderSummary, MAX_RESPONSE_KB, MAX_TIMEOUT_MS, RestDecl, RestError,
+    RestPolicy, RestSummary, RestTool, call,
 };
 use crate::tools::ExecOverrides;
 use crate::tools::ToolSpec;
@@ -32,24 +32,82 @@ pub(super) fn build(
         });
     }
     let tool = decl.name.clone();
-    let invalid = |message: String| RestError::Invalid {
-        tool: tool.clone(),
-        message,
-    };
-    let not_allowed = |message: String| RestError::NotAllowed {
-        tool: tool.clone(),
-        message,
-    };
     let spec = ToolSpec {
         name: decl.name.clone(),
         description: decl.description.clone(),
         input_schema: decl.input_schema.clone(),
     };
     if !trusted {
-        crate::tools::check_tools(std::slice::from_ref(&spec), &policy.budget).map_err(&invalid)?;
+        crate::tools::check_tools(std::slice::from_ref(&spec), &policy.budget)
+            .map_err(|m| invalid(&tool, m))?;
     }
+    let (template, body) = check_inputs(&decl)?;
+    check_response(&decl)?;
+    check_origin(&decl, &template, policy)?;
+    let headers = Headers::build(&decl, policy, trusted)?;
+    let options = exec_options(&decl)?;
+    let secret_headers = headers.summaries.iter().any(|h| h.env.is_some());
+    let path_params: BTreeSet<String> = template.params().map(str::to_owned).collect();
+    let request = call::Request {
+        tool: tool.clone(),
+        method: decl.method.to_reqwest(),
+        template,
+        query: decl.query.clone(),
+        path_params,
+        body,
+        body_fields: decl.body_fields.clone(),
+        headers: headers.map,
+        pointer: decl.response.clone(),
+        format: decl.response_format,
+        retry_on_status: decl.retry_on_status.clone(),
+        fail_on_status: decl.fail_on_status.clone(),
+        max_bytes: decl.max_response_kb << 10,
+        timeout: Duration::from_millis(decl.timeout_ms),
+        checker: Arc::clone(&policy.checker),
+        secrets: Secrets::new(headers.secrets.iter().map(String::as_str)),
+        client: if secret_headers {
+            policy.clients.same_origin.clone()
+        } else {
+            policy.clients.any_origin.clone()
+        },
+    };
+    Ok(RestTool {
+        spec,
+        summary: Arc::new(RestSummary {
+            method: decl.method,
+            url: decl.url,
+            file,
+            headers: headers.summaries,
+            timeout_ms: decl.timeout_ms,
+            max_response_kb: decl.max_response_kb,
+            retries: decl.retries,
+        }),
+        options,
+        request: Arc::new(request),
+    })
+}
 
-    // The input fields the declaration refers to must be in the schema.
+/// The declaration is malformed: what is wrong, and what to do.
+fn invalid(tool: &str, message: String) -> RestError {
+    RestError::Invalid {
+        tool: tool.to_owned(),
+        message,
+    }
+}
+
+/// The declaration asks for what the policy refuses.
+fn not_allowed(tool: &str, message: String) -> RestError {
+    RestError::NotAllowed {
+        tool: tool.to_owned(),
+        message,
+    }
+}
+
+/// What the request takes from the input: the parsed URL template and the
+/// body mode, once every input field the declaration refers to (in the URL,
+/// the query or the body) is a property of `input_schema`.
+fn check_inputs(decl: &RestDecl) -> Result<(UrlTemplate, BodyMode), RestError> {
+    let invalid = |message: String| invalid(&decl.name, message);
     let Value::Object(schema) = &decl.input_schema else {
         return Err(invalid(
             "`input_schema` must be a JSON Schema object, e.g. { type = \"object\" }".into(),
@@ -83,6 +141,13 @@ pub(super) fn build(
             "`body_fields` goes with `body = \"fields\"`, and `body = \"fields\"` needs `body_fields`".into(),
         ));
     }
+    Ok((template, body))
+}
+
+/// How the response is read is well formed: a JSON pointer, HTTP status
+/// codes each in one list, and a size and time limit in range.
+fn check_response(decl: &RestDecl) -> Result<(), RestError> {
+    let invalid = |message: String| invalid(&decl.name, message);
     if !decl.response.is_empty() && !decl.response.starts_with('/') {
         return Err(invalid(format!(
             "`response` = {:?} is not a JSON pointer; write \"\" for the whole body, or one like \"/data/items\"",
@@ -117,88 +182,140 @@ pub(super) fn build(
             decl.timeout_ms
         )));
     }
+    Ok(())
+}
 
-    // The origin: on the allow-list, and not a refused address literal.
+/// The URL's origin is on the allow-list, and not a refused address literal.
+fn check_origin(
+    decl: &RestDecl,
+    template: &UrlTemplate,
+    policy: &RestPolicy,
+) -> Result<(), RestError> {
     let probe = template.origin().to_owned() + "/";
     let url = reqwest::Url::parse(&probe).map_err(|e| {
-        invalid(format!(
-            "`url` = {:?} is not a valid URL: {e}",
-            crate::text::clip(&decl.url, 256)
-        ))
+        invalid(
+            &decl.name,
+            format!(
+                "`url` = {:?} is not a valid URL: {e}",
+                crate::text::clip(&decl.url, 256)
+            ),
+        )
     })?;
     if let Some(reason) = policy.checker.refusal(&url) {
-        return Err(not_allowed(format!(
-            "`url` = {:?}: {reason}",
-            crate::text::clip(&decl.url, 256)
-        )));
+        return Err(not_allowed(
+            &decl.name,
+            format!("`url` = {:?}: {reason}", crate::text::clip(&decl.url, 256)),
+        ));
     }
+    Ok(())
+}
 
-    // Headers: constants and secrets from the environment.
-    let mut headers = HeaderMap::new();
-    let mut header_summaries = Vec::new();
-    let mut secret_values: Vec<String> = Vec::new();
-    for (name, spec) in &decl.headers {
-        let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
-            invalid(format!(
-                "`{}` is not a valid header name",
-                crate::text::untrusted(name, 80)
-            ))
-        })?;
-        if [
-            reqwest::header::HOST,
-            reqwest::header::CONTENT_LENGTH,
-            reqwest::header::TRANSFER_ENCODING,
-            reqwest::header::CONNECTION,
-        ]
-        .contains(&header)
-        {
-            return Err(invalid(format!(
-                "header `{name}` is set by the HTTP client; remove it"
-            )));
-        }
-        let (value, env) = match (&spec.value, &spec.env) {
-            (Some(value), None) => (value.clone(), None),
-            (None, Some(var)) => {
-                if !trusted && !policy.allowed_env.contains(var) {
-                    return Err(not_allowed(format!(
-                        "header `{name}` reads environment variable `{var}`, which is not allowed for declarations in a plugin directory; add it to `allow.env` in the host config (or pass --allow-env {var})"
-                    )));
-                }
-                let value = policy.env_value(var).ok_or_else(|| RestError::MissingEnv {
-                    tool: tool.clone(),
-                    var: var.clone(),
-                    header: name.clone(),
-                })?;
-                (value, Some(var.clone()))
-            }
-            _ => {
-                return Err(invalid(format!(
-                    "header `{name}` needs exactly one of `value` (a constant) and `env` (the variable holding a secret)"
-                )));
-            }
+/// The headers every call sends: constants, and secrets from the environment.
+struct Headers {
+    /// What is sent; a secret's value is marked sensitive.
+    map: HeaderMap,
+    /// What `toolhost list` shows: names, and the variable behind a secret.
+    summaries: Vec<HeaderSummary>,
+    /// The secrets' values as sent, to redact from what the model sees.
+    secrets: Vec<String>,
+}
+
+impl Headers {
+    /// Check and build the declaration's headers.
+    fn build(decl: &RestDecl, policy: &RestPolicy, trusted: bool) -> Result<Self, RestError> {
+        let mut headers = Headers {
+            map: HeaderMap::new(),
+            summaries: Vec::new(),
+            secrets: Vec::new(),
         };
-        let mut value = HeaderValue::from_str(&format!("{}{value}", spec.prefix)).map_err(|_| {
-            // The value may be a secret: never quoted.
-            invalid(format!(
-                "the value of header `{name}` is not a valid header value (it holds a line break or another control character)"
-            ))
-        })?;
-        value.set_sensitive(env.is_some());
-        if env.is_some()
-            && let Ok(sent) = value.to_str()
-        {
-            secret_values.push(sent.to_owned());
+        for (name, spec) in &decl.headers {
+            let header = HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
+                invalid(
+                    &decl.name,
+                    format!(
+                        "`{}` is not a valid header name",
+                        crate::text::untrusted(name, 80)
+                    ),
+                )
+            })?;
+            if [
+                reqwest::header::HOST,
+                reqwest::header::CONTENT_LENGTH,
+                reqwest::header::TRANSFER_ENCODING,
+                reqwest::header::CONNECTION,
+            ]
+            .contains(&header)
+            {
+                return Err(invalid(
+                    &decl.name,
+                    format!("header `{name}` is set by the HTTP client; remove it"),
+                ));
+            }
+            let (value, env) = header_value(&decl.name, name, spec, policy, trusted)?;
+            let mut value =
+                HeaderValue::from_str(&format!("{}{value}", spec.prefix)).map_err(|_| {
+                    // The value may be a secret: never quoted.
+                    invalid(&decl.name, format!(
+                        "the value of header `{name}` is not a valid header value (it holds a line break or another control character)"
+                    ))
+                })?;
+            value.set_sensitive(env.is_some());
+            if env.is_some()
+                && let Ok(sent) = value.to_str()
+            {
+                headers.secrets.push(sent.to_owned());
+            }
+            headers.map.insert(header, value);
+            headers.summaries.push(HeaderSummary {
+                name: name.clone(),
+                env,
+            });
         }
-        headers.insert(header, value);
-        header_summaries.push(HeaderSummary {
-            name: name.clone(),
-            env,
-        });
+        Ok(headers)
     }
-    let secret_headers = header_summaries.iter().any(|h| h.env.is_some());
+}
 
-    // The same keys, bounds and messages as a plugin manifest's [exec].
-    let options = ExecOverrides {
+/// The value of header `name` (before its prefix), and the environment
+/// variable it came from when it is a secret. A declaration that is not
+/// `trusted` may read only the variables the policy allows.
+fn header_value(
+    tool: &str,
+    name: &str,
+    spec: &HeaderSpec,
+    policy: &RestPolicy,
+    trusted: bool,
+) -> Result<(String, Option<String>), RestError> {
+    match (&spec.value, &spec.env) {
+        (Some(value), None) => Ok((value.clone(), None)),
+        (None, Some(var)) => {
+            if !trusted && !policy.allowed_env.contains(var) {
+                return Err(not_allowed(
+                    tool,
+                    format!(
+                        "header `{name}` reads environment variable `{var}`, which is not allowed for declarations in a plugin directory; add it to `allow.env` in the host config (or pass --allow-env {var})"
+                    ),
+                ));
+            }
+            let value = policy.env_value(var).ok_or_else(|| RestError::MissingEnv {
+                tool: tool.to_owned(),
+                var: var.clone(),
+                header: name.to_owned(),
+            })?;
+            Ok((value, Some(var.clone())))
+        }
+        _ => Err(invalid(
+            tool,
+            format!(
+                "header `{name}` needs exactly one of `value` (a constant) and `env` (the variable holding a secret)"
+            ),
+        )),
+    }
+}
+
+/// The retry and approval options, under the same keys, bounds and messages
+/// as a plugin manifest's `[exec]`.
+fn exec_options(decl: &RestDecl) -> Result<crate::tools::ExecOptions, RestError> {
+    ExecOverrides {
         timeout: Some(std::time::Duration::from_millis(decl.timeout_ms)),
         retries: Some(decl.retries),
         retry_delay: Some(std::time::Duration::from_millis(decl.retry_delay_ms)),
@@ -207,43 +324,5 @@ pub(super) fn build(
         needs_approval: Some(decl.needs_approval),
     }
     .options()
-    .map_err(|e| invalid(e.to_string().replace("[exec] ", "")))?;
-    let path_params: BTreeSet<String> = template.params().map(str::to_owned).collect();
-    let request = call::Request {
-        tool: tool.clone(),
-        method: decl.method.to_reqwest(),
-        template,
-        query: decl.query.clone(),
-        path_params,
-        body,
-        body_fields: decl.body_fields.clone(),
-        headers,
-        pointer: decl.response.clone(),
-        format: decl.response_format,
-        retry_on_status: decl.retry_on_status.clone(),
-        fail_on_status: decl.fail_on_status.clone(),
-        max_bytes: decl.max_response_kb << 10,
-        timeout: Duration::from_millis(decl.timeout_ms),
-        checker: Arc::clone(&policy.checker),
-        secrets: Secrets::new(secret_values.iter().map(String::as_str)),
-        client: if secret_headers {
-            policy.clients.same_origin.clone()
-        } else {
-            policy.clients.any_origin.clone()
-        },
-    };
-    Ok(RestTool {
-        spec,
-        summary: Arc::new(RestSummary {
-            method: decl.method,
-            url: decl.url,
-            file,
-            headers: header_summaries,
-            timeout_ms: decl.timeout_ms,
-            max_response_kb: decl.max_response_kb,
-            retries: decl.retries,
-        }),
-        options,
-        request: Arc::new(request),
-    })
+    .map_err(|e| invalid(&decl.name, e.to_string().replace("[exec] ", "")))
 }
