@@ -1034,10 +1034,9 @@ async fn in_process_registry(
             endpoint: Some(endpoint.clone()),
             ..toolhost::telemetry::TelemetryConfig::default()
         };
-        let provider = toolhost::telemetry::tracer_provider(&config)
+        toolhost::telemetry::tracer_provider(&config)
             .expect("a tracer provider")
-            .expect("an endpoint");
-        provider
+            .expect("an endpoint")
     });
     if let Some(provider) = &provider {
         observability = observability.tracer(provider.tracer("toolhost"));
