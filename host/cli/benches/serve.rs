@@ -47,9 +47,11 @@
 //!
 //! `--baseline PATH` names an earlier `toolhost` binary (built from an
 //! older commit): the bench then runs only the HTTP rows (8 clients unless
-//! `--clients` says otherwise), this build's server and the baseline's in
-//! alternating rounds (`--rounds N`, default 5) on the `text` plugin, each at
-//! its default telemetry and with a compile cache of its own, and prints
+//! `--clients` says otherwise) and the stdio round trip, this build's
+//! server and the baseline's in alternating rounds (`--rounds N`, default
+//! 5) on the `text` plugin, each at its default telemetry and with a
+//! compile cache of its own (this build with `--wait-for-plugins`; flags
+//! for the baseline's `serve` in `--baseline-serve-flags "..."`), and prints
 //! each one's median and this build's against the baseline's: issue 22's
 //! "calls/s at least 3x today's", measured in one run (today's: commit
 //! d7b78aa, the last before work on the issue began). A build from before
@@ -174,6 +176,7 @@ fn main() {
     let components = tempfile::tempdir().unwrap();
     let mut setup = Setup {
         binary: PathBuf::from(env!("CARGO_BIN_EXE_toolhost")),
+        serve_flags: vec!["--wait-for-plugins".to_owned()],
         plugins: plugins.path().to_owned(),
         cache: cache.path().to_owned(),
         telemetry: modes[0].1.clone(),
@@ -201,6 +204,11 @@ fn main() {
         }
         let baseline = Setup {
             binary: PathBuf::from(binary),
+            // An earlier build may not know this build's flags; one that
+            // does not compiles every plugin before it answers anyway.
+            serve_flags: flag("--baseline-serve-flags")
+                .map(|flags| flags.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default(),
             plugins: baseline_plugins.path().to_owned(),
             cache: baseline_cache.path().to_owned(),
             telemetry: TelemetrySetup {
@@ -210,7 +218,9 @@ fn main() {
             wassette: None,
             floor: None,
         };
-        rt.block_on(compare_builds(&setup, &baseline, &clients, rounds, window));
+        rt.block_on(compare_builds(
+            &setup, &baseline, &clients, rounds, window, calls,
+        ));
         return;
     }
     if modes.len() > 1 {
@@ -445,6 +455,9 @@ fn main() {
 struct Setup {
     /// The `toolhost` binary that serves: this build's, or `--baseline`'s.
     binary: PathBuf,
+    /// Flags `serve` takes from this binary on (`--wait-for-plugins`:
+    /// every row measures a server with its tools listed).
+    serve_flags: Vec<String>,
     plugins: PathBuf,
     cache: PathBuf,
     /// What `serve` records, the mode of these rows.
@@ -698,18 +711,20 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// This build's server against an earlier build's (`--baseline`): the
-/// HTTP rows of each in alternating rounds, each one's median round, and
-/// this build's against the baseline's.
+/// HTTP rows and the stdio round trip of each in alternating rounds, each
+/// one's median round, and this build's against the baseline's.
 async fn compare_builds(
     ours: &Setup,
     baseline: &Setup,
     clients: &[usize],
     rounds: usize,
     window: Duration,
+    calls: usize,
 ) {
     println!(
-        "serve bench, this build against {}: `{TOOL}` over HTTP, {rounds} alternating rounds of \
-         {} s per build and client count, {} cores shared by client and server",
+        "serve bench, this build against {}: `{TOOL}` over HTTP and stdio, {rounds} alternating \
+         rounds of {} s per build and client count and {calls} stdio calls, {} cores shared by \
+         client and server",
         baseline.binary.display(),
         window.as_secs_f64(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
@@ -717,6 +732,8 @@ async fn compare_builds(
     let builds = [("this build", ours), ("baseline", baseline)];
     // results[build][client row] = (calls/s, CPU per call) of each round.
     let mut results = vec![vec![Vec::new(); clients.len()]; builds.len()];
+    // stdio[build] = (p50 round trip, CPU per call) of each round.
+    let mut stdio = vec![Vec::new(); builds.len()];
     for round in 0..rounds {
         // Alternate which build goes first, so neither always runs on a
         // machine the other just warmed (or loaded).
@@ -724,6 +741,16 @@ async fn compare_builds(
             let b = (b + round) % builds.len();
             let (name, setup) = builds[b];
             http_round(setup, clients, window, round, name, &mut results[b]).await;
+            let (latencies, cpu) = tokio::task::block_in_place(|| {
+                stdio_round_trips(setup, Peer::Toolhost, calls)
+            });
+            let p50 = percentile(&latencies, 0.5);
+            println!(
+                "round {round}, {name}: stdio p50 {}, server CPU per call {}",
+                fmt(p50),
+                cpu.map_or_else(|| "-".to_owned(), fmt)
+            );
+            stdio[b].push((p50, cpu.unwrap_or_default()));
         }
     }
     println!();
@@ -755,6 +782,30 @@ async fn compare_builds(
                 cpu / base_cpu
             );
         }
+    }
+    println!();
+    println!(
+        "| build | stdio round trip p50 (median) | server CPU per call (median) | p50 vs baseline | CPU vs baseline |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    let stdio: Vec<(f64, f64)> = stdio
+        .iter()
+        .map(|rounds| {
+            (
+                median(rounds.iter().map(|r| r.0.as_secs_f64()).collect()),
+                median(rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
+            )
+        })
+        .collect();
+    for (b, (name, _)) in builds.iter().enumerate() {
+        let ((p50, cpu), (base_p50, base_cpu)) = (stdio[b], stdio[1]);
+        println!(
+            "| {name} | {} | {} | {:.2}x | {:.2}x |",
+            fmt(Duration::from_secs_f64(p50)),
+            fmt(Duration::from_secs_f64(cpu)),
+            p50 / base_p50,
+            cpu / base_cpu
+        );
     }
     println!();
     if let Some(c) = clients.iter().position(|&n| n == 8) {
@@ -912,6 +963,7 @@ impl Setup {
             .arg("--cache-dir")
             .arg(&self.cache)
             .arg("-q")
+            .args(&self.serve_flags)
             .args(extra)
             .env_remove("TOOLHOST_CONFIG")
             .env_remove("TOOLHOST_LOCK")
