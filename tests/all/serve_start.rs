@@ -64,7 +64,10 @@ async fn a_toolbox_that_compiles_later_serves_what_the_cache_knows_then_adds_the
         .unwrap();
     let registry = toolbox.registry();
     assert!(registry.contains("text_stats"), "the cached plugin serves");
-    assert!(!registry.contains("calc_eval"), "the other is not compiled yet");
+    assert!(
+        !registry.contains("calc_eval"),
+        "the other is not compiled yet"
+    );
     assert_eq!(toolbox.deferred(), vec![dir.path().join("calc.wasm")]);
     assert!(!toolbox.found_nothing());
 
@@ -85,7 +88,10 @@ async fn a_toolbox_that_compiles_later_serves_what_the_cache_knows_then_adds_the
     assert_eq!(answer, json!({"value": 42.0}));
     assert!(toolbox.deferred().is_empty());
     let again = toolbox.load_deferred().await;
-    assert!(again.plugins.is_empty() && again.errors.is_empty(), "taken once");
+    assert!(
+        again.plugins.is_empty() && again.errors.is_empty(),
+        "taken once"
+    );
 
     // Without `compile_later`, everything is compiled by `build`.
     let cold = tempfile::tempdir().unwrap();
@@ -200,9 +206,11 @@ impl Served {
             lines,
             stderr,
         };
-        server.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        server.send(
+            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "serve_start", "version": "1"}}}));
+            "clientInfo": {"name": "serve_start", "version": "1"}}}),
+        );
         let answer = server.next_message();
         assert_eq!(answer["id"], 0, "{answer}");
         assert_eq!(
@@ -308,8 +316,7 @@ fn serve_answers_at_once_with_what_the_cache_knows_and_tells_clients_of_the_rest
     );
     let stderr = server.stderr.lock().unwrap().clone();
     assert!(
-        stderr.contains("compiling 1 plugin(s) in the background")
-            && stderr.contains("calc.wasm"),
+        stderr.contains("compiling 1 plugin(s) in the background") && stderr.contains("calc.wasm"),
         "{stderr}"
     );
 }
@@ -327,11 +334,5 @@ fn serve_with_wait_for_plugins_compiles_everything_before_it_answers() {
         tools.contains(&"text_stats".to_owned()) && tools.contains(&"calc_eval".to_owned()),
         "{tools:?}"
     );
-    assert!(
-        !server
-            .stderr
-            .lock()
-            .unwrap()
-            .contains("in the background")
-    );
+    assert!(!server.stderr.lock().unwrap().contains("in the background"));
 }

@@ -741,12 +741,12 @@ async fn compare_builds(
             let b = (b + round) % builds.len();
             let (name, setup) = builds[b];
             http_round(setup, clients, window, round, name, &mut results[b]).await;
-            let (latencies, cpu) = tokio::task::block_in_place(|| {
-                stdio_round_trips(setup, Peer::Toolhost, calls)
-            });
+            let (latencies, cpu) =
+                tokio::task::block_in_place(|| stdio_round_trips(setup, Peer::Toolhost, calls));
             let p50 = percentile(&latencies, 0.5);
             println!(
-                "round {round}, {name}: stdio p50 {}, server CPU per call {}",
+                "round {}, {name}: stdio p50 {}, server CPU per call {}",
+                round + 1,
                 fmt(p50),
                 cpu.map_or_else(|| "-".to_owned(), fmt)
             );

@@ -285,7 +285,8 @@ impl PluginArgs {
     /// As [`load_all`](Self::load_all), for a process that calls `tool`
     /// and nothing else ([`ToolboxBuilder::for_tool`]).
     pub async fn load_all_for(&self, tool: Option<&str>) -> anyhow::Result<Toolbox> {
-        self.load_observed(tool, false, |_| Observability::new()).await
+        self.load_observed(tool, false, |_| Observability::new())
+            .await
     }
 
     /// As [`load_all_for`](Self::load_all_for), with the registry

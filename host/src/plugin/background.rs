@@ -94,7 +94,11 @@ impl PluginHost {
     /// two plugins offering one name is refused does not depend on timing.
     /// See the [module docs](self) for how its names meet the tools
     /// already served.
-    pub async fn load_deferred(&self, files: &[PathBuf], registry: &ToolRegistry) -> DeferredReport {
+    pub async fn load_deferred(
+        &self,
+        files: &[PathBuf],
+        registry: &ToolRegistry,
+    ) -> DeferredReport {
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut loads = futures::stream::iter(files)
             .map(|path| async move { (path, self.load_file(path).await) })
@@ -111,7 +115,12 @@ impl PluginHost {
             let tools = plugin
                 .tools()
                 .into_iter()
-                .map(|tool| (Arc::new(tool) as Arc<dyn Tool>, plugin.exec_options().clone()))
+                .map(|tool| {
+                    (
+                        Arc::new(tool) as Arc<dyn Tool>,
+                        plugin.exec_options().clone(),
+                    )
+                })
                 .collect();
             match registry.replace(&[], tools) {
                 Ok(displaced) => {

@@ -38,7 +38,8 @@ use crate::config::HostConfig;
 use crate::mcp::{McpError, McpServer};
 use crate::oci::OciError;
 use crate::plugin::{
-    DeferredReport, LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher, WatchError,
+    DeferredReport, LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher,
+    WatchError,
 };
 use crate::sandbox::SandboxError;
 use crate::telemetry::Metrics;
@@ -239,9 +240,14 @@ impl ToolboxBuilder {
             host = host.with_observer(observer);
         }
         let dir = plugins.as_deref().filter(|p| !p.is_file());
-        let (mut report, owned) =
-            load_plugins(&host, plugins.as_deref(), for_tool, mcp_decls.is_empty(), compile_later)
-                .await?;
+        let (mut report, owned) = load_plugins(
+            &host,
+            plugins.as_deref(),
+            for_tool,
+            mcp_decls.is_empty(),
+            compile_later,
+        )
+        .await?;
         let deferred = std::mem::take(&mut report.deferred);
         for path in oci_found {
             // Checked by the integrity policy as any plugin file.

@@ -161,7 +161,11 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             "compiling {} plugin(s) in the background, not in the compile cache yet: {}; \
              their tools are added as each is ready",
             deferred.len(),
-            deferred.iter().map(|p| shown(p)).collect::<Vec<_>>().join(", ")
+            deferred
+                .iter()
+                .map(|p| shown(p))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     let telemetry = toolbox.host().config().telemetry.clone();
@@ -188,15 +192,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None if deferred.is_empty() => None,
             None => {
                 load_deferred(&toolbox).await;
-                watch.then(|| toolbox.watch(DEFAULT_DEBOUNCE)).and_then(|made| {
-                    made.map_err(|e| {
-                        tracing::warn!(
-                            "hot reload is off: {}",
-                            ChainDisplay(&e).escaped()
-                        );
+                watch
+                    .then(|| toolbox.watch(DEFAULT_DEBOUNCE))
+                    .and_then(|made| {
+                        made.map_err(|e| {
+                            tracing::warn!("hot reload is off: {}", ChainDisplay(&e).escaped());
+                        })
+                        .ok()
                     })
-                    .ok()
-                })
             }
         };
         reload(watcher).await;
