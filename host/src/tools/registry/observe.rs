@@ -508,9 +508,14 @@ mod tests {
                 .with_target(false)
                 .with_tracked_inactivity(false)
                 .with_context_activation(false);
-            Some(tracing::subscriber::set_default(
-                tracing_subscriber::registry().with(layer),
-            ))
+            let guard =
+                tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+            // With one live dispatcher, `tracing` works out a callsite's
+            // interest and the max level from whichever thread's default
+            // asks (another test's has none, and would turn these spans
+            // off); with two or more, from every live one, ours included.
+            let second = tracing::Dispatch::new(tracing_subscriber::registry());
+            Some((guard, second))
         };
         assert_eq!(
             registry
