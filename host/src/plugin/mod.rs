@@ -7,7 +7,7 @@
 
 mod bytes;
 mod catalog;
-mod compile;
+pub(crate) mod compile;
 mod error;
 mod inspect;
 pub mod integrity;
