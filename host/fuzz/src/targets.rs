@@ -24,9 +24,12 @@ use toolhost::tools::{
     is_valid_tool_name,
 };
 
+/// A target: it takes whatever bytes the fuzzer makes.
+pub type Target = fn(&[u8]);
+
 /// Every target by name (the name of its binary, and of its folders under
 /// `corpus/` and `regressions/`).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("manifest", manifest),
     ("describe", describe),
     ("question", question),
@@ -176,11 +179,13 @@ pub fn sse(data: &[u8]) {
     assert_eq!(fuzzing::sse_events(cap, &chunks), whole);
     let bytewise: Vec<&[u8]> = rest.chunks(1).collect();
     assert_eq!(fuzzing::sse_events(cap, &bytewise), whole);
+    // The cap counts bytes received; each becomes at most one character
+    // (U+FFFD for a byte that is not UTF-8).
     for (_, data) in whole.iter().flatten() {
+        let chars = data.chars().count();
         assert!(
-            data.len() < cap,
-            "an event of {} bytes passed a cap of {cap}",
-            data.len()
+            chars < cap,
+            "an event of {chars} characters passed a cap of {cap}"
         );
     }
 }
