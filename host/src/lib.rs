@@ -67,6 +67,8 @@ pub mod config;
 pub mod egress;
 pub mod environ;
 pub mod fsread;
+#[doc(hidden)]
+pub mod fuzzing;
 mod json;
 pub mod llm;
 pub mod mcp;

@@ -8,6 +8,7 @@ mod contract_guests;
 mod contract_sdks;
 mod deadline;
 mod examples;
+mod fuzz;
 mod hostile_data;
 mod hostile_io;
 mod http;

@@ -247,6 +247,16 @@ impl<F: WireFormat> HttpProvider<F> {
             })?;
         let url = self.http.url(&self.format.endpoint(request.stream));
         let response = self.http.post_json(&url, &body).await?;
+        self.answer(response, &request).await
+    }
+
+    /// The answer `response` (a success) carries to `request`: its body
+    /// read within the response limits and decoded.
+    async fn answer(
+        &self,
+        response: reqwest::Response,
+        request: &ChatRequest<'_>,
+    ) -> Result<ChatResponse, LlmError> {
         let mut answer = if request.stream {
             let cx = StreamContext {
                 http: &self.http,
@@ -268,6 +278,34 @@ impl<F: WireFormat> HttpProvider<F> {
         };
         normalize_answer(&mut answer, F::ID_PREFIX, next_turn_index(request.messages));
         Ok(answer)
+    }
+
+    /// Decode `chunks`, as they would arrive, as the body of a successful
+    /// answer (a stream of server-sent events when `stream`) to a first
+    /// request, the way [`Provider::complete`] does once the provider
+    /// answered. For the fuzz targets (`host/fuzz`); not a stable API.
+    ///
+    /// # Errors
+    ///
+    /// What [`Provider::complete`] answers for such a body.
+    #[doc(hidden)]
+    pub async fn decode_answer(
+        &self,
+        chunks: Vec<Vec<u8>>,
+        stream: bool,
+    ) -> Result<ChatResponse, LlmError> {
+        let chunks = chunks.into_iter().map(Ok::<_, std::io::Error>);
+        let body = reqwest::Body::wrap_stream(futures::stream::iter(chunks));
+        let response = reqwest::Response::from(http::Response::new(body));
+        let params = super::GenerationParams::default();
+        let request = ChatRequest {
+            messages: &[],
+            tools: &[],
+            params: &params,
+            stream,
+            on_text: None,
+        };
+        self.answer(response, &request).await
     }
 }
 

@@ -25,7 +25,7 @@ mod openai;
 mod params;
 mod replay;
 mod responses;
-mod sse;
+pub(crate) mod sse;
 
 use futures::future::BoxFuture;
 

@@ -38,7 +38,10 @@ pub(crate) struct SseParser {
     line: Vec<u8>,
     after_cr: bool,
     event: String,
-    data: String,
+    /// The `data` lines so far, as the bytes that came (decoded once the
+    /// event is whole: the cap counts bytes received, not the text they
+    /// become, which is up to three times as long for invalid UTF-8).
+    data: Vec<u8>,
     has_data: bool,
     started: bool,
 }
@@ -51,7 +54,7 @@ impl SseParser {
             line: Vec::new(),
             after_cr: false,
             event: String::new(),
-            data: String::new(),
+            data: Vec::new(),
             has_data: false,
             started: false,
         }
@@ -104,23 +107,25 @@ impl SseParser {
             self.dispatch(out);
             return;
         }
-        let line = String::from_utf8_lossy(&line);
-        if line.starts_with(':') {
+        if line.starts_with(b":") {
             return;
         }
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line.as_ref(), ""),
+        let (field, value) = match line.iter().position(|b| *b == b':') {
+            Some(colon) => {
+                let value = &line[colon + 1..];
+                (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (&line[..], &[][..]),
         };
         match field {
-            "data" => {
+            b"data" => {
                 if self.has_data {
-                    self.data.push('\n');
+                    self.data.push(b'\n');
                 }
-                self.data.push_str(value);
+                self.data.extend_from_slice(value);
                 self.has_data = true;
             }
-            "event" => value.clone_into(&mut self.event),
+            b"event" => self.event = String::from_utf8_lossy(value).into_owned(),
             _ => {}
         }
     }
@@ -129,6 +134,8 @@ impl SseParser {
         let event = std::mem::take(&mut self.event);
         let data = std::mem::take(&mut self.data);
         if std::mem::take(&mut self.has_data) {
+            let data = String::from_utf8(data)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
             out.push(SseEvent { event, data });
         }
     }
@@ -211,6 +218,13 @@ mod tests {
                 Ok(vec![ev("", "abcdefgh")])
             );
         }
+        // Bytes that are not UTF-8 count as the bytes that came, not as
+        // the longer text they are shown as.
+        let mut parser = SseParser::new(16);
+        let mut line = b"data: ".to_vec();
+        line.extend([0xff; 9]);
+        line.extend(b"\n\n");
+        assert_eq!(parser.push(&line), Ok(vec![ev("", &"\u{fffd}".repeat(9))]));
         // A comment line that never ends counts too.
         let mut parser = SseParser::new(16);
         assert_eq!(parser.push(&[b':'; 17]), Err(EventTooLarge));

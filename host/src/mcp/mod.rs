@@ -63,10 +63,10 @@
 //! ```
 
 mod client;
-mod frames;
+pub(crate) mod frames;
 #[cfg(feature = "server")]
 pub mod server;
-mod source;
+pub(crate) mod source;
 
 pub use source::{
     DEFAULT_LIST_TIMEOUT_MS, DEFAULT_TIMEOUT_MS, McpDecl, McpError, McpRules, McpServer,

@@ -49,14 +49,14 @@ pub(super) fn title(name: &str) -> Option<BTreeMap<String, String>> {
 
 /// The layers of a plugin artifact, picked out of its manifest.
 #[derive(Debug)]
-pub(super) struct PluginLayers {
+pub(crate) struct PluginLayers {
     pub component: OciDescriptor,
     pub manifest: Option<OciDescriptor>,
     pub signature: Option<OciDescriptor>,
 }
 
 /// Check `manifest` is a Wasm component artifact and pick its layers.
-pub(super) fn plugin_layers(
+pub(crate) fn plugin_layers(
     reference: &str,
     manifest: &OciImageManifest,
 ) -> Result<PluginLayers, OciError> {

@@ -40,7 +40,7 @@ mod auth;
 mod cache;
 mod error;
 mod files;
-mod layout;
+pub(crate) mod layout;
 mod reference;
 
 use std::path::{Path, PathBuf};

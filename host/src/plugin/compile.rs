@@ -184,6 +184,21 @@ pub(super) async fn describe(
         .describe()
         .await
         .map_err(|e| bad(format!("describe() failed: {e}")))?;
+    check_described(infos, path, budget)
+}
+
+/// Check what a component's `describe()` answered: each tool's spec, and
+/// what a 0.2 component declares besides (by index). The answer is the
+/// plugin's: everything in it is held to `budget` before it is parsed.
+pub(crate) fn check_described(
+    infos: Vec<GuestTool>,
+    path: &Path,
+    budget: &PluginBudget,
+) -> Result<(Vec<ToolSpec>, Vec<ToolExtras>), PluginError> {
+    let bad = |message: String| PluginError::Describe {
+        path: path.to_owned(),
+        message,
+    };
     if infos.len() > budget.max_tools {
         // Say so before converting anything.
         return Err(bad(format!(

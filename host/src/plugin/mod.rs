@@ -8,7 +8,7 @@
 mod background;
 mod bytes;
 mod catalog;
-mod compile;
+pub(crate) mod compile;
 mod error;
 mod inspect;
 pub mod integrity;

@@ -44,7 +44,7 @@ use serde::Serialize;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-pub(crate) use bindings::{GuestContent, GuestOutput, GuestTool};
+pub(crate) use bindings::{GuestAnnotations, GuestContent, GuestOutput, GuestTool};
 pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};

@@ -65,7 +65,7 @@ mod handler;
 mod http;
 mod metrics;
 mod notify;
-mod question;
+pub(crate) mod question;
 mod sessions;
 mod sse;
 mod stdio;

@@ -35,7 +35,7 @@ pub const QUESTION_INPUT_KEY: &str = "toolhost.dev/question";
 
 /// Most bytes of the `requestState` a retried call may carry (the answers
 /// so far).
-const MAX_REQUEST_STATE: usize = 64 << 10;
+pub(crate) const MAX_REQUEST_STATE: usize = 64 << 10;
 
 /// How a call's questions reach the client's user.
 pub(super) struct Questions {
@@ -53,7 +53,7 @@ pub(super) struct Questions {
 /// what an earlier one was told. All of it is the client's own answers, so
 /// a client that edits it only answers for its user.
 #[derive(Debug, Default, PartialEq)]
-pub(super) struct RequestState {
+pub(crate) struct RequestState {
     /// The approval's elicitation result, as the client sent it.
     pub approval: Option<Value>,
     /// The call (tool and arguments, [`super::approval::digest`]) the

@@ -5,7 +5,7 @@ mod call;
 mod decl;
 mod listing;
 mod names;
-mod output;
+pub(crate) mod output;
 mod supervise;
 
 use std::sync::{Arc, Mutex, PoisonError, Weak};

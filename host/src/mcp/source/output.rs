@@ -15,7 +15,7 @@ use crate::tools::{Content, ResourceContents as TextOrBlob, ToolError, ToolError
 /// when `structuredContent` is there: they restate it). `isError: true` is
 /// `tool_failed` with the text. A result larger than `max_bytes` (as JSON
 /// text) is `output_too_large`.
-pub(super) fn output_of(
+pub(crate) fn output_of(
     server: &str,
     result: CallToolResult,
     max_bytes: usize,
