@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use crate::plugins::{toolhost_bin, workspace_root};
+use crate::wait::LogLines;
 
 /// The venv's Python, where .ci/toolchains.sh puts it.
 ///
@@ -62,6 +63,9 @@ pub struct ServeHttp {
     pub url: String,
     /// `ADDR`: the bound address and port.
     pub addr: String,
+    /// Its stderr after the line that says where it listens: its log,
+    /// plugins' log lines included.
+    pub log: LogLines,
 }
 
 impl Drop for ServeHttp {
@@ -102,13 +106,19 @@ impl ServeHttp {
                 break url.to_owned();
             }
         };
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        // Kept for the test (and drained so the server never blocks on a
+        // full pipe).
+        let log = LogLines::from_lines(lines.map_while(Result::ok));
         let addr = url
             .strip_prefix("http://")
             .and_then(|rest| rest.strip_suffix("/mcp"))
             .expect("http://ADDR/mcp")
             .to_owned();
-        Self { child, url, addr }
+        Self {
+            child,
+            url,
+            addr,
+            log,
+        }
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use toolhost_tests::mcp::test_cache_dir;
 use toolhost_tests::plugins::toolhost_bin;
+use toolhost_tests::wait::{LogLines, PATIENCE};
 
 use super::*;
 
@@ -19,6 +20,8 @@ struct StdioServer {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: std::sync::mpsc::Receiver<Value>,
+    /// Its stderr: plugins' log lines say when a call is in flight.
+    log: LogLines,
 }
 
 impl Drop for StdioServer {
@@ -38,9 +41,10 @@ impl StdioServer {
             .env_remove("TOOLHOST_CONFIG")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("toolhost starts");
+        let log = LogLines::read(child.stderr.take().unwrap());
         let stdout = BufReader::new(child.stdout.take().unwrap());
         let (send, lines) = std::sync::mpsc::channel();
         thread::spawn(move || {
@@ -54,6 +58,7 @@ impl StdioServer {
             stdin: child.stdin.take(),
             child,
             lines,
+            log,
         };
         server.send(&initialize_request());
         let answer = server.answer(1);
@@ -135,7 +140,7 @@ fn closing_stdin_cancels_a_call_in_flight_at_once() {
     let mut server = StdioServer::start(plugins.path());
     served(&mut server);
     server.call(3, "hostile_spin", json!({}));
-    thread::sleep(Duration::from_millis(300));
+    server.log.wait_for("spin started", 1, PATIENCE);
     assert_prompt(server.close_stdin());
 }
 
@@ -147,7 +152,8 @@ fn closing_stdin_cancels_every_call_in_flight() {
     server.call(3, "hostile_spin", json!({}));
     server.call(4, "hostile_sleep", json!({"ms": 9000}));
     server.call(5, "hostile_spin", json!({}));
-    thread::sleep(Duration::from_millis(300));
+    server.log.wait_for("spin started", 2, PATIENCE);
+    server.log.wait_for("sleep started", 1, PATIENCE);
     assert_prompt(server.close_stdin());
 }
 
@@ -157,7 +163,7 @@ fn closing_stdin_mid_message_cancels_the_calls_in_flight() {
     let mut server = StdioServer::start(plugins.path());
     served(&mut server);
     server.call(3, "hostile_sleep", json!({"ms": 9000}));
-    thread::sleep(Duration::from_millis(300));
+    server.log.wait_for("sleep started", 1, PATIENCE);
     server.write_raw(r#"{"jsonrpc":"2.0","id":4,"method":"tools/ca"#);
     assert_prompt(server.close_stdin());
 }
