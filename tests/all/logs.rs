@@ -152,7 +152,7 @@ fn http_clients_get_the_lines_they_asked_for_in_a_session_and_per_request() {
             {"op": "call", "tool": LEVELS_TOOL, "session": "old"},
             {"op": "set_level", "level": "error", "session": "old"},
             {"op": "call", "tool": LEVELS_TOOL, "session": "old"},
-            {"op": "sleep", "seconds": 0.5, "session": "old"},
+            {"op": "wait_logs", "count": 1, "session": "old"},
             {"op": "logs", "session": "old"},
         ]),
     );

@@ -338,7 +338,8 @@ fn spin_plugins() -> tempfile::TempDir {
 fn cancel_steps(pid: Value) -> Value {
     json!([
         {"op": "list"},
-        {"op": "cancel", "tool": "hostile_spin", "args": {}, "after": 0.3},
+        // Cancelled once the server burns CPU: the guest spins.
+        {"op": "cancel", "tool": "hostile_spin", "args": {}, "when_busy": pid},
         {"op": "sleep", "seconds": 0.5},
         {"op": "cpu", "pid": pid},
         {"op": "sleep", "seconds": 1.5},
