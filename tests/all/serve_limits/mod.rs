@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_tests::mcp::ServeHttp;
+use toolhost_tests::mcp::{ServeHttp, initialize_request};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, plugin_subset};
 use toolhost_tests::wait::PATIENCE;
 
@@ -174,12 +174,6 @@ fn message(body: &str) -> Value {
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
         .find(|m| m.get("result").is_some() || m.get("error").is_some())
         .unwrap_or_else(|| panic!("no JSON-RPC answer in {body:?}"))
-}
-
-fn initialize_request() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}})
 }
 
 /// A raw MCP session over HTTP (the 2025-11-25 revision).
