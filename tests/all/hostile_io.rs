@@ -16,6 +16,7 @@ use toolhost::fsread;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, SessionId, ToolError, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin, workspace_root};
+use toolhost_tests::wait::CallLog;
 
 /// Far longer than any call here may take (the fixture's deadline is 2 s):
 /// reaching it means something hangs.
@@ -369,7 +370,8 @@ fn cli_a_skipped_plugins_error_stays_on_its_log_line() {
 async fn a_guest_opening_files_in_a_loop_runs_out_of_its_own_handles_only() {
     let dir = plugins_with_fifo();
     let registry = registry_in(dir.path()).await;
-    let cx = CallContext::default();
+    let (sink, mut log) = CallLog::sink();
+    let cx = CallContext::default().with_logs(sink);
     let greedy = registry.call(
         "hostile_io_open_many",
         json!({"dir": "/data", "count": 4000, "hold_ms": 1500}),
@@ -378,7 +380,7 @@ async fn a_guest_opening_files_in_a_loop_runs_out_of_its_own_handles_only() {
     let others = async {
         // While the greedy call holds its handles, another plugin's call
         // and the host itself still open files.
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        log.wait_for("holding", 1, HANG).await;
         let read = call(
             &registry,
             "hostile_read",

@@ -11,6 +11,7 @@ use toolhost::config::HostConfig;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin, copy_plugin_from, hostile_dir, workspace_root};
+use toolhost_tests::wait::{CallLog, PATIENCE};
 
 fn host(max_instances: u32, spare_instances: u32) -> PluginHost {
     PluginHost::new(HostConfig {
@@ -84,13 +85,22 @@ async fn slots_taken_past_the_deadline_end_the_call_as_busy_and_the_host_recover
     let report = host(2, 0).load_dir(dir.path()).await.unwrap();
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let registry = Arc::new(report.registry().expect("the loaded tools register"));
+    let (sink, mut log) = CallLog::sink();
     let sleeps: Vec<_> = (0..2)
         .map(|_| {
             let registry = Arc::clone(&registry);
-            tokio::spawn(async move { call(&registry, "hostile_sleep", json!({"ms": 4000})).await })
+            let cx = CallContext::default().with_logs(sink.clone());
+            tokio::spawn(async move {
+                registry
+                    .call("hostile_sleep", json!({"ms": 4000}), &cx)
+                    .await
+                    .output
+            })
         })
         .collect();
-    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    drop(sink);
+    // Both in the guest: both slots taken.
+    log.wait_for("sleep started", 2, PATIENCE).await;
 
     // calc's deadline is 1 s: it waits that long for a slot, then gives up.
     let e = call(&registry, "calc_eval", json!({"expression": "1+1"}))

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, LogLevel, LogSink};
-use toolhost_tests::mcp::{ServeHttp as Server, python_client, test_cache_dir};
-use toolhost_tests::plugins::{copy_plugin_from, fixtures_dir, hostile_dir, toolhost_bin};
+use toolhost_tests::mcp::{ServeHttp as Server, sdk_client, stdio_command, test_cache_dir};
+use toolhost_tests::plugins::{copy_plugin_from, fixtures_dir, hostile_dir};
 
 /// The fixture tool that logs one line at each level, trace to error.
 const LEVELS_TOOL: &str = "test_tool_with_log_levels";
@@ -57,14 +57,6 @@ async fn a_call_s_log_lines_reach_the_sink_of_its_context_at_its_level() {
         .unwrap();
 }
 
-/// Run tests/mcp/client.py; its JSON report.
-fn client(transport: &str, target: &str, steps: &Value) -> Value {
-    python_client(
-        "tests/mcp/client.py",
-        &[transport, target, &steps.to_string()],
-    )
-}
-
 /// `[level, data]` of each log notification in `logs`, checking that each
 /// names the tool.
 fn lines(logs: &Value) -> Vec<(String, String)> {
@@ -99,17 +91,9 @@ const EVERY_LINE: [(&str, &str); 5] = [
 #[test]
 fn stdio_client_gets_the_lines_at_the_level_it_set_before_the_result() {
     let dir = fixture();
-    let command = json!([
-        toolhost_bin(),
-        "serve",
-        "--plugins",
-        dir.path(),
-        "--cache-dir",
-        test_cache_dir(),
-    ]);
-    let report = client(
+    let report = sdk_client(
         "stdio",
-        &command.to_string(),
+        &stdio_command(dir.path(), &[]),
         &json!([
             {"op": "call", "tool": LEVELS_TOOL},
             {"op": "set_level", "level": "warning"},
@@ -139,7 +123,7 @@ fn stdio_client_gets_the_lines_at_the_level_it_set_before_the_result() {
 fn http_clients_get_the_lines_they_asked_for_in_a_session_and_per_request() {
     let dir = fixture();
     let server = Server::start(dir.path(), &[], &[]);
-    let report = client(
+    let report = sdk_client(
         "http",
         &server.url,
         &json!([
@@ -152,7 +136,7 @@ fn http_clients_get_the_lines_they_asked_for_in_a_session_and_per_request() {
             {"op": "call", "tool": LEVELS_TOOL, "session": "old"},
             {"op": "set_level", "level": "error", "session": "old"},
             {"op": "call", "tool": LEVELS_TOOL, "session": "old"},
-            {"op": "sleep", "seconds": 0.5, "session": "old"},
+            {"op": "wait_logs", "count": 1, "session": "old"},
             {"op": "logs", "session": "old"},
         ]),
     );

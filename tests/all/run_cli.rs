@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
-use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
+use toolhost_tests::plugins::{plugin_subset, toolhost_run};
 use toolhost_tests::providers::{
     Dialect, FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi, FakeServer, Turn,
 };
@@ -16,25 +16,6 @@ mod generation;
 mod progress;
 mod responses;
 mod transcript;
-
-/// `toolhost run` with `args`, off the runtime (the fake serves on it).
-async fn toolhost_run(args: Vec<String>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        std::process::Command::new(toolhost_bin())
-            .args(&args)
-            .env(
-                "TOOLHOST_CACHE_DIR",
-                workspace_root().join("target").join("test-cache"),
-            )
-            .env("TOOLHOST_TEST_KEY", "test-key")
-            .env_remove("TOOLHOST_PLUGINS")
-            .env_remove("TOOLHOST_CONFIG")
-            .output()
-            .expect("toolhost starts")
-    })
-    .await
-    .expect("the command ran")
-}
 
 /// Ask for 6*7 through `calc_eval`: the fake's first turn calls the tool,
 /// the second answers. Returns the run's `--json` summary and the fake.

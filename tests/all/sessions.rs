@@ -3,7 +3,6 @@
 //! least recently used idle one and never one with a call in flight.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost::config::HostConfig;
@@ -12,6 +11,7 @@ use toolhost::plugin::PluginHost;
 use toolhost::runner::{RunOutcome, RunnerConfig, ToolRunner};
 use toolhost::tools::{CallContext, SessionId, ToolErrorKind, ToolRegistry};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, plugin_subset, workspace_root};
+use toolhost_tests::wait::{CallLog, PATIENCE};
 
 fn host(config: HostConfig) -> PluginHost {
     PluginHost::new(HostConfig {
@@ -182,10 +182,11 @@ async fn a_session_with_a_call_in_flight_is_never_evicted_and_a_full_host_says_b
         .expect("the directory loads");
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let registry = Arc::new(report.registry().expect("the tools register"));
+    let (sink, mut log) = CallLog::sink();
     let sleeping = {
         let registry = Arc::clone(&registry);
         tokio::spawn(async move {
-            let cx = CallContext::in_session(SessionId::new("sleeper"));
+            let cx = CallContext::in_session(SessionId::new("sleeper")).with_logs(sink);
             registry
                 .call("hostile_sleep", json!({"ms": 1500}), &cx)
                 .await
@@ -193,14 +194,8 @@ async fn a_session_with_a_call_in_flight_is_never_evicted_and_a_full_host_says_b
         })
     };
     // The sleeper's session is the one live session, and busy.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while host.live_sessions() == 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the sleeper never started"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    log.wait_for("sleep started", 1, PATIENCE).await;
+    assert_eq!(host.live_sessions(), 1);
     let cx = CallContext::in_session(SessionId::new("newcomer"));
     let e = registry
         .call("scratchpad_increment", json!({}), &cx)

@@ -16,6 +16,7 @@ use toolhost::plugin::{PluginHost, PluginWatcher, ReloadError, WatchEvent};
 use toolhost::tools::{CallContext, NativeTool, ToolOrigin, ToolRegistry};
 use toolhost_tests::mcp::test_cache_dir;
 use toolhost_tests::plugins::{copy_plugin, plugin_dir, toolhost_bin, workspace_root};
+use toolhost_tests::wait::until;
 
 /// Short, so the tests are quick; what it guards is the same.
 const DEBOUNCE: Duration = Duration::from_millis(150);
@@ -410,15 +411,8 @@ async fn of_two_plugins_offering_one_name_the_first_file_owns_it_whatever_the_or
     assert_eq!(out["value"], 4.0, "{out}");
 }
 
-/// Wait (at most 60 s) until `ok`: what a server on the other end of a
-/// pipe does takes its own time.
-async fn until(what: &str, ok: impl Fn() -> bool) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !ok() {
-        assert!(std::time::Instant::now() < deadline, "{what} within 60 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+/// What a server on the other end of a pipe does takes its own time.
+const SERVER_PATIENCE: Duration = Duration::from_secs(60);
 
 /// Where `name` comes from now.
 fn origin(registry: &ToolRegistry, name: &str) -> Option<ToolOrigin> {
@@ -471,7 +465,7 @@ async fn a_plugin_put_back_takes_its_names_back_from_an_mcp_server_that_listed_t
         WatchEvent::Removed { .. }
     ));
     copy_plugin("text", served.path());
-    until("the server's calc_eval", mcp).await;
+    until("the server's calc_eval", SERVER_PATIENCE, mcp).await;
 
     // The plugin comes back: it takes its name back, whatever happened
     // meanwhile, and says whose tool it displaced.
@@ -500,7 +494,7 @@ async fn a_plugin_put_back_takes_its_names_back_from_an_mcp_server_that_listed_t
 
     // The server re-lists again: its calc_eval is refused again.
     copy_plugin("scratchpad", served.path());
-    until("the server's scratchpad tools", || {
+    until("the server's scratchpad tools", SERVER_PATIENCE, || {
         registry.contains("scratchpad_increment")
     })
     .await;

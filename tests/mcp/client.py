@@ -18,9 +18,16 @@ starts with "modern" speaks the sessionless 2026-07-28 revision instead
     {"op": "set_level", "level": LEVEL}         logging/setLevel
     {"op": "logs"}                              the log notifications the
         session received since the last "logs" step or call
+    {"op": "wait_logs", "count": N, "timeout": SECONDS}
+        wait until the session has received N log notifications since it
+        opened (rmcp sends a 2025-11-25 session's on its GET stream, not
+        ordered with the results); {"received"}
     {"op": "cancel", "tool": NAME, "args": {...}, "after": SECONDS}
         tools/call, abandoned after SECONDS: the SDK sends
-        notifications/cancelled
+        notifications/cancelled; with "when_busy": PID | "child" instead
+        of "after", abandoned once that process has burnt 30 ms of CPU
+        since the call was sent (a spinning guest is in flight; at most
+        30 s)
     {"op": "copy", "files": [[SRC, DEST], ...]}  copy files (no session)
     {"op": "read", "files": [PATH, ...]}        read files whole, like `cat`
     {"op": "touch", "files": [PATH, ...]}       open for writing, close,
@@ -65,6 +72,8 @@ class Notifications:
     def __init__(self):
         self.list_changed = asyncio.Event()
         self.logs = []
+        self.logs_received = 0
+        self.log_arrived = asyncio.Event()
 
     async def __call__(self, message):
         if isinstance(message, types.ToolListChangedNotification):
@@ -72,6 +81,19 @@ class Notifications:
 
     async def on_log(self, params):
         self.logs.append({"level": params.level, "logger": params.logger, "data": params.data})
+        self.logs_received += 1
+        self.log_arrived.set()
+
+    async def wait_logs(self, count, timeout):
+        deadline = time.monotonic() + timeout
+        while self.logs_received < count:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.log_arrived.wait(), left)
+            self.log_arrived.clear()
+        return self.logs_received
 
     def take_logs(self):
         logs, self.logs = self.logs, []
@@ -170,6 +192,9 @@ async def run_step(session, step):
         return {}
     if op == "logs":
         return {"logs": session.notifications.take_logs()}
+    if op == "wait_logs":
+        received = await session.notifications.wait_logs(step["count"], step.get("timeout", 30))
+        return {"received": received}
     if op == "wait_list_changed":
         try:
             await asyncio.wait_for(session.notifications.list_changed.wait(), step.get("timeout", 30))
@@ -178,8 +203,14 @@ async def run_step(session, step):
         session.notifications.list_changed.clear()
         return {"list_changed": True}
     if op == "cancel":
+        before = cpu_ticks(step["when_busy"]) if "when_busy" in step else None
         call = asyncio.ensure_future(session.call_tool(step["tool"], step.get("args", {})))
-        await asyncio.sleep(step.get("after", 0.3))
+        if before is None:
+            await asyncio.sleep(step.get("after", 0.3))
+        else:
+            deadline = time.monotonic() + 30
+            while cpu_ticks(step["when_busy"]) - before < 3 and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
         finished = call.done()
         call.cancel()
         with contextlib.suppress(asyncio.CancelledError):

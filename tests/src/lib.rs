@@ -7,6 +7,7 @@ pub mod plugins;
 pub mod providers;
 pub mod registry;
 pub mod telemetry;
+pub mod wait;
 
 /// The Rust samples of the README and of the guides in `docs/`, compiled
 /// (and, unless marked `no_run`, run) as doctests by `cargo test

@@ -207,6 +207,42 @@ pub fn toolhost_bin() -> &'static Path {
     })
 }
 
+/// `toolhost ARGS` as the CLI tests run it: the tests' compile cache, the
+/// fake providers' key in `TOOLHOST_TEST_KEY`, no plugin directory or
+/// config from the environment, stdin closed; off the async runtime (a
+/// fake provider may be serving on it).
+///
+/// # Panics
+///
+/// When the program cannot start.
+pub async fn toolhost_run(args: Vec<String>) -> std::process::Output {
+    tokio::task::spawn_blocking(move || {
+        cli_command(toolhost_bin())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("toolhost starts")
+    })
+    .await
+    .expect("the command ran")
+}
+
+/// `program` (`toolhost`, or a script that runs it) with the environment
+/// of [`toolhost_run`]: the tests' compile cache, `TOOLHOST_TEST_KEY`, and
+/// no plugin directory or config from the environment.
+pub fn cli_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut command = Command::new(program);
+    command
+        .env(
+            "TOOLHOST_CACHE_DIR",
+            workspace_root().join("target").join("test-cache"),
+        )
+        .env("TOOLHOST_TEST_KEY", "test-key")
+        .env_remove("TOOLHOST_PLUGINS")
+        .env_remove("TOOLHOST_CONFIG");
+    command
+}
+
 /// An example program from `examples/`, built in the test's own profile.
 pub fn example_bin(name: &str) -> PathBuf {
     build_programs();

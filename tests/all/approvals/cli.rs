@@ -8,7 +8,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 use toolhost::runner::{PAUSED_TRANSCRIPT_FORMAT, Transcript};
-use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
+use toolhost_tests::plugins::{cli_command, plugin_subset, toolhost_bin, workspace_root};
 use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
 
 /// The `run` arguments against `fake` with the `calc` plugin in `plugins`.
@@ -38,23 +38,10 @@ pub(super) fn run_args(
     args
 }
 
-fn command(program: &Path) -> std::process::Command {
-    let mut command = std::process::Command::new(program);
-    command
-        .env(
-            "TOOLHOST_CACHE_DIR",
-            workspace_root().join("target").join("test-cache"),
-        )
-        .env("TOOLHOST_TEST_KEY", "test-key")
-        .env_remove("TOOLHOST_PLUGINS")
-        .env_remove("TOOLHOST_CONFIG");
-    command
-}
-
 /// `toolhost ARGS` with no terminal (stdin closed, output captured).
 pub(super) async fn no_terminal(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
-        command(toolhost_bin())
+        cli_command(toolhost_bin())
             .args(&args)
             .stdin(std::process::Stdio::null())
             .output()
@@ -71,7 +58,7 @@ async fn on_terminal(args: Vec<String>, answers: &[&str]) -> Value {
     let answers = json!(answers).to_string();
     let bin = toolhost_bin().to_owned();
     let out = tokio::task::spawn_blocking(move || {
-        command(Path::new("python3"))
+        cli_command("python3")
             .arg(script)
             .arg(answers)
             .arg(bin)

@@ -5,7 +5,9 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, toolhost_bin, workspace_root};
+use toolhost_tests::plugins::{
+    cli_command, copy_plugin_from, hostile_dir, toolhost_bin, workspace_root,
+};
 use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
 
 use super::{assert_ok, toolhost_run};
@@ -43,18 +45,11 @@ async fn on_terminal(args: Vec<String>) -> Value {
     let script = workspace_root().join("tests/all/approvals/pty_run.py");
     let bin = toolhost_bin().to_owned();
     let out = tokio::task::spawn_blocking(move || {
-        std::process::Command::new("python3")
+        cli_command("python3")
             .arg(script)
             .arg("[]")
             .arg(bin)
             .args(&args)
-            .env(
-                "TOOLHOST_CACHE_DIR",
-                workspace_root().join("target").join("test-cache"),
-            )
-            .env("TOOLHOST_TEST_KEY", "test-key")
-            .env_remove("TOOLHOST_PLUGINS")
-            .env_remove("TOOLHOST_CONFIG")
             .output()
             .expect("python3 starts")
     })

@@ -9,20 +9,7 @@ use toolhost_tests::providers::{FakeCall, FakeResponses, Turn};
 use super::{assert_ok, toolhost_run};
 
 async fn run(fake: &FakeResponses, prompt: &str, extra: &[&str]) -> std::process::Output {
-    let mut args: Vec<String> = [
-        "run",
-        prompt,
-        "--provider",
-        "openai-responses",
-        "--base-url",
-        &fake.url(),
-        "--api-key-env",
-        "TOOLHOST_TEST_KEY",
-        "--model",
-        "o4-mini",
-    ]
-    .map(str::to_owned)
-    .into();
+    let mut args = fake.run_args(prompt);
     args.extend(extra.iter().map(|s| (*s).to_owned()));
     toolhost_run(args).await
 }

@@ -18,21 +18,25 @@ const SHORT: [&str; 6] = [
     "1s",
 ];
 
-/// Run `hostile` on `count` threads while a well-behaved client visits
-/// twice; every hostile connection must be closed before [`CUT_OFF`].
+/// Open `count` hostile connections with `connect`, then run `hold` on each
+/// on a thread of its own while a well-behaved client visits twice; every
+/// hostile connection must be closed before [`CUT_OFF`].
+///
+/// The hostile connections are connected before the client's: the server
+/// accepts connections in the order they were made, so the client is served
+/// beside them, not before them.
 fn hostile_beside_a_good_client(
     addr: &str,
     count: usize,
-    hostile: impl Fn(&str) -> Option<Duration> + Send + Sync + Copy + 'static,
+    connect: impl Fn(&str) -> Trickler,
+    hold: impl Fn(Trickler) -> Option<Duration> + Send + Copy + 'static,
 ) {
     let threads: Vec<_> = (0..count)
         .map(|_| {
-            let addr = addr.to_owned();
-            thread::spawn(move || hostile(&addr))
+            let trickler = connect(addr);
+            thread::spawn(move || hold(trickler))
         })
         .collect();
-    // Connected (and trickling) by now.
-    thread::sleep(Duration::from_millis(300));
     well_behaved_visit(addr);
     well_behaved_visit(addr);
     for thread in threads {
@@ -49,50 +53,64 @@ fn hostile_beside_a_good_client(
 fn a_request_head_sent_a_byte_at_a_time_is_cut_off() {
     let plugins = plugins();
     let server = serve(plugins.path(), &SHORT);
-    hostile_beside_a_good_client(&server.addr, 4, |addr| {
-        Trickler::open(addr, &format!("{HEAD_START}X-Slow: ")).trickle_until_closed(b"a", CUT_OFF)
-    });
+    hostile_beside_a_good_client(
+        &server.addr,
+        4,
+        |addr| Trickler::open(addr, &format!("{HEAD_START}X-Slow: ")),
+        |trickler| trickler.trickle_until_closed(b"a", CUT_OFF),
+    );
 }
 
 #[test]
 fn a_request_body_sent_a_byte_at_a_time_is_cut_off() {
     let plugins = plugins();
     let server = serve(plugins.path(), &SHORT);
-    hostile_beside_a_good_client(&server.addr, 4, |addr| {
-        Trickler::open(addr, &head_with_body()).trickle_until_closed(b"a", CUT_OFF)
-    });
+    hostile_beside_a_good_client(
+        &server.addr,
+        4,
+        |addr| Trickler::open(addr, &head_with_body()),
+        |trickler| trickler.trickle_until_closed(b"a", CUT_OFF),
+    );
 }
 
 #[test]
 fn a_connection_that_never_sends_a_byte_is_closed() {
     let plugins = plugins();
     let server = serve(plugins.path(), &SHORT);
-    hostile_beside_a_good_client(&server.addr, 4, |addr| {
-        Trickler::open(addr, "").wait_until_closed(CUT_OFF)
-    });
+    hostile_beside_a_good_client(
+        &server.addr,
+        4,
+        |addr| Trickler::open(addr, ""),
+        |trickler| trickler.wait_until_closed(CUT_OFF),
+    );
 }
 
 #[test]
 fn a_kept_alive_connection_left_idle_is_closed() {
     let plugins = plugins();
     let server = serve(plugins.path(), &SHORT);
-    hostile_beside_a_good_client(&server.addr, 4, |addr| {
+    hostile_beside_a_good_client(
+        &server.addr,
+        4,
         // One whole request, kept alive, then silence.
-        let mut trickler = Trickler::open(
-            addr,
-            &format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
-        );
-        let mut answer = [0u8; 512];
-        let n = loop {
-            match trickler.stream.read(&mut answer) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(e) => panic!("reading the answer: {e}"),
-            }
-        };
-        assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"));
-        trickler.wait_until_closed(CUT_OFF)
-    });
+        |addr| {
+            let mut trickler = Trickler::open(
+                addr,
+                &format!("GET /healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n"),
+            );
+            let mut answer = [0u8; 512];
+            let n = loop {
+                match trickler.stream.read(&mut answer) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => panic!("reading the answer: {e}"),
+                }
+            };
+            assert!(String::from_utf8_lossy(&answer[..n]).starts_with("HTTP/1.1 200"));
+            trickler
+        },
+        |trickler| trickler.wait_until_closed(CUT_OFF),
+    );
 }
 
 #[test]
@@ -162,9 +180,9 @@ fn a_connection_over_the_cap_gets_503_and_the_rest_are_served() {
             "{head}"
         );
     }
-    // A place freed is a place served.
+    // A place freed is a place served (the visit retries the 503 while the
+    // server has not yet seen the connection close).
     drop(held.pop());
-    thread::sleep(Duration::from_millis(200));
     well_behaved_visit(&server.addr);
 }
 
@@ -181,7 +199,7 @@ fn connections_over_the_cap_are_freed_by_the_time_budgets() {
             thread::spawn(move || trickler.trickle_until_closed(b"a", CUT_OFF))
         })
         .collect();
-    thread::sleep(Duration::from_millis(200));
+    // Connected before this one: accepted first, so the places are taken.
     let (status, _, body) = post(&server.addr, None, &initialize_request());
     assert_eq!(status, 503, "{body}");
     // ...until the header timeout closes them.

@@ -5,6 +5,8 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
+use toolhost_tests::wait::PATIENCE;
+
 use super::sessions::used;
 use super::*;
 
@@ -149,7 +151,7 @@ fn notifications_cancelled_stops_a_call_in_a_session() {
     let server = serve(plugins.path(), &[]);
     let session = open_direct(&server.addr);
     let call = spin(&session, 9);
-    thread::sleep(Duration::from_millis(500));
+    server.log.wait_for("spin started", 1, PATIENCE);
     let (status, _, body) = post(
         &server.addr,
         Some(&session.id),
@@ -169,7 +171,7 @@ fn ending_a_session_stops_its_calls() {
     let server = serve(plugins.path(), &[]);
     let session = open_direct(&server.addr);
     let calls = [spin(&session, 11), spin(&session, 12)];
-    thread::sleep(Duration::from_millis(500));
+    server.log.wait_for("spin started", 2, PATIENCE);
     session.end();
     for (call, id) in calls.into_iter().zip([11, 12]) {
         assert_stopped(call, id);
@@ -188,7 +190,7 @@ fn ending_a_session_answers_its_calls_that_went_through_rmcp() {
     let mut request = call_request(21, "hostile_spin", json!({}));
     request["params"]["_meta"] = json!({"progressToken": "p21"});
     let call = spin_with(&session, request);
-    thread::sleep(Duration::from_millis(500));
+    server.log.wait_for("spin started", 1, PATIENCE);
     session.end();
     assert_stopped(call, 21);
     well_behaved_visit(&server.addr);

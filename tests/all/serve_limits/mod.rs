@@ -20,8 +20,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolhost_tests::mcp::ServeHttp;
+use toolhost_tests::mcp::{ServeHttp, initialize_request};
 use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, plugin_subset};
+use toolhost_tests::wait::PATIENCE;
 
 /// calc, hostile_spin allowed to spin for a minute (only cancelling stops
 /// it early) and hostile_sleep allowed to sleep for 10 s.
@@ -144,15 +145,22 @@ fn post_patiently(addr: &str, session: Option<&str>, body: &Value) -> (u16, Stri
 
 /// [`exchange`], retrying the connection cap's 503 (see [`post_patiently`]).
 fn exchange_patiently(addr: &str, request: &str) -> (u16, String, String) {
-    let mut answer = exchange(addr, request);
-    for _ in 0..50 {
-        if answer.0 != 503 || !answer.2.contains("too many open connections") {
-            break;
+    patiently(|| exchange(addr, request))
+}
+
+/// The answer of `attempt`, made again a few milliseconds apart while it
+/// is the connection cap's 503, for at most [`PATIENCE`] (see
+/// [`post_patiently`]).
+fn patiently(mut attempt: impl FnMut() -> (u16, String, String)) -> (u16, String, String) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let answer = attempt();
+        let over_the_cap = answer.0 == 503 && answer.2.contains("too many open connections");
+        if !over_the_cap || Instant::now() >= deadline {
+            return answer;
         }
-        thread::sleep(Duration::from_millis(20));
-        answer = exchange(addr, request);
+        thread::sleep(Duration::from_millis(10));
     }
-    answer
 }
 
 /// The JSON-RPC message in an answer: a JSON body or an event stream's
@@ -166,12 +174,6 @@ fn message(body: &str) -> Value {
         .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
         .find(|m| m.get("result").is_some() || m.get("error").is_some())
         .unwrap_or_else(|| panic!("no JSON-RPC answer in {body:?}"))
-}
-
-fn initialize_request() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"}}})
 }
 
 /// A raw MCP session over HTTP (the 2025-11-25 revision).
@@ -198,15 +200,7 @@ impl Session {
     fn try_open_from(from: &str, addr: &str) -> Result<Self, (u16, String)> {
         let request = post_request(addr, None, &initialize_request());
         // Patient with the connection cap, as [`post_patiently`].
-        let mut answer = exchange_on(connect_from(from, addr), &request);
-        for _ in 0..50 {
-            if answer.0 != 503 || !answer.2.contains("too many open connections") {
-                break;
-            }
-            thread::sleep(Duration::from_millis(20));
-            answer = exchange_on(connect_from(from, addr), &request);
-        }
-        let (status, head, body) = answer;
+        let (status, head, body) = patiently(|| exchange_on(connect_from(from, addr), &request));
         if status != 200 {
             return Err((status, body));
         }
@@ -277,7 +271,12 @@ impl Session {
 
 /// A well-behaved client's whole visit: a session, tools/list, a call.
 fn well_behaved_visit(addr: &str) {
-    let session = Session::open(addr);
+    visit(Session::open(addr));
+}
+
+/// The rest of [`well_behaved_visit`] in `session`: tools/list, a call,
+/// the end.
+fn visit(session: Session) {
     assert!(session.tool_names().contains(&"calc_eval".to_owned()));
     let answer = session.call("calc_eval", json!({"expression": "6*7"}));
     assert_eq!(

@@ -1,7 +1,8 @@
 //! The cap on live MCP sessions (issue 21, class 3).
 
 use std::thread;
-use std::time::Duration;
+
+use toolhost_tests::wait::wait_until;
 
 use super::*;
 
@@ -119,8 +120,13 @@ fn idle_sessions_expire_and_make_room() {
     let _a = used(Session::open(&server.addr));
     let _b = used(Session::open(&server.addr));
     assert_refused(Session::try_open(&server.addr).map(|_| ()).unwrap_err(), 2);
-    thread::sleep(Duration::from_millis(2500));
-    well_behaved_visit(&server.addr);
+    // Refused until the two idle out (1 s), then served.
+    let mut room = None;
+    wait_until("an idle session made room", PATIENCE, || {
+        room = Session::try_open(&server.addr).ok();
+        room.is_some()
+    });
+    visit(room.unwrap());
 }
 
 /// One request of the stateless 2026-07-28 revision; its JSON-RPC answer.

@@ -5,6 +5,8 @@ use std::process::Command;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use toolhost_tests::wait::PATIENCE;
+
 use super::*;
 
 /// The grace period these tests set.
@@ -79,7 +81,7 @@ fn sigterm_lets_a_call_in_flight_answer_within_the_grace_period() {
         let answer = session.call("hostile_sleep", json!({"ms": 1000}));
         (answer, Instant::now())
     });
-    thread::sleep(Duration::from_millis(300));
+    server.log.wait_for("sleep started", 1, PATIENCE);
     let start = Instant::now();
     sigterm(&server);
     let (answer, answered) = caller.join().unwrap();

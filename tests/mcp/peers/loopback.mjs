@@ -1,5 +1,5 @@
 // Preloaded into server-everything (`node --import ./loopback.mjs ...`) by
-// tests/all/mcp_client.rs: its HTTP transport listens on every interface
+// tests/all/mcp/client.rs: its HTTP transport listens on every interface
 // and on $PORT; this makes it listen on 127.0.0.1 only and, with PORT=0,
 // say on stderr which port it got ("toolhost-test-port NNNN"), so tests
 // never race for a free port.

@@ -54,6 +54,28 @@ impl FakeServer<ResponsesDialect> {
         Self::start_with(ResponsesDialect::default()).await
     }
 
+    /// `toolhost run PROMPT` against this server as a reasoning model
+    /// (`o4-mini`) of `--provider openai-responses`, its key in
+    /// `TOOLHOST_TEST_KEY` (which [`toolhost_run`] sets); add the rest.
+    ///
+    /// [`toolhost_run`]: crate::plugins::toolhost_run
+    pub fn run_args(&self, prompt: &str) -> Vec<String> {
+        [
+            "run",
+            prompt,
+            "--provider",
+            "openai-responses",
+            "--base-url",
+            &self.url(),
+            "--api-key-env",
+            "TOOLHOST_TEST_KEY",
+            "--model",
+            "o4-mini",
+        ]
+        .map(str::to_owned)
+        .into()
+    }
+
     /// Answer the next accepted streaming request with
     /// `response.created` and then an `error` event saying `message`.
     pub fn fail_stream(&self, message: impl Into<String>) -> &Self {

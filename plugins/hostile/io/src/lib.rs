@@ -4,7 +4,8 @@
 //!
 //! - `hostile_io_open_many {"dir", "count", "hold_ms"}` opens the first
 //!   regular file in `dir` `count` times, keeping every handle, then sleeps
-//!   `hold_ms` with them open. Returns `{"opened": N, "error": null|text}`:
+//!   `hold_ms` with them open (logging `holding N handles`, info, once they
+//!   are open). Returns `{"opened": N, "error": null|text}`:
 //!   it stops at the first failed open. Expected: the host's per-store
 //!   handle cap stops it (`opened` at most the cap, `error` set) while other
 //!   calls and the host keep opening files.
@@ -72,6 +73,8 @@ fn open_many(input: OpenManyInput) -> Result<OpenMany, ToolError> {
             }
         }
     }
+    // The event a test waits on: the handles are held from here on.
+    toolhost_guest::log::info(format!("holding {} handles", held.len()));
     std::thread::sleep(std::time::Duration::from_millis(input.hold_ms));
     Ok(OpenMany {
         opened: u32::try_from(held.len()).unwrap_or(u32::MAX),

@@ -6,6 +6,10 @@
 //! (default 0: one sleep, no reports) it sleeps in that many equal steps
 //! and reports progress `0/steps` first and `i/steps` after step i: a long
 //! job that says how far it is (the terminal's progress line).
+//!
+//! Before it sleeps it logs `sleep started` (info): the event a test waits
+//! on to know the call is in flight in the guest, instead of a guessed
+//! sleep of its own.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +28,9 @@ struct SleepInput {
     steps: u32,
 }
 
+/// The log line that says a call is in flight.
+const STARTED: &str = "sleep started";
+
 fn one_minute() -> u64 {
     60_000
 }
@@ -35,6 +42,7 @@ struct Slept {
 
 fn sleep(input: SleepInput) -> Result<Slept, ToolError> {
     let start = Instant::now();
+    toolhost_guest::log::info(STARTED);
     if input.steps == 0 {
         std::thread::sleep(Duration::from_millis(input.ms));
     } else {

@@ -6,8 +6,8 @@
 //! it comes (the server refused it before the registry saw it).
 
 use serde_json::{Value, json};
-use toolhost_tests::mcp::{ServeHttp, python_client, test_cache_dir};
-use toolhost_tests::plugins::{plugin_subset, toolhost_bin};
+use toolhost_tests::mcp::{ServeHttp, python_client, stdio_command};
+use toolhost_tests::plugins::plugin_subset;
 use toolhost_tests::telemetry::{http, stateless_call};
 
 /// tests/mcp/default_clients.py: `client` (`mcp`, `mcp-legacy`, `fastmcp`)
@@ -17,19 +17,6 @@ fn default_client(client: &str, transport: &str, target: &str, steps: &Value) ->
         "tests/mcp/default_clients.py",
         &[client, transport, target, &steps.to_string()],
     )
-}
-
-/// `toolhost serve` over stdio on `plugins`, as a client's config names it.
-fn stdio_command(plugins: &tempfile::TempDir) -> String {
-    json!([
-        toolhost_bin(),
-        "serve",
-        "--plugins",
-        plugins.path(),
-        "--cache-dir",
-        test_cache_dir(),
-    ])
-    .to_string()
 }
 
 /// Three counter increments, a note put and read back, three more
@@ -77,7 +64,12 @@ fn check_one_session(report: &Value, revision: &str) {
 #[test]
 fn stdio_keeps_one_plugin_session_with_the_official_sdks_default_2026_07_28() {
     let plugins = plugin_subset(&["scratchpad"]);
-    let report = default_client("mcp", "stdio", &stdio_command(&plugins), &stateful_steps());
+    let report = default_client(
+        "mcp",
+        "stdio",
+        &stdio_command(plugins.path(), &[]),
+        &stateful_steps(),
+    );
     check_one_session(&report, "2026-07-28");
 }
 
@@ -87,7 +79,7 @@ fn stdio_keeps_one_plugin_session_with_the_official_sdk_on_2025_11_25() {
     let report = default_client(
         "mcp-legacy",
         "stdio",
-        &stdio_command(&plugins),
+        &stdio_command(plugins.path(), &[]),
         &stateful_steps(),
     );
     check_one_session(&report, "2025-11-25");
@@ -99,7 +91,7 @@ fn stdio_keeps_one_plugin_session_with_fastmcps_default_client() {
     let report = default_client(
         "fastmcp",
         "stdio",
-        &stdio_command(&plugins),
+        &stdio_command(plugins.path(), &[]),
         &stateful_steps(),
     );
     check_one_session(&report, "2026-07-28");

@@ -1,5 +1,5 @@
 //! `toolhost serve` driven by the official MCP peers besides the Python SDK
-//! (that one is tests/all/mcp.rs): the MCP Inspector's CLI mode, over stdio
+//! (that one is tests/all/mcp/serve.rs): the MCP Inspector's CLI mode, over stdio
 //! and streamable HTTP, and the MCP conformance suite, over HTTP.
 //!
 //! Both are npm packages pinned in tests/mcp/checkers/package.json (locked in

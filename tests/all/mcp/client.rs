@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::mcp::{McpDecl, McpServer};
 use toolhost::tools::{CallContext, ToolErrorKind, ToolRegistry};
-use toolhost_tests::mcp::venv_python;
-use toolhost_tests::plugins::{toolhost_bin, workspace_root};
+use toolhost_tests::mcp::{sdk_client, stdio_command, venv_python};
+use toolhost_tests::plugins::{toolhost_bin, toolhost_run, workspace_root};
 
 fn peers() -> PathBuf {
     workspace_root().join("tests").join("mcp").join("peers")
@@ -79,19 +79,35 @@ impl Setup {
         self.dir.path().join("plugins")
     }
 
-    /// `toolhost ARGS --plugins DIR --config FILE --no-cache`.
+    /// `--plugins DIR --config FILE --no-cache`.
+    fn flags(&self) -> Vec<String> {
+        [
+            "--plugins".to_owned(),
+            self.plugins().display().to_string(),
+            "--config".to_owned(),
+            self.config().display().to_string(),
+            "--no-cache".to_owned(),
+        ]
+        .into()
+    }
+
+    /// `toolhost ARGS` with [`flags`](Self::flags).
     fn toolhost(&self, args: &[&str]) -> Output {
         Command::new(toolhost_bin())
             .args(args)
-            .arg("--plugins")
-            .arg(self.plugins())
-            .arg("--config")
-            .arg(self.config())
-            .arg("--no-cache")
+            .args(self.flags())
             .env_remove("TOOLHOST_CONFIG")
             .stdin(Stdio::null())
             .output()
             .expect("toolhost runs")
+    }
+
+    /// `toolhost serve` over stdio on this setup, for an MCP client.
+    fn serve_command(&self) -> String {
+        stdio_command(
+            &self.plugins(),
+            &["--config", &self.config().display().to_string()],
+        )
     }
 
     /// `toolhost call TOOL --input INPUT --json`: its JSON answer.
@@ -306,27 +322,11 @@ fn run_with_a_replayed_model_calls_a_server_s_tool() {
 #[test]
 fn serve_re_exports_a_server_s_tool_to_an_mcp_client() {
     let setup = Setup::new(&[time_server()]);
-    let command = json!([
-        toolhost_bin(),
-        "serve",
-        "--plugins",
-        setup.plugins(),
-        "--config",
-        setup.config(),
-        "--no-cache",
-    ]);
     let steps = json!([
         {"op": "list"},
         {"op": "call", "tool": "time_get_current_time", "args": {"timezone": "UTC"}}
     ]);
-    let out = Command::new(venv_python())
-        .arg(workspace_root().join("tests").join("mcp").join("client.py"))
-        .args(["stdio", &command.to_string(), &steps.to_string()])
-        .env_remove("TOOLHOST_CONFIG")
-        .output()
-        .expect("python starts");
-    assert!(out.status.success(), "the MCP client failed: {out:?}");
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = sdk_client("stdio", &setup.serve_command(), &steps);
     let listed = &report["results"][0]["tools"];
     assert!(
         listed
@@ -437,20 +437,8 @@ const PNG_HEAD: &str = "89504e470d0a1a0a";
 #[test]
 fn an_upstream_image_reaches_an_mcp_client_of_serve() {
     let setup = Setup::new(&[everything_stdio()]);
-    let command = json!([
-        toolhost_bin(),
-        "serve",
-        "--plugins",
-        setup.plugins(),
-        "--config",
-        setup.config(),
-        "--no-cache",
-    ]);
     let steps = json!([{"op": "call", "tool": "everything_get-tiny-image", "args": {}}]);
-    let report = toolhost_tests::mcp::python_client(
-        "tests/mcp/client.py",
-        &["stdio", &command.to_string(), &steps.to_string()],
-    );
+    let report = sdk_client("stdio", &setup.serve_command(), &steps);
     let result = &report["results"][0];
     assert_eq!(result["is_error"], false, "{report}");
     let blocks = result["blocks"].as_array().expect("blocks");
@@ -477,37 +465,9 @@ async fn an_upstream_image_reaches_the_model_through_run() {
         json!({}),
     )]));
     fake.push(Turn::text("The MCP logo."));
-    let args: Vec<String> = [
-        "run",
-        "Show me the logo.",
-        "--provider",
-        "openai-responses",
-        "--base-url",
-        &fake.url(),
-        "--api-key-env",
-        "TOOLHOST_TEST_KEY",
-        "--model",
-        "o4-mini",
-        "--plugins",
-        &setup.plugins().display().to_string(),
-        "--config",
-        &setup.config().display().to_string(),
-        "--no-cache",
-    ]
-    .map(str::to_owned)
-    .into();
-    let out = tokio::task::spawn_blocking(move || {
-        Command::new(toolhost_bin())
-            .args(&args)
-            .env("TOOLHOST_TEST_KEY", "test-key")
-            .env_remove("TOOLHOST_CONFIG")
-            .env_remove("TOOLHOST_PLUGINS")
-            .stdin(Stdio::null())
-            .output()
-            .expect("toolhost runs")
-    })
-    .await
-    .unwrap();
+    let mut args = fake.run_args("Show me the logo.");
+    args.extend(setup.flags());
+    let out = toolhost_run(args).await;
     assert!(
         out.status.success(),
         "{}",

@@ -10,42 +10,16 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolhost_tests::mcp::{ServeHttp as Server, test_cache_dir, venv_python};
-use toolhost_tests::plugins::{
-    copy_plugin_from, hostile_dir, plugin_subset, toolhost_bin, workspace_root,
+use toolhost_tests::mcp::{
+    ServeHttp as Server, initialize_request, sdk_client, stdio_command, test_cache_dir,
 };
+use toolhost_tests::plugins::{copy_plugin_from, hostile_dir, plugin_subset, toolhost_bin};
 
 /// calc, text and scratchpad, and hostile_sleep (which times out).
 fn plugins() -> tempfile::TempDir {
     let dir = plugin_subset(&["calc", "text", "scratchpad"]);
     copy_plugin_from(hostile_dir(), "hostile_sleep", dir.path());
     dir
-}
-
-/// Run tests/mcp/client.py; its JSON report.
-fn client(transport: &str, target: &str, steps: &Value) -> Value {
-    let out = Command::new(venv_python())
-        .arg(workspace_root().join("tests").join("mcp").join("client.py"))
-        .args([transport, target, &steps.to_string()])
-        .output()
-        .expect("python starts");
-    assert!(out.status.success(), "the MCP client failed: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("client stdout is not JSON ({e}): {text}"))
-}
-
-/// `toolhost serve` over stdio, as an MCP client's config names it.
-fn stdio_command(plugins: &tempfile::TempDir) -> String {
-    json!([
-        toolhost_bin(),
-        "serve",
-        "--plugins",
-        plugins.path(),
-        "--cache-dir",
-        test_cache_dir(),
-    ])
-    .to_string()
 }
 
 /// The steps both transports run, and what they must answer.
@@ -119,7 +93,11 @@ fn check_conversation(report: &Value) {
 #[test]
 fn stdio_serves_the_tools_to_the_python_sdk_client() {
     let plugins = plugins();
-    let report = client("stdio", &stdio_command(&plugins), &conversation());
+    let report = sdk_client(
+        "stdio",
+        &stdio_command(plugins.path(), &[]),
+        &conversation(),
+    );
     check_conversation(&report);
 }
 
@@ -178,13 +156,11 @@ impl RawHttp for Server {
     }
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
-
 #[test]
 fn http_serves_the_tools_with_one_plugin_session_per_mcp_session() {
     let plugins = plugins();
     let mut server = Server::start(plugins.path(), &[], &[]);
-    let report = client("http", &server.url, &conversation());
+    let report = sdk_client("http", &server.url, &conversation());
     check_conversation(&report);
     // SIGTERM: a graceful shutdown, exit 0.
     let status = Command::new("kill")
@@ -216,12 +192,12 @@ fn http_refuses_foreign_origins_and_answers_healthz() {
                 Accept: application/json, text/event-stream";
     let (status, _) = server.request(
         &format!("{post}\r\nOrigin: https://evil.example"),
-        INITIALIZE,
+        &initialize_request().to_string(),
     );
     assert_eq!(status, 403, "a foreign Origin (DNS rebinding) is refused");
     let (status, _) = server.request(
         &format!("{post}\r\nOrigin: http://localhost:1234"),
-        INITIALIZE,
+        &initialize_request().to_string(),
     );
     assert_eq!(status, 200, "a loopback Origin is served");
 }
@@ -236,16 +212,16 @@ fn http_with_a_token_refuses_requests_without_it() {
     );
     let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
                 Accept: application/json, text/event-stream";
-    let (status, _) = server.request(post, INITIALIZE);
+    let (status, _) = server.request(post, &initialize_request().to_string());
     assert_eq!(status, 401);
     let (status, _) = server.request(
         &format!("{post}\r\nAuthorization: Bearer wrong"),
-        INITIALIZE,
+        &initialize_request().to_string(),
     );
     assert_eq!(status, 401);
     let (status, _) = server.request(
         &format!("{post}\r\nAuthorization: Bearer s3cret"),
-        INITIALIZE,
+        &initialize_request().to_string(),
     );
     assert_eq!(status, 200);
 }
@@ -311,7 +287,11 @@ fn check_hot_reload(report: &Value) {
 fn stdio_client_hears_of_a_plugin_dropped_into_the_directory() {
     let plugins = plugin_subset(&["text"]);
     let steps = hot_reload_steps(plugins.path());
-    check_hot_reload(&client("stdio", &stdio_command(&plugins), &steps));
+    check_hot_reload(&sdk_client(
+        "stdio",
+        &stdio_command(plugins.path(), &[]),
+        &steps,
+    ));
 }
 
 #[test]
@@ -319,7 +299,7 @@ fn http_client_hears_of_a_plugin_dropped_into_the_directory() {
     let plugins = plugin_subset(&["text"]);
     let server = Server::start(plugins.path(), &[], &[]);
     let steps = hot_reload_steps(plugins.path());
-    check_hot_reload(&client("http", &server.url, &steps));
+    check_hot_reload(&sdk_client("http", &server.url, &steps));
 }
 
 /// calc, and hostile_spin allowed to spin for a minute: only cancelling
@@ -338,7 +318,8 @@ fn spin_plugins() -> tempfile::TempDir {
 fn cancel_steps(pid: Value) -> Value {
     json!([
         {"op": "list"},
-        {"op": "cancel", "tool": "hostile_spin", "args": {}, "after": 0.3},
+        // Cancelled once the server burns CPU: the guest spins.
+        {"op": "cancel", "tool": "hostile_spin", "args": {}, "when_busy": pid},
         {"op": "sleep", "seconds": 0.5},
         {"op": "cpu", "pid": pid},
         {"op": "sleep", "seconds": 1.5},
@@ -369,9 +350,9 @@ fn check_cancelled(report: &Value) {
 #[test]
 fn stdio_cancelled_call_stops_the_guest() {
     let plugins = spin_plugins();
-    let report = client(
+    let report = sdk_client(
         "stdio",
-        &stdio_command(&plugins),
+        &stdio_command(plugins.path(), &[]),
         &cancel_steps(json!("child")),
     );
     check_cancelled(&report);
@@ -381,7 +362,7 @@ fn stdio_cancelled_call_stops_the_guest() {
 fn http_cancelled_call_stops_the_guest() {
     let plugins = spin_plugins();
     let server = Server::start(plugins.path(), &[], &[]);
-    let report = client("http", &server.url, &cancel_steps(json!(server.child.id())));
+    let report = sdk_client("http", &server.url, &cancel_steps(json!(server.child.id())));
     check_cancelled(&report);
 }
 
@@ -487,7 +468,7 @@ fn stateless_serving_needs_no_session_affinity() {
     let b = Server::start(plugins.path(), &["--stateless"], &[]);
     let post = "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
                 Accept: application/json, text/event-stream";
-    let (status, head, body) = a.exchange(post, INITIALIZE);
+    let (status, head, body) = a.exchange(post, &initialize_request().to_string());
     assert_eq!(status, 200, "{head}\n{body}");
     assert!(
         !head.to_ascii_lowercase().contains("mcp-session-id"),
@@ -531,7 +512,7 @@ fn stateless_serving_needs_no_session_affinity() {
     );
     assert_eq!(value(call(&a, "scratchpad_increment", None)), 1);
     // The official client, which speaks 2025-11-25, works without a session.
-    let report = client(
+    let report = sdk_client(
         "http",
         &a.url,
         &json!([
@@ -583,7 +564,7 @@ fn reads_touches_and_a_second_serve_reload_nothing_and_a_session_keeps_counting(
         {"op": "wait_list_changed", "timeout": 2},
         increment,
     ]);
-    let report = client("http", &server.url, &steps);
+    let report = sdk_client("http", &server.url, &steps);
     let results = report["results"].as_array().expect("results");
     let count = |i: usize| results[i]["structured"]["value"].clone();
     assert_eq!(count(0), 1, "{}", results[0]);

@@ -5,26 +5,14 @@
 //! The client is the official MCP Python SDK (tests/mcp/client.py).
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use toolhost::mcp::server::{ServerOptions, ToolServer};
 use toolhost::tools::{NativeTool, ToolRegistry};
-use toolhost_tests::mcp::venv_python;
-use toolhost_tests::plugins::{toolhost_bin, workspace_root};
-
-fn client_py() -> std::path::PathBuf {
-    workspace_root().join("tests").join("mcp").join("client.py")
-}
-
-fn report_of(out: &std::process::Output) -> Value {
-    assert!(out.status.success(), "the MCP client failed: {out:?}");
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(text.trim())
-        .unwrap_or_else(|e| panic!("client stdout is not JSON ({e}): {text}"))
-}
+use toolhost_tests::mcp::{sdk_client, stdio_command, venv_python};
+use toolhost_tests::plugins::workspace_root;
 
 fn names(listed: &Value) -> Vec<String> {
     listed["tools"]
@@ -70,19 +58,14 @@ async fn tools_a_program_registers_and_removes_reach_a_connected_client_as_list_
         {"op": "wait_list_changed", "timeout": 60},
         {"op": "list"},
     ]);
-    let client = tokio::process::Command::new(venv_python())
-        .arg(client_py())
-        .args(["http", &http.url(), &steps.to_string()])
-        .stdin(Stdio::null())
-        .output();
-    let client = tokio::spawn(client);
+    let url = http.url();
+    let client = tokio::task::spawn_blocking(move || sdk_client("http", &url, &steps));
     assert_eq!(calls.recv().await, Some("hello"));
     registry.register(announcing("goodbye", &called)).unwrap();
     assert_eq!(calls.recv().await, Some("goodbye"));
     registry.unregister("hello").expect("hello is registered");
-    let out = client.await.unwrap().expect("python starts");
+    let report = client.await.unwrap();
     http.shutdown().await;
-    let report = report_of(&out);
     let results = report["results"].as_array().expect("results");
     assert_eq!(names(&results[0]), ["hello"], "{report}");
     assert_eq!(results[1]["structured"]["said"], "hello", "{report}");
@@ -114,16 +97,11 @@ fn growing_setup(dir: &Path) {
 fn an_mcp_server_s_new_tool_reaches_clients_of_serve_without_the_watcher() {
     let dir = tempfile::tempdir().unwrap();
     growing_setup(dir.path());
-    let command = json!([
-        toolhost_bin(),
-        "serve",
-        "--no-watch",
-        "--plugins",
-        dir.path().join("plugins"),
-        "--config",
-        dir.path().join("toolhost.toml"),
-        "--no-cache",
-    ]);
+    let config = dir.path().join("toolhost.toml").display().to_string();
+    let command = stdio_command(
+        &dir.path().join("plugins"),
+        &["--no-watch", "--config", &config],
+    );
     let steps = json!([
         {"op": "list"},
         {"op": "call", "tool": "growing_grow", "args": {}},
@@ -131,14 +109,7 @@ fn an_mcp_server_s_new_tool_reaches_clients_of_serve_without_the_watcher() {
         {"op": "list"},
         {"op": "call", "tool": "growing_grown", "args": {}},
     ]);
-    let out = Command::new(venv_python())
-        .arg(client_py())
-        .args(["stdio", &command.to_string(), &steps.to_string()])
-        .env_remove("TOOLHOST_CONFIG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("python starts");
-    let report = report_of(&out);
+    let report = sdk_client("stdio", &command, &steps);
     let results = report["results"].as_array().expect("results");
     assert_eq!(names(&results[0]), ["growing_grow"], "{report}");
     assert_eq!(results[1]["is_error"], false, "{report}");
