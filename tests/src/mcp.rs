@@ -77,6 +77,8 @@ pub fn stdio_command(plugins: &Path, extra: &[&str]) -> String {
     let mut argv = vec![
         json!(toolhost_bin()),
         json!("serve"),
+        // Every plugin compiled before the first answer: a test lists once.
+        json!("--wait-for-plugins"),
         json!("--plugins"),
         json!(plugins),
         json!("--cache-dir"),
@@ -127,7 +129,8 @@ impl ServeHttp {
     /// When it exits before saying where it listens.
     pub fn start(plugins: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--http", "127.0.0.1:0", "--cache-dir"])
+            .args(["serve", "--wait-for-plugins", "--http", "127.0.0.1:0"])
+            .arg("--cache-dir")
             .arg(test_cache_dir())
             .arg("--plugins")
             .arg(plugins)
@@ -193,7 +196,7 @@ impl ServeStdio {
     /// When it does not answer the handshake as toolhost.
     pub fn start(plugins: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--cache-dir"])
+            .args(["serve", "--wait-for-plugins", "--cache-dir"])
             .arg(test_cache_dir())
             .arg("--plugins")
             .arg(plugins)

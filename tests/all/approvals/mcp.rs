@@ -18,6 +18,7 @@ fn ask(mode: &str, answer: &str) -> Value {
     let argv = json!([
         toolhost_bin(),
         "serve",
+        "--wait-for-plugins",
         "--plugins",
         plugins.path(),
         "--cache-dir",

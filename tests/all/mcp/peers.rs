@@ -194,6 +194,7 @@ fn inspector_cli_lists_and_calls_the_tools_over_stdio() {
     let target = [
         toolhost_bin().display().to_string(),
         "serve".to_owned(),
+        "--wait-for-plugins".to_owned(),
         "--plugins".to_owned(),
         plugins.path().display().to_string(),
         "--cache-dir".to_owned(),

@@ -551,7 +551,7 @@ fn reads_touches_and_a_second_serve_reload_nothing_and_a_session_keeps_counting(
         increment,
         {"op": "read", "files": files},
         {"op": "touch", "files": files},
-        {"op": "run", "argv": [toolhost_bin(), "serve", "--plugins", plugins.path(), "--cache-dir", test_cache_dir()]},
+        {"op": "run", "argv": [toolhost_bin(), "serve", "--wait-for-plugins", "--plugins", plugins.path(), "--cache-dir", test_cache_dir()]},
         {"op": "sleep", "seconds": 1},
         // A real change: the one list_changed there is.
         {"op": "copy", "files": [

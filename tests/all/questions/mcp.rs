@@ -20,6 +20,7 @@ fn ask_in(mode: &str, answer: &str, config: Option<&str>) -> Value {
     let mut argv = json!([
         toolhost_bin(),
         "serve",
+        "--wait-for-plugins",
         "--plugins",
         plugins.path(),
         "--cache-dir",
@@ -169,6 +170,7 @@ fn answer_through_client(
     let argv = json!([
         toolhost_bin(),
         "serve",
+        "--wait-for-plugins",
         "--plugins",
         plugins.path(),
         "--cache-dir",
