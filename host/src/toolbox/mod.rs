@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::HostConfig;
-use crate::mcp::{McpError, McpServer};
+use crate::mcp::{McpDecl, McpError, McpRules, McpServer};
 use crate::oci::OciError;
 use crate::plugin::{
     DeferredReport, LoadObserver, LoadReport, Manifest, PluginError, PluginHost, PluginWatcher,
@@ -43,7 +43,7 @@ use crate::plugin::{
 };
 use crate::sandbox::SandboxError;
 use crate::telemetry::Metrics;
-use crate::tools::rest::{self, RestError, RestLoadReport, RestPolicy, RestTool};
+use crate::tools::rest::{self, RestDecl, RestError, RestLoadReport, RestPolicy, RestTool};
 use crate::tools::{ExecOptions, Observability, RegistryError, Tool, ToolRegistry};
 
 /// Why a toolbox could not be assembled. A broken plugin, a broken
@@ -249,40 +249,8 @@ impl ToolboxBuilder {
         )
         .await?;
         let deferred = std::mem::take(&mut report.deferred);
-        for path in oci_found {
-            // Checked by the integrity policy as any plugin file.
-            match host.load_file(&path).await {
-                Ok(plugin) => report.plugins.push(plugin),
-                Err(e) => report.errors.push(e),
-            }
-        }
-        for (name, wasm, manifest) in components {
-            match host.load_bytes(&name, wasm, manifest).await {
-                Ok(plugin) => report.plugins.push(plugin),
-                Err(e) => report.errors.push(e),
-            }
-        }
-        let mut rest = RestLoadReport::default();
-        for decl in rest_decls {
-            let mut tool =
-                RestTool::new(decl, &rest_policy).map_err(|source| ToolboxError::Rest {
-                    file: config_file.clone(),
-                    source,
-                })?;
-            if let Some(path) = &config_file {
-                tool = tool.declared_in(path);
-            }
-            rest.tools.push(tool);
-        }
-        if let Some(dir) = dir {
-            let found =
-                rest::load_dir(dir, &rest_policy).map_err(|source| ToolboxError::RestDir {
-                    dir: dir.to_owned(),
-                    source,
-                })?;
-            rest.tools.extend(found.tools);
-            rest.errors.extend(found.errors);
-        }
+        load_more_plugins(&host, &mut report, oci_found, components).await;
+        let rest = load_rest(rest_decls, config_file.as_deref(), dir, &rest_policy)?;
         if let (Some(owned), Some(dir)) = (owned, dir)
             && rest
                 .tools
@@ -299,24 +267,10 @@ impl ToolboxBuilder {
                     source,
                 })?;
         }
-        let mut mcp = Vec::new();
-        for decl in mcp_decls {
-            let server = McpServer::new(decl, &mcp_rules).map_err(|source| ToolboxError::Mcp {
-                file: config_file.clone(),
-                source,
-            })?;
-            mcp.push(server);
-        }
-        futures::future::join_all(mcp.iter().map(McpServer::start)).await;
+        let mcp = start_mcp(mcp_decls, &mcp_rules, config_file.as_deref()).await?;
         let metrics = observability.call_metrics().cloned();
         let registry = Arc::new(ToolRegistry::new().observed(observability));
-        report.register_into(&registry)?;
-        for tool in &rest.tools {
-            tool.clone().register(&registry)?;
-        }
-        for (tool, options) in native {
-            registry.register_with(tool, options)?;
-        }
+        register(&registry, &report, &rest, native)?;
         let mut refused = Vec::new();
         for server in &mcp {
             // Each refusal is also logged by the server, naming it.
@@ -337,6 +291,103 @@ impl ToolboxBuilder {
             deferred: std::sync::Mutex::new(deferred),
         })
     }
+}
+
+/// Load into `report` the plugin files `[[oci]]` fetched (`oci_found`)
+/// and the builder's in-memory `components`; each that fails to load is
+/// reported, not an error.
+async fn load_more_plugins(
+    host: &PluginHost,
+    report: &mut LoadReport,
+    oci_found: Vec<PathBuf>,
+    components: Vec<(String, Vec<u8>, Manifest)>,
+) {
+    for path in oci_found {
+        // Checked by the integrity policy as any plugin file.
+        match host.load_file(&path).await {
+            Ok(plugin) => report.plugins.push(plugin),
+            Err(e) => report.errors.push(e),
+        }
+    }
+    for (name, wasm, manifest) in components {
+        match host.load_bytes(&name, wasm, manifest).await {
+            Ok(plugin) => report.plugins.push(plugin),
+            Err(e) => report.errors.push(e),
+        }
+    }
+}
+
+/// The REST tools: those `[[rest]]` declares (`decls`, of `config_file`),
+/// then the `NAME.rest.toml` files of the plugin directory `dir`, all held
+/// to `policy`.
+#[expect(
+    clippy::result_large_err,
+    reason = "the error is `build`'s own, passed on as is; boxing it here would only be undone there"
+)]
+fn load_rest(
+    decls: Vec<RestDecl>,
+    config_file: Option<&Path>,
+    dir: Option<&Path>,
+    policy: &RestPolicy,
+) -> Result<RestLoadReport, ToolboxError> {
+    let mut rest = RestLoadReport::default();
+    for decl in decls {
+        let mut tool = RestTool::new(decl, policy).map_err(|source| ToolboxError::Rest {
+            file: config_file.map(Path::to_owned),
+            source,
+        })?;
+        if let Some(path) = config_file {
+            tool = tool.declared_in(path);
+        }
+        rest.tools.push(tool);
+    }
+    if let Some(dir) = dir {
+        let found = rest::load_dir(dir, policy).map_err(|source| ToolboxError::RestDir {
+            dir: dir.to_owned(),
+            source,
+        })?;
+        rest.tools.extend(found.tools);
+        rest.errors.extend(found.errors);
+    }
+    Ok(rest)
+}
+
+/// The `[[mcp]]` servers `decls` (of `config_file`) declares, held to
+/// `rules`, started together: each waits for its first connection, and
+/// one that is not up yet keeps trying in the background.
+async fn start_mcp(
+    decls: Vec<McpDecl>,
+    rules: &McpRules,
+    config_file: Option<&Path>,
+) -> Result<Vec<McpServer>, ToolboxError> {
+    let mut mcp = Vec::new();
+    for decl in decls {
+        let server = McpServer::new(decl, rules).map_err(|source| ToolboxError::Mcp {
+            file: config_file.map(Path::to_owned),
+            source,
+        })?;
+        mcp.push(server);
+    }
+    futures::future::join_all(mcp.iter().map(McpServer::start)).await;
+    Ok(mcp)
+}
+
+/// Put the tools of the plugins (`report`), of `rest` and the `native`
+/// ones in `registry`, in that order.
+fn register(
+    registry: &ToolRegistry,
+    report: &LoadReport,
+    rest: &RestLoadReport,
+    native: Vec<(Arc<dyn Tool>, ExecOptions)>,
+) -> Result<(), RegistryError> {
+    report.register_into(registry)?;
+    for tool in &rest.tools {
+        tool.clone().register(registry)?;
+    }
+    for (tool, options) in native {
+        registry.register_with(tool, options)?;
+    }
+    Ok(())
 }
 
 /// The plugins of `path` (a directory or one file), and, when only the

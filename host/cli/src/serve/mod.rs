@@ -119,20 +119,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             }
         })
         .await?;
-    // MCP clients start `serve` with an environment of their own: say which
-    // compile cache this process uses, so that a slow first start (every
-    // plugin compiled again) can be traced to a cache other than the
-    // shell's (docs/mcp.md, "Use it from Claude Desktop").
-    match &toolbox.host().config().cache_dir {
-        Some(dir) => tracing::info!(
-            "compile cache: {}",
-            toolhost::text::escape_controls(&dir.display().to_string())
-        ),
-        None => tracing::warn!(
-            "no compile cache (--no-cache, or no home directory to put it in): \
-             every start compiles every plugin; pass --cache-dir DIR"
-        ),
-    }
+    say_cache(&toolbox);
     let options = options.approval(toolbox.host().config().approval.clone());
     let registry = Arc::clone(toolbox.registry());
     if registry.is_empty() && toolbox.deferred().is_empty() {
@@ -156,18 +143,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     } else {
         None
     };
-    if !deferred.is_empty() {
-        tracing::info!(
-            "compiling {} plugin(s) in the background, not in the compile cache yet: {}; \
-             their tools are added as each is ready",
-            deferred.len(),
-            deferred
-                .iter()
-                .map(|p| shown(p))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    }
+    say_deferred(&deferred);
     let telemetry = toolbox.host().config().telemetry.clone();
     let server = ToolServer::new(registry, options);
     let stop = shutdown_signal();
@@ -186,24 +162,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             None => server.serve_stdio(stop).await.map_err(anyhow::Error::from),
         }
     };
-    let reloads = async {
-        let watcher = match watcher {
-            Some(watcher) => Some(watcher),
-            None if deferred.is_empty() => None,
-            None => {
-                load_deferred(&toolbox).await;
-                watch
-                    .then(|| toolbox.watch(DEFAULT_DEBOUNCE))
-                    .and_then(|made| {
-                        made.map_err(|e| {
-                            tracing::warn!("hot reload is off: {}", ChainDisplay(&e).escaped());
-                        })
-                        .ok()
-                    })
-            }
-        };
-        reload(watcher).await;
-    };
+    let reloads = reloads(&toolbox, watcher, !deferred.is_empty(), watch);
     // The reload loop never ends by itself: serving decides when to stop.
     tokio::select! {
         served = served => served?,
@@ -212,6 +171,62 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // The plugins stay loaded until every connection is done.
     drop(toolbox);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Say which compile cache this process uses. MCP clients start `serve`
+/// with an environment of their own, so that a slow first start (every
+/// plugin compiled again) can be traced to a cache other than the shell's
+/// (docs/mcp.md, "Use it from Claude Desktop").
+fn say_cache(toolbox: &Toolbox) {
+    match &toolbox.host().config().cache_dir {
+        Some(dir) => tracing::info!(
+            "compile cache: {}",
+            toolhost::text::escape_controls(&dir.display().to_string())
+        ),
+        None => tracing::warn!(
+            "no compile cache (--no-cache, or no home directory to put it in): \
+             every start compiles every plugin; pass --cache-dir DIR"
+        ),
+    }
+}
+
+/// Say which plugins (`deferred`) compile in the background, if any.
+fn say_deferred(deferred: &[std::path::PathBuf]) {
+    if !deferred.is_empty() {
+        tracing::info!(
+            "compiling {} plugin(s) in the background, not in the compile cache yet: {}; \
+             their tools are added as each is ready",
+            deferred.len(),
+            deferred
+                .iter()
+                .map(|p| shown(p))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+}
+
+/// Apply the plugin directory's changes to the tools for as long as the
+/// server runs (never ends by itself). With plugins left to compile
+/// (`deferred`), load them first, then start watching (when `watch`);
+/// else with `watcher`, if any.
+async fn reloads(toolbox: &Toolbox, watcher: Option<PluginWatcher>, deferred: bool, watch: bool) {
+    let watcher = match watcher {
+        Some(watcher) => Some(watcher),
+        None if !deferred => None,
+        None => {
+            load_deferred(toolbox).await;
+            watch
+                .then(|| toolbox.watch(DEFAULT_DEBOUNCE))
+                .and_then(|made| {
+                    made.map_err(|e| {
+                        tracing::warn!("hot reload is off: {}", ChainDisplay(&e).escaped());
+                    })
+                    .ok()
+                })
+        }
+    };
+    reload(watcher).await;
 }
 
 /// The server's options from the flags; the token read from the

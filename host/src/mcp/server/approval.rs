@@ -89,9 +89,23 @@ pub(super) async fn ask(
              ask the server's operator whether `{tool}` must need approval"
         ));
     }
+    let params = elicitation(tool, arguments);
+    let modern = context
+        .protocol_version()
+        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
+    if modern {
+        answered(input_responses, request_state, tool, call, params)
+    } else {
+        asked(context, tool, params).await
+    }
+}
+
+/// The elicitation that asks the user about the call of `tool` with
+/// `arguments` (clipped to [`SHOWN_ARGUMENT_BYTES`]).
+fn elicitation(tool: &str, arguments: &JsonObject) -> ElicitRequestParams {
     let arguments = serde_json::Value::Object(arguments.clone()).to_string();
     let shown = clip(&arguments, SHOWN_ARGUMENT_BYTES);
-    let params = ElicitRequestParams::FormElicitationParams {
+    ElicitRequestParams::FormElicitationParams {
         meta: None,
         message: format!(
             "The model wants to call the tool `{}` with the arguments {}{}. Allow this call?",
@@ -104,77 +118,90 @@ pub(super) async fn ask(
             }
         ),
         requested_schema: ElicitationSchema::new(BTreeMap::new()),
-    };
-    let modern = context
-        .protocol_version()
-        .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
-    let mut given = None;
-    let action = if modern {
-        let state = super::question::RequestState::parse(request_state).unwrap_or_default();
-        // An answer counts only for the call the user was shown: this
-        // round's (the state names it), or an earlier round's accept of it.
-        let answer = if state.call.as_deref() == Some(call) {
-            input_responses
-                .and_then(|r| r.get(APPROVAL_INPUT_KEY))
-                .cloned()
-                .or(state.approval)
-        } else {
-            None
-        };
-        let Some(answer) = answer else {
-            // The first round, or arguments other than those asked about:
-            // ask, and have the next round say which call was asked about.
-            let requests = BTreeMap::from([(
-                APPROVAL_INPUT_KEY.to_owned(),
-                InputRequest::Elicitation(Request::new(params)),
-            )]);
-            let mut result = InputRequiredResult::from_input_requests(requests);
-            let mut state = super::question::RequestState {
-                call: Some(call.to_owned()),
-                ..Default::default()
-            };
-            result.request_state = Some(state.encode());
-            return Gate::Answer(result.into());
-        };
-        match serde_json::from_value::<ElicitResult>(answer.clone()) {
-            Ok(result) => {
-                given = Some(answer);
-                result.action
-            }
-            Err(e) => {
-                return refuse(format!(
-                    "permission_denied: the answer to the approval of `{tool}` \
-                     (`inputResponses` key `{APPROVAL_INPUT_KEY}`) is not an elicitation result \
-                     ({e}); the call was not run"
-                ));
-            }
-        }
+    }
+}
+
+/// 2026-07-28: what the user's answer about `call` decides, from this
+/// round's `inputResponses` or an earlier round's accept (an accept runs
+/// the call with the answer as given, for later rounds to carry on); with
+/// no answer yet, an `input_required` result asking with `params`.
+fn answered(
+    input_responses: Option<&InputResponses>,
+    request_state: Option<&str>,
+    tool: &str,
+    call: &str,
+    params: ElicitRequestParams,
+) -> Gate {
+    let state = super::question::RequestState::parse(request_state).unwrap_or_default();
+    // An answer counts only for the call the user was shown: this
+    // round's (the state names it), or an earlier round's accept of it.
+    let answer = if state.call.as_deref() == Some(call) {
+        input_responses
+            .and_then(|r| r.get(APPROVAL_INPUT_KEY))
+            .cloned()
+            .or(state.approval)
     } else {
-        let asked = context
-            .peer
-            .send_request(ServerRequest::ElicitRequest(Request::new(params)));
-        let answer = tokio::select! {
-            answer = asked => answer,
-            () = context.ct.cancelled() => {
-                return refuse(format!("permission_denied: the call of `{tool}` was cancelled while its approval was asked"));
-            }
+        None
+    };
+    let Some(answer) = answer else {
+        // The first round, or arguments other than those asked about:
+        // ask, and have the next round say which call was asked about.
+        let requests = BTreeMap::from([(
+            APPROVAL_INPUT_KEY.to_owned(),
+            InputRequest::Elicitation(Request::new(params)),
+        )]);
+        let mut result = InputRequiredResult::from_input_requests(requests);
+        let mut state = super::question::RequestState {
+            call: Some(call.to_owned()),
+            ..Default::default()
         };
-        match answer {
-            Ok(ClientResult::ElicitResult(result)) => result.action,
-            Ok(_) => {
-                return refuse(format!(
-                    "permission_denied: the client answered the approval of `{tool}` with \
-                     something other than an elicitation result; the call was not run"
-                ));
-            }
-            Err(e) => {
-                return refuse(format!(
-                    "permission_denied: the client could not ask its user to approve `{tool}` \
-                     ({e}); the call was not run"
-                ));
-            }
+        result.request_state = Some(state.encode());
+        return Gate::Answer(result.into());
+    };
+    match serde_json::from_value::<ElicitResult>(answer.clone()) {
+        Ok(result) => decided(result.action, Some(answer), tool),
+        Err(e) => refuse(format!(
+            "permission_denied: the answer to the approval of `{tool}` \
+             (`inputResponses` key `{APPROVAL_INPUT_KEY}`) is not an elicitation result \
+             ({e}); the call was not run"
+        )),
+    }
+}
+
+/// 2025-11-25: send the client `elicitation/create` with `params`, wait
+/// for the user's answer and say what it decides; a refusal when the call
+/// is cancelled meanwhile or the client cannot answer.
+async fn asked(
+    context: &RequestContext<RoleServer>,
+    tool: &str,
+    params: ElicitRequestParams,
+) -> Gate {
+    let asked = context
+        .peer
+        .send_request(ServerRequest::ElicitRequest(Request::new(params)));
+    let answer = tokio::select! {
+        answer = asked => answer,
+        () = context.ct.cancelled() => {
+            return refuse(format!("permission_denied: the call of `{tool}` was cancelled while its approval was asked"));
         }
     };
+    match answer {
+        Ok(ClientResult::ElicitResult(result)) => decided(result.action, None, tool),
+        Ok(_) => refuse(format!(
+            "permission_denied: the client answered the approval of `{tool}` with \
+             something other than an elicitation result; the call was not run"
+        )),
+        Err(e) => refuse(format!(
+            "permission_denied: the client could not ask its user to approve `{tool}` \
+             ({e}); the call was not run"
+        )),
+    }
+}
+
+/// What the user's `action` decides about the call of `tool`: run it
+/// (with the answer `given`, 2026-07-28) on accept, else a refusal saying
+/// which.
+fn decided(action: ElicitationAction, given: Option<serde_json::Value>, tool: &str) -> Gate {
     match action {
         ElicitationAction::Accept => Gate::Run(given),
         ElicitationAction::Decline => refuse(format!(
@@ -190,6 +217,7 @@ pub(super) async fn ask(
     }
 }
 
+/// A refusal: the call is answered `isError` with `message`, not run.
 fn refuse(message: String) -> Gate {
     Gate::Answer(CallToolResult::error(vec![ContentBlock::text(message)]).into())
 }

@@ -37,7 +37,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// What answers each request of a connection ([`serve`]): the router, or
@@ -160,45 +160,70 @@ pub(super) async fn serve(
             refuse(tcp, &refusals, budgets.max_connections);
             continue;
         };
-        let activity = watched.add();
-        let io = TokioIo::new(Tracked {
-            tcp,
-            activity: Arc::clone(&activity),
-        });
         let service = ConnectionService {
             app: app.clone(),
-            activity: Arc::clone(&activity),
+            activity: watched.add(),
             peer,
         };
-        let conn = http.serve_connection(io, service);
-        let closing = closing.clone();
-        tokio::spawn(async move {
-            let mut conn = std::pin::pin!(conn);
-            let mut draining = false;
-            loop {
-                tokio::select! {
-                    done = conn.as_mut() => {
-                        if let Err(e) = done {
-                            tracing::debug!("HTTP connection ended: {e}");
-                        }
-                        break;
-                    }
-                    () = activity.expired.cancelled() => {
-                        tracing::debug!("closing an HTTP connection: {}", activity.reason());
-                        break;
-                    }
-                    () = closing.cancelled(), if !draining => {
-                        // Finish the answer in flight, if any, then close.
-                        conn.as_mut().graceful_shutdown();
-                        draining = true;
-                    }
-                }
-            }
-            drop(slot);
-        });
+        spawn_connection(&http, tcp, service, slot, closing.clone());
     }
     drop(listener);
     closing.cancel();
+    wait_for_close(&open, budgets, on_grace_over).await;
+    sweeper.abort();
+}
+
+/// Serve the connection `tcp` with `service` (its activity watched) in a
+/// task of its own, until it ends, goes over a time budget, or, once
+/// `closing` is cancelled, has finished the answer in flight; then free
+/// its `slot`.
+fn spawn_connection<A: App>(
+    http: &hyper::server::conn::http1::Builder,
+    tcp: TcpStream,
+    service: ConnectionService<A>,
+    slot: OwnedSemaphorePermit,
+    closing: CancellationToken,
+) {
+    let activity = Arc::clone(&service.activity);
+    let io = TokioIo::new(Tracked {
+        tcp,
+        activity: Arc::clone(&activity),
+    });
+    let conn = http.serve_connection(io, service);
+    tokio::spawn(async move {
+        let mut conn = std::pin::pin!(conn);
+        let mut draining = false;
+        loop {
+            tokio::select! {
+                done = conn.as_mut() => {
+                    if let Err(e) = done {
+                        tracing::debug!("HTTP connection ended: {e}");
+                    }
+                    break;
+                }
+                () = activity.expired.cancelled() => {
+                    tracing::debug!("closing an HTTP connection: {}", activity.reason());
+                    break;
+                }
+                () = closing.cancelled(), if !draining => {
+                    // Finish the answer in flight, if any, then close.
+                    conn.as_mut().graceful_shutdown();
+                    draining = true;
+                }
+            }
+        }
+        drop(slot);
+    });
+}
+
+/// Wait for every connection's slot of `open` to be freed, for up to
+/// [`ConnectionBudgets::shutdown_grace`]; run `on_grace_over` when the
+/// grace period ends with connections still open.
+async fn wait_for_close(
+    open: &Semaphore,
+    budgets: ConnectionBudgets,
+    on_grace_over: impl FnOnce(),
+) {
     let everyone = u32::try_from(budgets.max_connections).unwrap_or(u32::MAX);
     let all_closed = open.acquire_many(everyone);
     if tokio::time::timeout(budgets.shutdown_grace, all_closed)
@@ -212,7 +237,6 @@ pub(super) async fn serve(
         );
         on_grace_over();
     }
-    sweeper.abort();
 }
 
 /// Answer a connection over the cap with `503` and close it, in the

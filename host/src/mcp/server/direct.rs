@@ -470,21 +470,31 @@ async fn answer_directly(
     };
     // A session's first call keeps it from being ended to make room; one
     // being ended already goes to rmcp, which answers that it is gone.
-    if !session.used.load(Ordering::Relaxed) {
-        let id = parts
-            .headers
-            .get(&SESSION_HEADER)
-            .and_then(|v| v.to_str().ok());
-        if id.is_some_and(|id| !open.mark_used(id)) {
-            return Err(Request::from_parts(parts, Body::from(bytes)));
-        }
-        session.used.store(true, Ordering::Relaxed);
+    if !session.used.load(Ordering::Relaxed) && !first_use(&session, open, &parts.headers) {
+        return Err(Request::from_parts(parts, Body::from(bytes)));
     }
     let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
     let message = call
         .answer(&conn, &tools, proof, trace_parent, CancellationToken::new())
         .await;
-    Ok(match serde_json::to_vec(&message) {
+    Ok(json_response(&message))
+}
+
+/// Tell the session cap `open` that `session` (named in `headers`) made
+/// its first call, so that it is not ended to make room; `false` when it
+/// is being ended already.
+fn first_use(session: &Session, open: &CappedSessions, headers: &HeaderMap) -> bool {
+    let id = headers.get(&SESSION_HEADER).and_then(|v| v.to_str().ok());
+    if id.is_some_and(|id| !open.mark_used(id)) {
+        return false;
+    }
+    session.used.store(true, Ordering::Relaxed);
+    true
+}
+
+/// `message` as a JSON response, or `500` should it not serialize.
+fn json_response(message: &impl serde::Serialize) -> Response {
+    match serde_json::to_vec(message) {
         Ok(body) => (
             [(
                 header::CONTENT_TYPE,
@@ -501,7 +511,7 @@ async fn answer_directly(
             )
                 .into_response()
         }
-    })
+    }
 }
 
 #[cfg(test)]

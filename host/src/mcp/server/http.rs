@@ -19,6 +19,7 @@ use super::direct::{DirectSessions, Front};
 use super::handler::{McpTools, Tools};
 use super::sessions::CappedSessions;
 use super::{ServeError, ServerOptions};
+use crate::telemetry::Metrics;
 
 /// Loopback names a `Host` header may carry (any port).
 const LOOPBACK_HOSTS: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
@@ -59,13 +60,7 @@ pub(super) async fn serve(
     mut tools: Tools,
     stop: CancellationToken,
 ) {
-    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
-    if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
-        hosts.push(addr.ip().to_string());
-    }
-    hosts.extend(options.allowed_hosts.iter().cloned());
-    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
-    origins.extend(options.allowed_origins.iter().cloned());
+    let (hosts, origins) = allowed(addr, &options);
     // Calls in a session skip rmcp's session worker (see `direct`); a
     // stateless server has no sessions.
     let direct = (!options.stateless && !options.rmcp_only).then(|| {
@@ -103,31 +98,12 @@ pub(super) async fn serve(
         Arc::clone(&session_manager),
         config,
     );
-    let mut mcp = Router::new()
-        .nest_service("/mcp", service)
-        .layer(middleware::from_fn(super::sse::gather_event_stream_start))
-        .layer(middleware::from_fn(delete_answers_ok));
-    if !options.stateless {
-        mcp = mcp.layer(middleware::from_fn_with_state(
-            Arc::clone(&session_manager),
-            super::sessions::refuse_over_cap,
-        ));
-    }
-    // Metrics under the same bind and token rules as MCP.
-    if let Some(metrics) = &metrics {
-        let sessions = (!options.stateless).then(|| Arc::clone(&session_manager));
-        mcp = mcp.merge(super::metrics::routes(metrics.clone(), sessions));
-    }
-    if let Some(token) = options.token.clone() {
-        mcp = mcp.layer(middleware::from_fn_with_state(
-            token,
-            super::token::require_token,
-        ));
-    }
-    let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
-    if let Some(metrics) = &metrics {
-        app = super::metrics::count_status(app, metrics.clone());
-    }
+    let app = guarded(
+        Router::new().nest_service("/mcp", service),
+        &options,
+        &session_manager,
+        metrics.as_ref(),
+    );
     // Direct answers skip the router's layers: the front counts them.
     let app = Front::new(
         app,
@@ -150,6 +126,57 @@ pub(super) async fn serve(
     let closing = sessions.clone();
     super::connections::serve(listener, app, budgets, shutdown, move || closing.cancel()).await;
     sessions.cancel();
+}
+
+/// The `Host` names and browser origins the server accepts: loopback's,
+/// the address it is bound to (unless loopback or unspecified), and those
+/// `options` allow.
+fn allowed(addr: SocketAddr, options: &ServerOptions) -> (Vec<String>, Vec<String>) {
+    let mut hosts: Vec<String> = LOOPBACK_HOSTS.iter().map(|h| (*h).to_owned()).collect();
+    if !addr.ip().is_unspecified() && !addr.ip().is_loopback() {
+        hosts.push(addr.ip().to_string());
+    }
+    hosts.extend(options.allowed_hosts.iter().cloned());
+    let mut origins: Vec<String> = LOOPBACK_ORIGINS.iter().map(|o| (*o).to_owned()).collect();
+    origins.extend(options.allowed_origins.iter().cloned());
+    (hosts, origins)
+}
+
+/// The app around `mcp` (the `/mcp` service): its event-stream and DELETE
+/// fixes, the session cap (with sessions), the metrics routes (with
+/// `metrics`), the bearer token (with one), `/healthz`, and the count of
+/// answers by status.
+fn guarded(
+    mcp: Router,
+    options: &ServerOptions,
+    session_manager: &Arc<CappedSessions>,
+    metrics: Option<&Metrics>,
+) -> Router {
+    let mut mcp = mcp
+        .layer(middleware::from_fn(super::sse::gather_event_stream_start))
+        .layer(middleware::from_fn(delete_answers_ok));
+    if !options.stateless {
+        mcp = mcp.layer(middleware::from_fn_with_state(
+            Arc::clone(session_manager),
+            super::sessions::refuse_over_cap,
+        ));
+    }
+    // Metrics under the same bind and token rules as MCP.
+    if let Some(metrics) = metrics {
+        let sessions = (!options.stateless).then(|| Arc::clone(session_manager));
+        mcp = mcp.merge(super::metrics::routes(metrics.clone(), sessions));
+    }
+    if let Some(token) = options.token.clone() {
+        mcp = mcp.layer(middleware::from_fn_with_state(
+            token,
+            super::token::require_token,
+        ));
+    }
+    let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
+    if let Some(metrics) = metrics {
+        app = super::metrics::count_status(app, metrics.clone());
+    }
+    app
 }
 
 /// A DELETE that ended its session is answered `200 OK`. rmcp answers

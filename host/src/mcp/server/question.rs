@@ -163,27 +163,52 @@ impl Questions {
             .protocol_version()
             .is_some_and(|v| v >= ProtocolVersion::V_2026_07_28);
         if !modern {
-            let peer = context.peer.clone();
-            let sink = QuestionSink::new(move |question: Question| {
-                let peer = peer.clone();
-                async move {
-                    let Some(params) = params(question) else {
-                        return Answer::Cancel;
-                    };
-                    match peer
-                        .send_request(ServerRequest::ElicitRequest(Request::new(params)))
-                        .await
-                    {
-                        Ok(ClientResult::ElicitResult(result)) => answer(result),
-                        Ok(_) | Err(_) => Answer::Cancel,
-                    }
-                }
-            });
-            return Ok(Self {
-                sink: Some(sink),
-                unanswered: None,
-            });
+            return Ok(Self::waiting(context));
         }
+        Self::replayed(input_responses, request_state, call, approval)
+    }
+
+    /// 2025-11-25: each question goes to the client's user through rmcp's
+    /// `context` (`elicitation/create`) while the call waits.
+    fn waiting(context: &RequestContext<RoleServer>) -> Self {
+        let peer = context.peer.clone();
+        let sink = QuestionSink::new(move |question: Question| {
+            let peer = peer.clone();
+            async move {
+                let Some(params) = params(question) else {
+                    return Answer::Cancel;
+                };
+                match peer
+                    .send_request(ServerRequest::ElicitRequest(Request::new(params)))
+                    .await
+                {
+                    Ok(ClientResult::ElicitResult(result)) => answer(result),
+                    Ok(_) | Err(_) => Answer::Cancel,
+                }
+            }
+        });
+        Self {
+            sink: Some(sink),
+            unanswered: None,
+        }
+    }
+
+    /// 2026-07-28: the call's questions answered in order from the
+    /// answers so far (`requestState`, and this round's `inputResponses`)
+    /// when they are for `call`; the first question past them stops the
+    /// call, to be answered with it ([`unanswered`](Self::unanswered)),
+    /// the `approval` and the answers carried on.
+    ///
+    /// # Errors
+    ///
+    /// A `requestState` that is not what this server sent, or more answers
+    /// than one call may have questions.
+    fn replayed(
+        input_responses: Option<&InputResponses>,
+        request_state: Option<&str>,
+        call: &str,
+        approval: Option<Value>,
+    ) -> Result<Self, String> {
         let state = RequestState::parse(request_state)?;
         // Answers count only for the call they were given for: with other
         // arguments (or no state naming them) the tool asks from the start.

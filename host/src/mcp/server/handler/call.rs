@@ -2,6 +2,10 @@
 //! it needs of the client, the proof that it needs nothing, and the call
 //! itself with its session, approval, questions and notifications.
 
+use rmcp::model::InputResponses;
+
+use crate::tools::LogLevel;
+
 use super::*;
 
 impl Client {
@@ -56,17 +60,9 @@ impl Client {
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
         let Some(tool) = tools.get(name) else {
-            // The registry still sees the call, so it is counted (under
-            // `(unknown)`), traced and logged exactly as a library caller's
-            // call of an unknown name; it runs nothing.
-            let arguments = Value::Object(request.arguments.unwrap_or_default());
-            let mut cx = self.cx.clone();
-            cx.trace_parent = trace_parent;
-            let _unknown = tools.call(name, arguments, &cx).await;
-            return Err(McpError::invalid_params(
-                format!("no tool named `{name}`; tools/list names the tools this server has"),
-                None,
-            ));
+            return Err(self
+                .unknown_tool(tools, name, request.arguments, trace_parent)
+                .await);
         };
         let mut arguments = request.arguments.unwrap_or_default();
         let (mut cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
@@ -82,52 +78,20 @@ impl Client {
         if let Some((context, needs)) = client {
             let log_level =
                 notify::requested_level(meta, &self.log_level)?.and_then(notify::min_plugin_level);
-            // 2026-07-28: what a round's approval and answers must be for.
-            let call =
-                (needs.approval || needs.questions).then(|| approval::digest(name, &arguments));
-            let mut approved = None;
-            if needs.approval {
-                match approval::ask(
-                    context,
-                    request.input_responses.as_ref(),
-                    request.request_state.as_deref(),
-                    name,
-                    &arguments,
-                    call.as_deref().unwrap_or_default(),
-                )
-                .await
-                {
-                    approval::Gate::Run(given) => approved = given,
-                    approval::Gate::Answer(answer) => return Ok(answer),
-                }
+            match approve_and_ask(
+                context,
+                request.input_responses.as_ref(),
+                request.request_state.as_deref(),
+                name,
+                &arguments,
+                needs,
+            )
+            .await?
+            {
+                std::ops::ControlFlow::Continue(asked) => questions = asked,
+                std::ops::ControlFlow::Break(answer) => return Ok(answer),
             }
-            // A tool that may ask its user asks the client's.
-            if needs.questions {
-                questions = Questions::of(
-                    context,
-                    request.input_responses.as_ref(),
-                    request.request_state.as_deref(),
-                    call.as_deref().unwrap_or_default(),
-                    approved,
-                )
-                .map_err(|e| McpError::invalid_params(e, None))?;
-            }
-            // A request with a progress token gets the tool's progress
-            // reports as notifications/progress, and a client that asked
-            // for log lines gets them as notifications/message: in order,
-            // all before the result.
-            let token = context.meta.get_progress_token();
-            let progress = token.is_some();
-            if progress || log_level.is_some() {
-                let started = CallNotifier::start(token, name, context.peer.clone());
-                if progress {
-                    cx = cx.with_progress(started.progress_sink());
-                }
-                if let Some(min) = log_level {
-                    cx = cx.with_logs(started.log_sink(min));
-                }
-                notifier = Some(started);
-            }
+            (cx, notifier) = notified(context, name, log_level, cx);
         }
         cx.questions = questions.sink.take();
         let input = json_text(&arguments);
@@ -150,6 +114,27 @@ impl Client {
             notifier.finish().await;
         }
         Ok(with_handle(mcp_result(report), new_handle).into())
+    }
+
+    /// The error for a call of `name`, which no tool of `tools` has (with
+    /// `arguments` and `trace_parent`). The registry still sees the call,
+    /// so it is counted (under `(unknown)`), traced and logged exactly as a
+    /// library caller's call of an unknown name; it runs nothing.
+    async fn unknown_tool(
+        &self,
+        tools: &ToolSet,
+        name: &str,
+        arguments: Option<JsonObject>,
+        trace_parent: Option<TraceParent>,
+    ) -> McpError {
+        let arguments = Value::Object(arguments.unwrap_or_default());
+        let mut cx = self.cx.clone();
+        cx.trace_parent = trace_parent;
+        let _unknown = tools.call(name, arguments, &cx).await;
+        McpError::invalid_params(
+            format!("no tool named `{name}`; tools/list names the tools this server has"),
+            None,
+        )
     }
 
     /// The call context for a request, and the handle to tell the client
@@ -210,6 +195,80 @@ impl Client {
         }
         Ok((self.cx.clone(), None))
     }
+}
+
+/// Through rmcp's `context`, what the call of `name` with `arguments`
+/// `needs` of the client's user (with the request's `inputResponses` and
+/// `requestState`): its approval, asked first, and the answers to the
+/// tool's questions. `Break` with the answer to give instead of running
+/// the call (a refusal, or 2026-07-28's `input_required`), else
+/// `Continue` with how the call's questions reach the user.
+async fn approve_and_ask(
+    context: &RequestContext<RoleServer>,
+    input_responses: Option<&InputResponses>,
+    request_state: Option<&str>,
+    name: &str,
+    arguments: &JsonObject,
+    needs: Needs,
+) -> Result<std::ops::ControlFlow<CallToolResponse, Questions>, McpError> {
+    // 2026-07-28: what a round's approval and answers must be for.
+    let call = (needs.approval || needs.questions).then(|| approval::digest(name, arguments));
+    let mut approved = None;
+    if needs.approval {
+        match approval::ask(
+            context,
+            input_responses,
+            request_state,
+            name,
+            arguments,
+            call.as_deref().unwrap_or_default(),
+        )
+        .await
+        {
+            approval::Gate::Run(given) => approved = given,
+            approval::Gate::Answer(answer) => return Ok(std::ops::ControlFlow::Break(answer)),
+        }
+    }
+    // A tool that may ask its user asks the client's.
+    if !needs.questions {
+        return Ok(std::ops::ControlFlow::Continue(Questions::none()));
+    }
+    Questions::of(
+        context,
+        input_responses,
+        request_state,
+        call.as_deref().unwrap_or_default(),
+        approved,
+    )
+    .map(std::ops::ControlFlow::Continue)
+    .map_err(|e| McpError::invalid_params(e, None))
+}
+
+/// `cx` with the sinks that send the call of `name`'s notifications
+/// through rmcp's `context`, and the notifier that sends them (none when
+/// there is nothing to send). A request with a progress token gets the
+/// tool's progress reports as notifications/progress, and a client that
+/// asked for log lines (at `log_level` and above) gets them as
+/// notifications/message: in order, all before the result.
+fn notified(
+    context: &RequestContext<RoleServer>,
+    name: &str,
+    log_level: Option<LogLevel>,
+    mut cx: CallContext,
+) -> (CallContext, Option<CallNotifier>) {
+    let token = context.meta.get_progress_token();
+    let progress = token.is_some();
+    if !(progress || log_level.is_some()) {
+        return (cx, None);
+    }
+    let started = CallNotifier::start(token, name, context.peer.clone());
+    if progress {
+        cx = cx.with_progress(started.progress_sink());
+    }
+    if let Some(min) = log_level {
+        cx = cx.with_logs(started.log_sink(min));
+    }
+    (cx, Some(started))
 }
 
 /// What a call needs of the client besides its answer.
