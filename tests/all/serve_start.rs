@@ -5,21 +5,16 @@
 //! everything first. The library's side: `ToolboxBuilder::compile_later`,
 //! `Toolbox::load_deferred`.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use toolhost::config::HostConfig;
 use toolhost::plugin::{PluginError, PluginHost};
 use toolhost::toolbox::Toolbox;
 use toolhost::tools::{CallContext, ToolOrigin};
+use toolhost_tests::mcp::ServeStdio;
 use toolhost_tests::plugins::{copy_plugin, plugin_dir, toolhost_bin};
-
-/// How long a plugin may take to compile here (a busy 2-core machine).
-const COMPILE_BUDGET: Duration = Duration::from_secs(300);
 
 fn config(cache: &Path) -> HostConfig {
     HostConfig::default().cache_dir(cache.to_owned())
@@ -153,122 +148,28 @@ async fn a_plugin_compiled_later_gets_the_names_a_full_load_would_give_it() {
     }
 }
 
-/// `toolhost serve` over stdio, its stderr kept, killed when dropped.
-struct Served {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Receiver<Value>,
-    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+/// The tool names `tools/list` answers now; `notifications/tools/list_changed`
+/// that come first are counted in `changes`.
+fn list(server: &mut ServeStdio, id: u64, changes: &mut usize) -> Vec<String> {
+    server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
+    loop {
+        let message = server.next_message();
+        if message["method"] == "notifications/tools/list_changed" {
+            *changes += 1;
+        } else if message["id"] == id {
+            return message["result"]["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect();
+        }
+    }
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Served {
-    fn start(plugins: &Path, cache: &Path, flags: &[&str]) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--no-watch", "--cache-dir"])
-            .arg(cache)
-            .arg("--plugins")
-            .arg(plugins)
-            .args(flags)
-            .env_remove("TOOLHOST_CONFIG")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolhost starts");
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        let (send, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in stdout.lines().map_while(Result::ok) {
-                if let Ok(message) = serde_json::from_str(&line) {
-                    let _ = send.send(message);
-                }
-            }
-        });
-        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
-        let kept = std::sync::Arc::clone(&stderr);
-        let err = BufReader::new(child.stderr.take().unwrap());
-        std::thread::spawn(move || {
-            for line in err.lines().map_while(Result::ok) {
-                kept.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-        let stdin = child.stdin.take().unwrap();
-        let mut server = Self {
-            child,
-            stdin,
-            lines,
-            stderr,
-        };
-        server.send(
-            &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "serve_start", "version": "1"}}}),
-        );
-        let answer = server.next_message();
-        assert_eq!(answer["id"], 0, "{answer}");
-        assert_eq!(
-            answer["result"]["capabilities"]["tools"]["listChanged"],
-            true
-        );
-        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        server
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.stdin, "{message}").unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    fn next_message(&self) -> Value {
-        match self.lines.recv_timeout(COMPILE_BUDGET) {
-            Ok(message) => message,
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                panic!(
-                    "serve said nothing more; its stderr:\n{}",
-                    self.stderr.lock().unwrap()
-                )
-            }
-        }
-    }
-
-    /// The tool names `tools/list` answers now (notifications that come
-    /// first are counted in `changes`).
-    fn list(&mut self, id: u64, changes: &mut usize) -> Vec<String> {
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
-        loop {
-            let message = self.next_message();
-            if message["method"] == "notifications/tools/list_changed" {
-                *changes += 1;
-                continue;
-            }
-            if message["id"] == id {
-                return message["result"]["tools"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|t| t["name"].as_str().unwrap().to_owned())
-                    .collect();
-            }
-        }
-    }
-
-    /// Wait for the next `notifications/tools/list_changed`.
-    fn list_changed(&self) {
-        let deadline = Instant::now() + COMPILE_BUDGET;
-        while Instant::now() < deadline {
-            if self.next_message()["method"] == "notifications/tools/list_changed" {
-                return;
-            }
-        }
-        panic!("no list_changed");
-    }
+/// Wait for the next `notifications/tools/list_changed`.
+fn list_changed(server: &ServeStdio) {
+    while server.next_message()["method"] != "notifications/tools/list_changed" {}
 }
 
 #[test]
@@ -287,34 +188,28 @@ fn serve_answers_at_once_with_what_the_cache_knows_and_tells_clients_of_the_rest
     assert!(warmed.status.success(), "{warmed:?}");
     copy_plugin("calc", dir.path());
 
-    let mut server = Served::start(dir.path(), cache.path(), &[]);
+    let mut server = ServeStdio::start_in(cache.path(), &[], dir.path(), &["--no-watch"]);
     let mut changes = 0;
-    let first = server.list(1, &mut changes);
+    let first = list(&mut server, 1, &mut changes);
     assert!(first.contains(&"text_stats".to_owned()), "{first:?}");
     if !first.contains(&"calc_eval".to_owned()) {
         // Not compiled yet: the client is told when it is.
         if changes == 0 {
-            server.list_changed();
+            list_changed(&server);
         }
-        let second = server.list(2, &mut changes);
+        let second = list(&mut server, 2, &mut changes);
         assert!(second.contains(&"calc_eval".to_owned()), "{second:?}");
         assert!(second.contains(&"text_stats".to_owned()), "{second:?}");
     }
-    server.send(&json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-        "params": {"name": "calc_eval", "arguments": {"expression": "6 * 7"}}}));
-    let answer = loop {
-        let message = server.next_message();
-        if message["id"] == 3 {
-            break message;
-        }
-    };
+    server.call(3, "calc_eval", json!({"expression": "6 * 7"}));
+    let answer = server.answer(3);
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     assert_eq!(
         answer["result"]["structuredContent"],
         json!({"value": 42.0}),
         "{answer}"
     );
-    let stderr = server.stderr.lock().unwrap().clone();
+    let stderr = server.log.lines().join("\n");
     assert!(
         stderr.contains("compiling 1 plugin(s) in the background") && stderr.contains("calc.wasm"),
         "{stderr}"
@@ -327,12 +222,23 @@ fn serve_with_wait_for_plugins_compiles_everything_before_it_answers() {
     let dir = tempfile::tempdir().unwrap();
     copy_plugin("text", dir.path());
     copy_plugin("calc", dir.path());
-    let mut server = Served::start(dir.path(), cache.path(), &["--wait-for-plugins"]);
+    let mut server = ServeStdio::start_in(
+        cache.path(),
+        &["--wait-for-plugins"],
+        dir.path(),
+        &["--no-watch"],
+    );
     let mut changes = 0;
-    let tools = server.list(1, &mut changes);
+    let tools = list(&mut server, 1, &mut changes);
     assert!(
         tools.contains(&"text_stats".to_owned()) && tools.contains(&"calc_eval".to_owned()),
         "{tools:?}"
     );
-    assert!(!server.stderr.lock().unwrap().contains("in the background"));
+    assert!(
+        !server
+            .log
+            .lines()
+            .iter()
+            .any(|line| line.contains("in the background"))
+    );
 }

@@ -195,9 +195,18 @@ impl ServeStdio {
     ///
     /// When it does not answer the handshake as toolhost.
     pub fn start(plugins: &Path, extra: &[&str]) -> Self {
+        Self::start_in(&test_cache_dir(), &["--wait-for-plugins"], plugins, extra)
+    }
+
+    /// As [`start`](Self::start), with the compile cache `cache` and the
+    /// `serve` flags `first` (none: plugins not in the cache compile in
+    /// the background).
+    pub fn start_in(cache: &Path, first: &[&str], plugins: &Path, extra: &[&str]) -> Self {
         let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--wait-for-plugins", "--cache-dir"])
-            .arg(test_cache_dir())
+            .arg("serve")
+            .args(first)
+            .arg("--cache-dir")
+            .arg(cache)
             .arg("--plugins")
             .arg(plugins)
             .args(extra)
@@ -266,6 +275,17 @@ impl ServeStdio {
                 return message;
             }
         }
+    }
+
+    /// The next message it sends, whatever it is.
+    ///
+    /// # Panics
+    ///
+    /// When none comes within [`PATIENCE`].
+    pub fn next_message(&self) -> Value {
+        self.messages
+            .recv_timeout(PATIENCE)
+            .unwrap_or_else(|_| panic!("no message within {PATIENCE:?}"))
     }
 
     /// Close its stdin, as a client that goes away.
