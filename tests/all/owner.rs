@@ -15,9 +15,9 @@ use toolhost_tests::plugins::{copy_plugin, plugin_dir, toolhost_bin};
 /// A directory where names are contested and one plugin is broken:
 /// `a_calc` and `calc` are one component (the first by file name owns
 /// `calc_eval`, the second is refused whole), `bad` has a manifest that does
-/// not parse, `text` stands alone. Its files have been still long enough for
-/// the cache to know them by their stamps.
-async fn contested_dir() -> tempfile::TempDir {
+/// not parse, `text` stands alone. The cache of [`host`] knows its files by
+/// their stamps at once.
+fn contested_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_plugin("calc", dir.path());
     copy_plugin("text", dir.path());
@@ -30,12 +30,17 @@ async fn contested_dir() -> tempfile::TempDir {
     }
     std::fs::copy(plugin_dir().join("text.wasm"), dir.path().join("bad.wasm")).unwrap();
     std::fs::write(dir.path().join("bad.toml"), "[limits\n").unwrap();
-    tokio::time::sleep(Duration::from_millis(2100)).await;
     dir
 }
 
+/// A host on `cache` that trusts file stamps as soon as they are taken
+/// (this file system keeps fine times), so the files just written are
+/// known without being read.
 fn host(cache: &Path) -> PluginHost {
-    PluginHost::new(HostConfig::default().cache_dir(cache.to_owned())).unwrap()
+    let config = HostConfig::default()
+        .cache_dir(cache.to_owned())
+        .cache_stamp_settle(Duration::ZERO);
+    PluginHost::new(config).unwrap()
 }
 
 fn errors(report: &LoadReport) -> Vec<String> {
@@ -63,7 +68,7 @@ async fn answer(load: &LoadReport, tool: &str, input: Value) -> Value {
 
 #[tokio::test]
 async fn loading_for_one_tool_gives_it_the_owner_a_full_load_gives_it() {
-    let dir = contested_dir().await;
+    let dir = contested_dir();
     let cache = tempfile::tempdir().unwrap();
     // The first load (nothing cached) and then a warm one: the reference.
     host(cache.path()).load_dir(dir.path()).await.unwrap();
@@ -114,7 +119,7 @@ async fn loading_for_one_tool_gives_it_the_owner_a_full_load_gives_it() {
 
 #[tokio::test]
 async fn a_plugin_the_cache_does_not_know_yet_means_a_full_load() {
-    let dir = contested_dir().await;
+    let dir = contested_dir();
     let cache = tempfile::tempdir().unwrap();
     host(cache.path()).load_dir(dir.path()).await.unwrap();
     // Added after the cache learnt the directory: its tools are unknown,
@@ -140,16 +145,19 @@ async fn a_plugin_the_cache_does_not_know_yet_means_a_full_load() {
 
 #[test]
 fn toolhost_call_answers_as_before_once_the_cache_knows_the_directory() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let dir = rt.block_on(contested_dir());
+    let dir = contested_dir();
     let cache = tempfile::tempdir().unwrap();
+    // Stamps trusted at once, as [`host`]'s.
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("toolhost.toml");
+    std::fs::write(&config, "cache_stamp_settle_ms = 0\n").unwrap();
     let call = |tool: &str, input: &str| {
         let out = Command::new(toolhost_bin())
             .args(["call", tool, "--json", "--input", input, "--plugins"])
             .arg(dir.path())
             .env("TOOLHOST_CACHE_DIR", cache.path())
+            .env("TOOLHOST_CONFIG", &config)
             .env_remove("TOOLHOST_PLUGINS")
-            .env_remove("TOOLHOST_CONFIG")
             .output()
             .unwrap();
         (

@@ -72,6 +72,15 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 pub struct HostConfig {
     /// Where compiled components are cached; `None` disables the cache.
     pub cache_dir: Option<PathBuf>,
+    /// How long a plugin file must have gone unwritten before the cache
+    /// knows it by its file stamp (device, inode, size and times) instead
+    /// of reading and hashing it at each load. A write within one tick of
+    /// the file times' granularity can leave them as they were, so the
+    /// default, 2000, is over the coarsest one (FAT's 2 s); on file
+    /// systems with fine times (ext4, XFS, btrfs, tmpfs) 10 is enough, and
+    /// 0 trusts a stamp taken after the file's last write. The integrity
+    /// checks never use stamps.
+    pub cache_stamp_settle_ms: u64,
     /// Instance slots: calls running at once, live sessions and spares.
     pub max_instances: u32,
     /// Fresh instances kept ready per plugin once it is called, so a call
@@ -126,6 +135,7 @@ impl Default for HostConfig {
     fn default() -> Self {
         Self {
             cache_dir: None,
+            cache_stamp_settle_ms: 2000,
             max_instances: 1000,
             spare_instances: 2,
             memory_init: MemoryInit::default(),
@@ -239,6 +249,14 @@ impl HostConfig {
     #[must_use]
     pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.cache_dir = Some(dir.into());
+        self
+    }
+
+    /// Trust a plugin file's stamp once it has gone unwritten for `settle`
+    /// ([`cache_stamp_settle_ms`](Self::cache_stamp_settle_ms)).
+    #[must_use]
+    pub fn cache_stamp_settle(mut self, settle: std::time::Duration) -> Self {
+        self.cache_stamp_settle_ms = u64::try_from(settle.as_millis()).unwrap_or(u64::MAX);
         self
     }
 

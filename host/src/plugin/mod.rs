@@ -128,6 +128,7 @@ impl PluginHost {
         let session_cap = session::SessionCap::new(config.effective_max_sessions() as usize);
         let sandbox = Sandbox::new(&SandboxConfig {
             cache_dir: config.cache_dir.clone(),
+            cache_stamp_settle: std::time::Duration::from_millis(config.cache_stamp_settle_ms),
             max_instances: config.max_instances,
             max_memory_bytes: ceiling.memory_bytes,
             memory_init: config.memory_init,

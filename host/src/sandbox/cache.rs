@@ -64,6 +64,9 @@ pub enum CacheStatus {
 pub(crate) struct CompileCache {
     pub(super) dir: Option<PathBuf>,
     engine_tag: String,
+    /// How long a file goes unwritten before its stamp is trusted
+    /// (`stamps`).
+    pub(super) settle: std::time::Duration,
 }
 
 /// Why an existing entry was not used.
@@ -93,7 +96,11 @@ impl CompileCache {
     ///
     /// `dir` cannot be created, or is not safe to load native code from: a
     /// message that says why and what to do.
-    pub(crate) fn open(engine: &Engine, dir: Option<PathBuf>) -> Result<Self, String> {
+    pub(crate) fn open(
+        engine: &Engine,
+        dir: Option<PathBuf>,
+        settle: std::time::Duration,
+    ) -> Result<Self, String> {
         if let Some(dir) = &dir {
             prepare_dir(dir)?;
         }
@@ -105,6 +112,7 @@ impl CompileCache {
         Ok(Self {
             dir,
             engine_tag: format!("{:016x}", hasher.finish()),
+            settle,
         })
     }
 

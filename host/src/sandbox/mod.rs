@@ -86,6 +86,9 @@ pub enum MemoryInit {
 pub(crate) struct SandboxConfig {
     /// Where compiled components are cached. `None` compiles every time.
     pub cache_dir: Option<PathBuf>,
+    /// How long a plugin file goes unwritten before the cache trusts its
+    /// stamp (`HostConfig::cache_stamp_settle_ms`).
+    pub cache_stamp_settle: std::time::Duration,
     /// Instance slots in the pooling allocator: the most calls running at
     /// once plus live stateful sessions and spare instances. An instance
     /// whose component defines more than 2 memories or 4 tables takes
@@ -101,6 +104,7 @@ impl Default for SandboxConfig {
     fn default() -> Self {
         Self {
             cache_dir: None,
+            cache_stamp_settle: std::time::Duration::from_secs(2),
             max_instances: 1000,
             max_memory_bytes: Limits::default_ceiling().memory_bytes,
             memory_init: MemoryInit::default(),
@@ -274,8 +278,9 @@ impl Sandbox {
         files::link(&mut linker).map_err(SandboxError::Engine)?;
         bindings::link(&mut linker).map_err(SandboxError::Engine)?;
 
-        let cache = cache::CompileCache::open(&engine, config.cache_dir.clone())
-            .map_err(SandboxError::UnsafeCache)?;
+        let cache =
+            cache::CompileCache::open(&engine, config.cache_dir.clone(), config.cache_stamp_settle)
+                .map_err(SandboxError::UnsafeCache)?;
         let watchdog = watchdog::Watchdog::start(engine.clone()).map_err(SandboxError::Watchdog)?;
         Ok(Self {
             inner: Arc::new(Inner {

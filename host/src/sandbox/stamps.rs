@@ -7,9 +7,11 @@
 //! with the same stamp holds the same bytes, with one exception git knows as
 //! the "racy" file: a write in the same clock tick as the read that was
 //! hashed leaves the times as they were. So a stamp is trusted only when the
-//! file's times are [`RACY_MARGIN`] older than the moment the stamp was
-//! taken (before the read); a file changed just before a load is hashed
-//! again on the next one, until it has been still for that long.
+//! file's times are older than the moment the stamp was taken (before the
+//! read) by the settle time (`HostConfig::cache_stamp_settle_ms`, 2 s by
+//! default: more than the coarsest file time granularity, FAT's); a file
+//! changed just before a load is hashed again on the next one, until it
+//! has been still for that long.
 //!
 //! Stamps live in the compile cache directory, one small file per plugin
 //! path (named after the path's BLAKE3), checksummed like the cache's notes.
@@ -25,9 +27,6 @@ use super::cache::{CompileCache, read_own, store_note, verified_payload};
 
 /// Tags a stamp file.
 const STAMP_MAGIC: &[u8; 8] = b"THCSTMP1";
-/// How much older than a stamp a file's times must be for the stamp to be
-/// trusted: more than the coarsest file time granularity (FAT's 2 s).
-const RACY_MARGIN: Duration = Duration::from_secs(2);
 const LEN: usize = 3 * 8 + 3 * 16 + 32;
 
 /// A file's identity and times, as taken before reading it.
@@ -79,10 +78,10 @@ impl FileStamp {
         None
     }
 
-    /// Whether the file was still for long enough before the stamp was
-    /// taken that the stamp pins its bytes.
-    fn settled(&self) -> bool {
-        let margin = RACY_MARGIN.as_nanos() as i128;
+    /// Whether the file was still for `settle` before the stamp was taken,
+    /// long enough for the stamp to pin its bytes.
+    fn settled(&self, settle: Duration) -> bool {
+        let margin = i128::try_from(settle.as_nanos()).unwrap_or(i128::MAX);
         self.mtime_ns.max(self.ctime_ns) + margin < self.taken_ns
     }
 
@@ -139,14 +138,14 @@ impl CompileCache {
     pub(crate) fn known_digest(&self, path: &Path, stamp: &FileStamp) -> Option<blake3::Hash> {
         let bytes = read_own(&self.stamp_path(path)?).ok()??;
         let (kept, digest) = FileStamp::decode(verified_payload(&bytes, STAMP_MAGIC)?)?;
-        (kept.settled() && kept.same_file(stamp)).then_some(digest)
+        (kept.settled(self.settle) && kept.same_file(stamp)).then_some(digest)
     }
 
     /// Remember that the file at `path` with `stamp` (taken before it was
     /// read) hashed to `digest`; nothing is kept for a file that changed
     /// too recently to be told apart by its stamp.
     pub(crate) fn remember_digest(&self, path: &Path, stamp: &FileStamp, digest: &blake3::Hash) {
-        if !stamp.settled() {
+        if !stamp.settled(self.settle) {
             return;
         }
         if let Some(at) = self.stamp_path(path)
@@ -184,9 +183,13 @@ mod tests {
         let digest = blake3::hash(b"component");
         let s = stamp(1_000, 10_000_000_000);
         assert_eq!(FileStamp::decode(&s.encode(&digest)), Some((s, digest)));
-        assert!(s.settled());
+        let settle = Duration::from_secs(2);
+        assert!(s.settled(settle));
         // Changed within the margin of being read: could change again unseen.
-        assert!(!stamp(9_000_000_000, 10_000_000_000).settled());
+        assert!(!stamp(9_000_000_000, 10_000_000_000).settled(settle));
+        // Unless the file system's times are trusted to that fine a grain.
+        assert!(stamp(9_000_000_000, 10_000_000_000).settled(Duration::from_millis(10)));
+        assert!(!stamp(10_000_000_000, 10_000_000_000).settled(Duration::ZERO));
         let moved = FileStamp { ino: 9, ..s };
         assert!(!s.same_file(&moved));
         let touched = FileStamp {

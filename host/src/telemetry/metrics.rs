@@ -369,12 +369,13 @@ impl Metrics {
         self.inner.instances_spare.set(saturate(spare));
     }
 
-    /// Set the live MCP session gauge.
-    pub fn set_sessions(&self, live: u64) {
-        self.inner.sessions.set(saturate(live));
+    /// Add `delta` (less than 0: take it away) to the live MCP session
+    /// gauge: each HTTP server adds its own sessions as they open and close.
+    pub(crate) fn add_sessions(&self, delta: i64) {
+        self.inner.sessions.inc_by(delta);
     }
 
-    /// Live MCP sessions, as last set.
+    /// Live MCP sessions, of every HTTP server counting here.
     pub fn sessions(&self) -> u64 {
         u64::try_from(self.inner.sessions.get()).unwrap_or(0)
     }

@@ -199,7 +199,11 @@ fn ending_a_session_answers_its_calls_that_went_through_rmcp() {
 #[test]
 fn a_session_busy_with_calls_outlives_its_idle_timeout() {
     let plugins = plugins();
-    let server = serve(plugins.path(), &["--session-idle-timeout", "1s"]);
+    let server = ServeHttp::start(
+        plugins.path(),
+        &["--session-idle-timeout", "1s"],
+        &[("TOOLHOST_LOG", "info,toolhost::mcp::server::sessions=debug")],
+    );
     let session = open_direct(&server.addr);
     let started = Instant::now();
     let mut i = 0;
@@ -219,7 +223,7 @@ fn a_session_busy_with_calls_outlives_its_idle_timeout() {
         thread::sleep(Duration::from_millis(100));
     }
     // Idle, it still expires.
-    thread::sleep(Duration::from_millis(2500));
+    server.log.wait_for("MCP session closed", 1, PATIENCE);
     let (status, _, body) = post(
         &server.addr,
         Some(&session.id),

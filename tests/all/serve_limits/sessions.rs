@@ -316,3 +316,58 @@ fn a_delete_is_answered_200_and_ends_the_session() {
         assert_eq!(status, 404, "{body}");
     }
 }
+
+/// `toolhost_mcp_sessions` in a scrape of `addr`'s `/metrics`.
+fn sessions_gauge(addr: &str) -> f64 {
+    let (status, _, body) = exchange_patiently(
+        addr,
+        &format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!(status, 200, "{body}");
+    body.lines()
+        .find_map(|line| line.strip_prefix("toolhost_mcp_sessions ")?.parse().ok())
+        .unwrap_or_else(|| panic!("no toolhost_mcp_sessions in {body}"))
+}
+
+/// The live-session gauge counts the server's sessions as they open and
+/// close, whichever address serves the metrics: a scrape of a metrics
+/// address of its own once read 0 and set the shared gauge to it.
+#[test]
+fn the_session_gauge_counts_live_sessions_on_either_metrics_address() {
+    let plugins = plugins();
+    let config_dir = tempfile::tempdir().unwrap();
+    let port = toolhost_tests::telemetry::free_port();
+    let config = toolhost_tests::telemetry::host_config(
+        config_dir.path(),
+        &format!("[telemetry]\nmetrics_addr = \"127.0.0.1:{port}\"\n"),
+    );
+    let server = serve(
+        plugins.path(),
+        &[
+            "--session-idle-timeout",
+            "1s",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+    );
+    let own = format!("127.0.0.1:{port}");
+    wait_until("the metrics listener", PATIENCE, || {
+        std::net::TcpStream::connect(&own).is_ok()
+    });
+    assert_eq!(sessions_gauge(&own), 0.0);
+    let a = used(Session::open(&server.addr));
+    let b = used(Session::open(&server.addr));
+    for _ in 0..2 {
+        assert_eq!(sessions_gauge(&own), 2.0, "on the metrics address");
+        assert_eq!(sessions_gauge(&server.addr), 2.0, "on the MCP address");
+    }
+    a.end();
+    assert_eq!(sessions_gauge(&own), 1.0);
+    assert_eq!(sessions_gauge(&server.addr), 1.0);
+    // Idle for its timeout, the other closes and leaves the count too.
+    let _ = b;
+    wait_until("the idle session's close counted", PATIENCE, || {
+        sessions_gauge(&own) == 0.0
+    });
+    assert_eq!(sessions_gauge(&server.addr), 0.0);
+}

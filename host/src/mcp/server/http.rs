@@ -92,6 +92,7 @@ pub(super) async fn serve(
         direct
             .clone()
             .map(|d| d as Arc<dyn super::sessions::SessionEnd>),
+        metrics.clone(),
     ));
     let service = StreamableHttpService::new(
         move || Ok(McpTools::new(tools.clone())),
@@ -163,8 +164,7 @@ fn guarded(
     }
     // Metrics under the same bind and token rules as MCP.
     if let Some(metrics) = metrics {
-        let sessions = (!options.stateless).then(|| Arc::clone(session_manager));
-        mcp = mcp.merge(super::metrics::routes(metrics.clone(), sessions));
+        mcp = mcp.merge(super::metrics::routes(metrics.clone()));
     }
     if let Some(token) = options.token.clone() {
         mcp = mcp.layer(middleware::from_fn_with_state(

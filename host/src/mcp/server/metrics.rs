@@ -4,7 +4,6 @@
 //! status; and the caller's trace context read off a request.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -15,25 +14,18 @@ use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 use tokio_util::sync::CancellationToken;
 
-use super::sessions::CappedSessions;
 use super::{HttpServer, ServeError, ToolServer};
 use crate::telemetry::{CONTENT_TYPE, Metrics, TRACEPARENT, TRACESTATE, TraceParent};
 
-/// The `/metrics` route over `metrics`; the live session gauge is read
-/// from `sessions` (none for a stateless server) at each scrape.
-pub(super) fn routes(metrics: Metrics, sessions: Option<Arc<CappedSessions>>) -> Router {
+/// The `/metrics` route over `metrics` (the live session gauge is kept by
+/// each server's sessions as they open and close, so any address serves
+/// the same numbers).
+pub(super) fn routes(metrics: Metrics) -> Router {
     Router::new().route(
         "/metrics",
         axum::routing::get(move || {
-            let (metrics, sessions) = (metrics.clone(), sessions.clone());
-            async move {
-                let live = match &sessions {
-                    Some(sessions) => sessions.live().await,
-                    None => 0,
-                };
-                metrics.set_sessions(live as u64);
-                ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render()).into_response()
-            }
+            let metrics = metrics.clone();
+            async move { ([(header::CONTENT_TYPE, CONTENT_TYPE)], metrics.render()).into_response() }
         }),
     )
 }
@@ -97,7 +89,7 @@ impl ToolServer {
             .await
             .map_err(|source| ServeError::Bind { addr, source })?;
         let addr = listener.local_addr().map_err(ServeError::LocalAddr)?;
-        let app = routes(metrics, None).route("/healthz", axum::routing::get(|| async { "ok" }));
+        let app = routes(metrics).route("/healthz", axum::routing::get(|| async { "ok" }));
         // No sessions and no token here: only the router answers.
         let stop = CancellationToken::new();
         let stopped = stop.clone();

@@ -350,6 +350,35 @@ mod tests {
             assert!(RequestState::parse(Some(wrong)).is_err(), "{wrong}");
         }
     }
+
+    /// A number in an answer is the number the client sent, round after
+    /// round: read as the nearest `f64` (as Rust's own parser reads it) and
+    /// sent back as text that reads as that same `f64` again.
+    #[test]
+    fn numbers_in_the_answers_come_back_exactly_round_after_round() {
+        for number in [
+            // The fuzzer's: read one unit in the last place off, it was
+            // sent back as 4.4444444400000004e+52 and read next as 4.44444444e+52.
+            "4444444440000000014400000444440000000000001440000000000000",
+            "0.1",
+            "2.2250738585072011e-308",
+            "9007199254740993",
+            "1.7976931348623157e308",
+            "123456789012345678901234567890e-20",
+        ] {
+            let exact: f64 = number.parse().unwrap();
+            let mut sent = format!("[{number}]");
+            for round in 0..3 {
+                let mut state = RequestState::parse(Some(&sent)).unwrap();
+                assert_eq!(
+                    state.answers[0].as_f64(),
+                    Some(exact),
+                    "{number}, round {round}"
+                );
+                sent = state.encode();
+            }
+        }
+    }
     use crate::tools::check_question_schema;
 
     /// Every field kind the sandbox lets through is one rmcp sends as it

@@ -39,6 +39,8 @@ use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
+use crate::telemetry::Metrics;
+
 /// The header that names a session.
 const SESSION_HEADER: &str = "mcp-session-id";
 
@@ -193,6 +195,10 @@ pub(super) struct CappedSessions {
     creating: tokio::sync::Mutex<()>,
     /// Where a session's calls are stopped and answered before it closes.
     on_end: Option<Arc<dyn SessionEnd>>,
+    /// The registry's live-session gauge, and how many sessions this
+    /// server has added to it: each server adds its own (several may share
+    /// one registry), whichever address its metrics are served on.
+    gauge: Option<(Metrics, tokio::sync::Mutex<i64>)>,
 }
 
 /// Told when a session is about to close (a DELETE, the idle timer, the
@@ -204,7 +210,11 @@ pub(super) trait SessionEnd: Send + Sync + std::fmt::Debug {
 }
 
 impl CappedSessions {
-    pub(super) fn new(budgets: SessionBudgets, on_end: Option<Arc<dyn SessionEnd>>) -> Self {
+    pub(super) fn new(
+        budgets: SessionBudgets,
+        on_end: Option<Arc<dyn SessionEnd>>,
+        metrics: Option<Metrics>,
+    ) -> Self {
         let mut local = LocalSessionManager::default();
         local.session_config.keep_alive = Some(budgets.idle_timeout);
         Self {
@@ -214,11 +224,25 @@ impl CappedSessions {
             book: Mutex::default(),
             creating: tokio::sync::Mutex::new(()),
             on_end,
+            gauge: metrics.map(|m| (m, tokio::sync::Mutex::new(0))),
         }
     }
 
     pub(super) async fn live(&self) -> usize {
         self.local.sessions.read().await.len()
+    }
+
+    /// Bring the live-session gauge to this server's count, after a
+    /// session opened or closed. One at a time, each counting after the
+    /// change it follows: the last leaves the gauge right.
+    async fn count_live(&self) {
+        let Some((metrics, added)) = &self.gauge else {
+            return;
+        };
+        let mut added = added.lock().await;
+        let live = i64::try_from(self.live().await).unwrap_or(i64::MAX);
+        metrics.add_sessions(live - *added);
+        *added = live;
     }
 
     /// Whether session `id` is open (not closed by a DELETE or its idle
@@ -323,6 +347,7 @@ impl SessionManager for CappedSessions {
                 ending: false,
             },
         );
+        self.count_live().await;
         Ok((id, transport))
     }
 
@@ -353,7 +378,10 @@ impl SessionManager for CappedSessions {
             on_end.ending(id).await;
         }
         let closed = self.local.close_session(id).await;
-        lock(&self.book).remove(id);
+        if lock(&self.book).remove(id).is_some() {
+            tracing::debug!(session = %id, "MCP session closed");
+        }
+        self.count_live().await;
         Ok(closed?)
     }
 
@@ -519,6 +547,15 @@ fn refusal(sessions: &CappedSessions, refused: Refused, id: serde_json::Value) -
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     response
+}
+
+impl Drop for CappedSessions {
+    /// A server that stops takes its sessions out of the gauge.
+    fn drop(&mut self) {
+        if let Some((metrics, added)) = &mut self.gauge {
+            metrics.add_sessions(-*added.get_mut());
+        }
+    }
 }
 
 #[cfg(test)]
