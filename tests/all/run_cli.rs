@@ -477,3 +477,44 @@ async fn quiet_run_prints_no_progress_and_streamed_text_ends_its_lines() {
     );
     assert!(lines.iter().any(|l| l.starts_with("stopped:")), "{stderr}");
 }
+
+/// `--defer-tools`: the calculator is held back until the model's search
+/// finds it, then called; the first request offers the search tool and
+/// the text tools only.
+#[tokio::test]
+async fn defer_tools_holds_tools_back_until_a_search_finds_them() {
+    let plugins = plugin_subset(&["calc", "text"]);
+    let fake = FakeOpenAi::start().await;
+    fake.push(Turn::calls(vec![FakeCall::new(
+        "tool_search",
+        json!({"query": "evaluate an arithmetic expression"}),
+    )]));
+    let (summary, fake) = ask_calc(
+        fake,
+        "openai",
+        false,
+        plugins.path(),
+        &["--defer-tools", "calc_*"],
+    )
+    .await;
+    assert_eq!(summary["final"], json!("6*7 is 42."), "{summary}");
+    let calls = summary["calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 2, "{summary}");
+    assert_eq!(calls[0]["name"], json!("tool_search"), "{summary}");
+    assert_eq!(calls[1]["name"], json!("calc_eval"), "{summary}");
+    assert_eq!(calls[1]["status"], json!("succeeded"), "{summary}");
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let bodies = fake.bodies();
+    let first = names(&bodies[0]);
+    assert_eq!(first[0], "tool_search", "{first:?}");
+    assert!(first.iter().all(|n| !n.starts_with("calc_")), "{first:?}");
+    assert!(first.iter().any(|n| n.starts_with("text_")), "{first:?}");
+    assert!(names(&bodies[1]).contains(&"calc_eval".to_owned()));
+}

@@ -2,7 +2,7 @@
 
 use std::num::NonZeroUsize;
 
-use crate::approval::ApprovalPolicy;
+use crate::approval::{ApprovalPolicy, ToolPattern};
 use crate::llm::GenerationParams;
 use crate::tools::ExecOverrides;
 
@@ -77,6 +77,68 @@ pub struct DynamicTools {
     pub description_template: String,
 }
 
+/// Tools the model finds by searching instead of getting with every
+/// request ([`RunnerConfig::tool_search`]). With hundreds of tools their
+/// definitions cost more tokens than the conversation, and models pick the
+/// wrong one more often; held back, they cost nothing until a search finds
+/// them.
+///
+/// The base tools ([`RunnerConfig::tools`]) that match [`deferred`] are
+/// held back; the model gets the others, the [`DynamicTools`], and a search
+/// tool named [`tool_name`]. A search answers with the best matching held
+/// back tools (names and descriptions, at most [`max_results`]), and from
+/// the next request on those tools are offered too, until [`max_found`]
+/// later finds push them out. A search is a call like any other: it counts
+/// towards the caps, and an approval pattern that matches its name gates
+/// it. What was found is read back from the conversation, so a resumed or
+/// restored run offers the same tools.
+///
+/// [`deferred`]: Self::deferred
+/// [`tool_name`]: Self::tool_name
+/// [`max_results`]: Self::max_results
+/// [`max_found`]: Self::max_found
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSearch {
+    /// Name patterns (`*` wildcards) of the base tools held back until a
+    /// search finds them. Default `*`: every base tool.
+    pub deferred: Vec<ToolPattern>,
+    /// The search tool's name, as the model sees it (it takes the place of
+    /// a registry tool of that name). Default `tool_search`.
+    pub tool_name: String,
+    /// The most tools one search answers with. Default 5.
+    pub max_results: usize,
+    /// The most found tools offered at once: the most recently found ones
+    /// are kept. Default 20.
+    pub max_found: usize,
+}
+
+impl Default for ToolSearch {
+    fn default() -> Self {
+        Self {
+            deferred: vec![ToolPattern::any()],
+            tool_name: "tool_search".to_owned(),
+            max_results: 5,
+            max_found: 20,
+        }
+    }
+}
+
+impl ToolSearch {
+    /// Hold back the base tools matching `patterns`; the rest as
+    /// [`Default`].
+    pub fn deferring(patterns: impl IntoIterator<Item = ToolPattern>) -> Self {
+        Self {
+            deferred: patterns.into_iter().collect(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether base tool `name` is held back until found.
+    pub fn defers(&self, name: &str) -> bool {
+        self.deferred.iter().any(|p| p.matches(name))
+    }
+}
+
 impl DynamicTools {
     /// The default template: `"{description} (added for this step)"`.
     pub const DEFAULT_TEMPLATE: &'static str = "{description} (added for this step)";
@@ -117,6 +179,7 @@ impl DynamicTools {
 /// | `stream` | off | whole answers are simpler to log |
 /// | `tools` | all registry tools | |
 /// | `dynamic_tools` | none | |
+/// | `tool_search` | none | every base tool is sent; set it for hundreds of tools |
 /// | `tool_options` | no change | each tool's own [`ExecOptions`](crate::tools::ExecOptions) |
 /// | `generation` | provider defaults | temperature, output cap, tool choice, ... of every request |
 /// | `approval` | none | which tools' calls wait for a person; tools may also ask themselves |
@@ -155,6 +218,9 @@ pub struct RunnerConfig {
     pub tools: ToolSelection,
     /// Tools added on top of the base ones (default none).
     pub dynamic_tools: Option<DynamicTools>,
+    /// Base tools held back until the model finds them with a search tool
+    /// (default none: every base tool is sent with every request).
+    pub tool_search: Option<ToolSearch>,
     /// Changes to every tool's [`ExecOptions`](crate::tools::ExecOptions)
     /// for the calls of this run (an outer timeout, retries). Default: none;
     /// each tool keeps its own. A timeout never lengthens a plugin's
@@ -202,6 +268,7 @@ impl Default for RunnerConfig {
             stream: false,
             tools: ToolSelection::All,
             dynamic_tools: None,
+            tool_search: None,
             tool_options: ExecOverrides::default(),
             generation: GenerationParams::default(),
             approval: ApprovalPolicy::default(),

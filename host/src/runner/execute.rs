@@ -145,7 +145,7 @@ fn lost(overrides: &ExecOverrides, error: ToolError) -> CallReport {
     }
 }
 
-fn executed_record(
+pub(super) fn executed_record(
     call: ToolCall,
     report: CallReport,
     duration: Duration,

@@ -31,13 +31,14 @@ mod execute;
 mod machine;
 mod outcome;
 mod paused;
+mod search;
 mod spans;
 mod transcript;
 
 pub use approval::{PendingCall, PendingRound, RoundError};
 pub use config::{
     DEFAULT_MAX_MEDIA_BYTES, DynamicTools, OnMaxIterations, OverLimitPolicy, RunnerConfig,
-    ToolSelection,
+    ToolSearch, ToolSelection,
 };
 pub use conversation::Conversation;
 pub use driver::{ToolRunner, UpdateParams};

@@ -9,7 +9,7 @@ use super::approval::{self, Gate, PendingCall, PendingRound};
 use super::driver::{Driver, ToolRunner, report};
 use super::execute;
 use super::machine::{Disposition, StopReason};
-use super::outcome::{CallStatus, Iteration, RunError, RunErrorKind, RunItem};
+use super::outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem};
 use super::{RunnerConfig, Transcript};
 use crate::approval::{Approver, Decision};
 use crate::llm::{FinishReason, Message, Provider, ToolCall, Usage};
@@ -316,13 +316,7 @@ impl Driver {
         // for a round resumed after a pause: that request is gone).
         cx.trace_parent = trace_parent;
         cx.questions.clone_from(&self.approval.questions);
-        let slots = gates
-            .into_iter()
-            .map(|gate| match gate {
-                Gate::Answered(record) => Some(*record),
-                Gate::Run | Gate::Approved | Gate::Awaiting => None,
-            })
-            .collect();
+        let slots = self.slots(tools, routes, &iteration.message.tool_calls, gates);
         let calls = execute::run_round(
             tools,
             &cx,
@@ -341,6 +335,36 @@ impl Driver {
             on_iteration(&iteration);
         }
         iteration
+    }
+
+    /// What answers each call that passed `gates`: its record when the
+    /// gate answered it or it is a search (the loop answers those itself,
+    /// among the tools held back), none when a tool runs it.
+    fn slots(
+        &self,
+        tools: &ToolSet,
+        routes: &BTreeMap<String, String>,
+        calls: &[ToolCall],
+        gates: Vec<Gate>,
+    ) -> Vec<Option<CallRecord>> {
+        let search = self.config.tool_search.as_ref();
+        let held_back = search.map(|_| self.held_back(tools)).unwrap_or_default();
+        let held_back: Vec<_> = held_back.iter().map(|(_, spec)| *spec).collect();
+        let searches = |call: &ToolCall| {
+            let route = routes.get(&call.name).map(String::as_str);
+            search.filter(|_| route == Some(super::search::ROUTE))
+        };
+        gates
+            .into_iter()
+            .zip(calls)
+            .map(|(gate, call)| match gate {
+                Gate::Answered(record) => Some(*record),
+                Gate::Run | Gate::Approved => searches(call).map(|search| {
+                    super::search::record(search, &held_back, call, self.config.max_media_bytes)
+                }),
+                Gate::Awaiting => None,
+            })
+            .collect()
     }
 
     /// End the run waiting for decisions about `round`. The session is

@@ -21,6 +21,7 @@ mod registry;
 pub mod rest;
 pub(crate) mod retry_after;
 mod schema;
+pub mod search;
 pub(crate) mod secrets;
 
 use std::fmt;

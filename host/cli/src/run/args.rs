@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
+use toolhost::approval::ToolPattern;
 use toolhost::fsread;
 use toolhost::llm::{Message, ProviderKind, ResponseLimits, check_messages};
-use toolhost::runner::{OnMaxIterations, OverLimitPolicy, RunnerConfig, Transcript};
+use toolhost::runner::{OnMaxIterations, OverLimitPolicy, RunnerConfig, ToolSearch, Transcript};
 
 use crate::generation::GenerationArgs;
 use crate::run_approval::ApprovalArgs;
@@ -139,6 +140,12 @@ pub struct RunArgs {
     /// Run the calls of one response one after the other.
     #[arg(long)]
     pub sequential: bool,
+    /// Hold back the tools matching PATTERN (`*` wildcards; repeat for
+    /// more) until the model finds them with a search tool, `tool_search`:
+    /// for hundreds of tools, whose definitions would cost more tokens than
+    /// the conversation. `--defer-tools '*'` holds back every one.
+    #[arg(long, value_name = "PATTERN")]
+    pub defer_tools: Vec<ToolPattern>,
     /// Stream the answer (SSE); its text is shown on stderr as it arrives.
     #[arg(long)]
     pub stream: bool,
@@ -189,6 +196,8 @@ impl RunArgs {
                 OnMaxIterationsArg::FinalAnswer => OnMaxIterations::FinalAnswer,
             },
             stream: self.stream,
+            tool_search: (!self.defer_tools.is_empty())
+                .then(|| ToolSearch::deferring(self.defer_tools.iter().cloned())),
             tool_options: self.exec.overrides(),
             generation: self.generation.params()?,
             ..RunnerConfig::default()

@@ -34,12 +34,25 @@ impl Driver {
     /// The base tools plus the dynamic ones, with decorated descriptions,
     /// and for each offered name the registry name its calls go to (a
     /// selection may name `name@version`; the model sees only `name`).
+    /// Under [`ToolSearch`](crate::runner::ToolSearch), the base tools it
+    /// defers are held back but for those the conversation's searches
+    /// found, and the search tool comes first.
     pub(in crate::runner) fn offered_specs(
         &self,
         tools: &ToolSet,
     ) -> (Vec<ToolSpec>, BTreeMap<String, String>) {
         let mut routes = BTreeMap::new();
         let mut specs = Vec::new();
+        let search = self.config.tool_search.as_ref();
+        let held_back = self.held_back(tools);
+        if let Some(search) = search.filter(|_| !held_back.is_empty()) {
+            // First: it takes the place of a tool of its name.
+            routes.insert(
+                search.tool_name.clone(),
+                crate::runner::search::ROUTE.to_owned(),
+            );
+            specs.push(crate::runner::search::spec(search, held_back.len()));
+        }
         let mut add = |key: &str, decorate: Option<&crate::runner::DynamicTools>| {
             let Some(tool) = tools.get(key) else {
                 return;
@@ -54,24 +67,51 @@ impl Driver {
             }
             specs.push(spec);
         };
-        match &self.config.tools {
-            ToolSelection::All => {
-                for spec in tools.specs() {
-                    add(&spec.name, None);
-                }
+        for key in self.base_keys(tools) {
+            if !search.is_some_and(|s| s.defers(&key)) {
+                add(&key, None);
             }
-            ToolSelection::Named(names) => {
-                for name in names {
-                    add(name, None);
-                }
-            }
-            ToolSelection::None => {}
         }
         if let Some(dynamic) = &self.config.dynamic_tools {
             for name in &dynamic.tool_ids {
                 add(name, Some(dynamic));
             }
         }
+        if let Some(search) = search {
+            for name in crate::runner::search::found(search, self.conversation.messages()) {
+                if let Some((key, _)) = held_back.iter().find(|(_, spec)| spec.name == name) {
+                    add(key, None);
+                }
+            }
+        }
         (specs, routes)
+    }
+
+    /// The registry names of the base tools ([`ToolSelection`]).
+    fn base_keys(&self, tools: &ToolSet) -> Vec<String> {
+        match &self.config.tools {
+            ToolSelection::All => tools.specs().map(|s| s.name.clone()).collect(),
+            ToolSelection::Named(names) => names.clone(),
+            ToolSelection::None => Vec::new(),
+        }
+    }
+
+    /// The base tools [`ToolSearch`](crate::runner::ToolSearch) holds back
+    /// (none without it), by registry name, with their specs.
+    pub(in crate::runner) fn held_back<'t>(
+        &self,
+        tools: &'t ToolSet,
+    ) -> Vec<(String, &'t ToolSpec)> {
+        let Some(search) = &self.config.tool_search else {
+            return Vec::new();
+        };
+        self.base_keys(tools)
+            .into_iter()
+            .filter(|key| search.defers(key))
+            .filter_map(|key| {
+                let spec = tools.get(&key)?.spec();
+                Some((key, spec))
+            })
+            .collect()
     }
 }

@@ -16,9 +16,10 @@ use crate::runner::{
 fn call_strategy() -> impl Strategy<Value = ToolCall> {
     (
         prop::sample::select(vec!["call_0", "call_1", "a", ""]),
-        prop::sample::select(vec!["echo", "fail", "extra", "missing"]),
+        prop::sample::select(vec!["echo", "fail", "extra", "missing", "tool_search"]),
         prop::sample::select(vec![
             r#"{"x":1}"#,
+            r#"{"query":"fail"}"#,
             r#"{ "x" : 1 }"#,
             r#"{"x":"#,
             "",
@@ -63,9 +64,21 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
         prop::sample::select(vec![OnMaxIterations::Stop, OnMaxIterations::FinalAnswer]),
         prop::option::of(1usize..4),
         any::<bool>(),
+        any::<bool>(),
     )
         .prop_map(
-            |(iters, per_response, policy, total, parallel, conc, on_max, repeat, dynamic)| {
+            |(
+                iters,
+                per_response,
+                policy,
+                total,
+                parallel,
+                conc,
+                on_max,
+                repeat,
+                dynamic,
+                search,
+            )| {
                 RunnerConfig {
                     max_iterations: iters,
                     max_calls_per_response: per_response,
@@ -78,6 +91,13 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
                     stream: false,
                     tools: ToolSelection::Named(vec!["echo".into(), "fail".into()]),
                     dynamic_tools: dynamic.then(|| DynamicTools::new(["extra"])),
+                    // `fail` held back until a search finds it.
+                    tool_search: search.then(|| {
+                        crate::runner::ToolSearch::deferring([crate::approval::ToolPattern::new(
+                            "fail",
+                        )
+                        .unwrap()])
+                    }),
                     tool_options: Default::default(),
                     generation: Default::default(),
                     approval: Default::default(),

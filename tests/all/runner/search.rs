@@ -1,0 +1,322 @@
+//! Tools found by search (issue 41): the base tools a run defers are not
+//! sent until the model's search finds them; then they are offered from the
+//! next request on and called like any other, on every wire format, with
+//! the conversation valid for each (the fakes reject what the real APIs
+//! reject). Caps and approvals apply to searches as to any call.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+use toolhost::approval::{ApprovalPolicy, ToolPattern};
+use toolhost::llm::{Message, ProviderKind};
+use toolhost::runner::{
+    CallRecord, CallStatus, RunOutcome, RunnerConfig, StopReason, ToolRunner, ToolSearch,
+    ToolSelection,
+};
+use toolhost::tools::{NativeTool, ToolRegistry};
+use toolhost_tests::providers::{
+    Dialect, FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi, FakeResponses, FakeServer, Reply,
+    Turn,
+};
+
+use super::provider;
+
+const KINDS: [ProviderKind; 4] = [
+    ProviderKind::OpenAi,
+    ProviderKind::OpenAiResponses,
+    ProviderKind::Anthropic,
+    ProviderKind::Gemini,
+];
+
+/// A fake provider of any wire format, scripted the same way.
+trait Scripted {
+    fn url(&self) -> String;
+    fn push(&self, reply: Reply);
+    fn bodies(&self) -> Vec<Value>;
+}
+
+impl<D: Dialect> Scripted for FakeServer<D> {
+    fn url(&self) -> String {
+        FakeServer::url(self)
+    }
+    fn push(&self, reply: Reply) {
+        FakeServer::push(self, reply);
+    }
+    fn bodies(&self) -> Vec<Value> {
+        FakeServer::bodies(self)
+    }
+}
+
+async fn fake(kind: ProviderKind) -> Box<dyn Scripted> {
+    match kind {
+        ProviderKind::OpenAi => Box::new(FakeOpenAi::start().await),
+        ProviderKind::OpenAiResponses => Box::new(FakeResponses::start().await),
+        ProviderKind::Anthropic => Box::new(FakeAnthropic::start().await),
+        _ => Box::new(FakeGemini::start().await),
+    }
+}
+
+/// The tool names a request offered, whatever its wire format.
+fn offered(body: &Value) -> Vec<String> {
+    fn walk(value: &Value, names: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let (Some(Value::String(name)), true) =
+                    (map.get("name"), map.contains_key("description"))
+                {
+                    names.push(name.clone());
+                }
+                for (key, inner) in map {
+                    // A schema's properties are not tools.
+                    if key != "parameters" && key != "input_schema" && key != "parametersJsonSchema"
+                    {
+                        walk(inner, names);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| walk(i, names)),
+            _ => {}
+        }
+    }
+    let mut names = Vec::new();
+    walk(&body["tools"], &mut names);
+    names
+}
+
+fn tool(name: &str, description: &str, answer: Value) -> NativeTool {
+    NativeTool::new(
+        name,
+        description,
+        json!({"type": "object", "properties": {"city": {"type": "string",
+               "description": "The city."}}}),
+        move |_| {
+            let answer = answer.clone();
+            async move { Ok(answer) }
+        },
+    )
+}
+
+/// `clock` is always sent; the weather and currency tools are found by
+/// search.
+fn registry() -> Arc<ToolRegistry> {
+    let r = ToolRegistry::new();
+    r.register(tool("clock", "The time now.", json!("12:00")))
+        .unwrap();
+    r.register(tool(
+        "weather_forecast",
+        "The weather forecast for a city: temperature, rain and wind.",
+        json!({"sky": "sunny"}),
+    ))
+    .unwrap();
+    r.register(tool(
+        "currency_convert",
+        "Convert an amount of money from one currency to another.",
+        json!(1.08),
+    ))
+    .unwrap();
+    Arc::new(r)
+}
+
+fn config() -> RunnerConfig {
+    RunnerConfig {
+        tool_search: Some(ToolSearch::deferring([
+            ToolPattern::new("weather_*").unwrap(),
+            ToolPattern::new("currency_*").unwrap(),
+        ])),
+        ..RunnerConfig::default()
+    }
+}
+
+/// A run's outcome and the records of its calls, in order.
+async fn run(
+    kind: ProviderKind,
+    server: &dyn Scripted,
+    tools: Arc<ToolRegistry>,
+    config: RunnerConfig,
+) -> (RunOutcome, Vec<CallRecord>) {
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&records);
+    let outcome = ToolRunner::new(
+        provider(kind, server.url()),
+        tools,
+        config,
+        vec![Message::system("You are a test."), Message::user("go")],
+    )
+    .on_tool_result(move |record| kept.lock().unwrap().push(record.clone()))
+    .await
+    .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+    let records = records.lock().unwrap().clone();
+    (outcome, records)
+}
+
+fn search(query: &str) -> FakeCall {
+    FakeCall::new("tool_search", json!({"query": query}))
+}
+
+#[tokio::test]
+async fn a_found_tool_is_offered_and_called_in_the_next_request() {
+    for kind in KINDS {
+        let server = fake(kind).await;
+        server.push(Turn::calls(vec![search("weather in Paris tomorrow")]).into());
+        server.push(
+            Turn::calls(vec![FakeCall::new(
+                "weather_forecast",
+                json!({"city": "Paris"}),
+            )])
+            .into(),
+        );
+        server.push(Turn::text("sunny").into());
+        let (outcome, calls) = run(kind, &*server, registry(), config()).await;
+        assert_eq!(outcome.stop_reason, StopReason::Completed, "{kind:?}");
+        let bodies = server.bodies();
+        assert_eq!(bodies.len(), 3, "{kind:?}");
+        // Held back at first: the search tool and the rest only.
+        assert_eq!(offered(&bodies[0]), ["tool_search", "clock"], "{kind:?}");
+        // Found, then offered from the next request on: what the search
+        // answered, no more.
+        assert_eq!(calls.len(), 2, "{kind:?}");
+        assert_eq!(calls[0].status, CallStatus::Succeeded, "{kind:?}");
+        let answer: Value = serde_json::from_str(&calls[0].result.content).unwrap();
+        assert_eq!(
+            answer["found"][0]["name"], "weather_forecast",
+            "{kind:?}: {answer}"
+        );
+        let found = answer["found"].as_array().unwrap().iter();
+        let mut expected = vec!["tool_search".to_owned(), "clock".to_owned()];
+        expected.extend(found.map(|t| t["name"].as_str().unwrap().to_owned()));
+        assert_eq!(offered(&bodies[1]), expected, "{kind:?}");
+        assert_eq!(calls[1].status, CallStatus::Succeeded, "{kind:?}");
+        assert!(calls[1].result.content.contains("sunny"), "{kind:?}");
+        // Still offered in the request after that.
+        assert!(
+            offered(&bodies[2]).contains(&"weather_forecast".to_owned()),
+            "{kind:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_search_that_finds_nothing_says_so_and_offers_nothing_new() {
+    for kind in KINDS {
+        let server = fake(kind).await;
+        server.push(Turn::calls(vec![search("zebra migration")]).into());
+        // A call of a tool not found is answered as unknown.
+        server.push(Turn::calls(vec![FakeCall::new("currency_convert", json!({}))]).into());
+        server.push(Turn::text("no luck").into());
+        let (outcome, calls) = run(kind, &*server, registry(), config()).await;
+        assert_eq!(outcome.stop_reason, StopReason::Completed, "{kind:?}");
+        let answer: Value = serde_json::from_str(&calls[0].result.content).unwrap();
+        assert_eq!(answer["found"], json!([]), "{kind:?}");
+        assert!(
+            answer["message"]
+                .as_str()
+                .unwrap()
+                .contains("No tool matches")
+        );
+        assert_eq!(calls[1].status, CallStatus::Unavailable, "{kind:?}");
+        let bodies = server.bodies();
+        assert_eq!(offered(&bodies[1]), ["tool_search", "clock"], "{kind:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_found_tool_removed_from_the_registry_before_its_call_is_unavailable() {
+    for kind in KINDS {
+        let server = fake(kind).await;
+        let tools = registry();
+        server.push(Turn::calls(vec![search("convert dollars to euros")]).into());
+        server.push(Turn::calls(vec![FakeCall::new("currency_convert", json!({}))]).into());
+        server.push(Turn::text("gone").into());
+        let mut stream = ToolRunner::new(
+            provider(kind, server.url()),
+            Arc::clone(&tools),
+            config(),
+            vec![Message::user("go")],
+        );
+        let mut statuses = Vec::new();
+        while let Some(item) = futures::StreamExt::next(&mut stream).await {
+            if let toolhost::runner::RunItem::Iteration(it) = item.expect("no error") {
+                statuses.extend(it.calls.iter().map(|c| c.status));
+                if it.number == 1 {
+                    assert!(tools.unregister("currency_convert").is_some(), "{kind:?}");
+                }
+            }
+        }
+        assert_eq!(
+            statuses,
+            [CallStatus::Succeeded, CallStatus::Unavailable],
+            "{kind:?}"
+        );
+        let bodies = server.bodies();
+        assert!(!offered(&bodies[1]).contains(&"currency_convert".to_owned()));
+    }
+}
+
+#[tokio::test]
+async fn searches_count_towards_the_caps_and_pass_the_approval_gate() {
+    // Two searches in one response, at most one call per response: the
+    // second is declined, and nothing it would have found is offered.
+    let server = fake(ProviderKind::Anthropic).await;
+    server.push(Turn::calls(vec![search("weather"), search("convert currency")]).into());
+    server.push(Turn::text("ok").into());
+    let capped = RunnerConfig {
+        max_calls_per_response: Some(1),
+        ..config()
+    };
+    let (_, calls) = run(ProviderKind::Anthropic, &*server, registry(), capped).await;
+    let statuses: Vec<_> = calls.iter().map(|c| c.status).collect();
+    assert_eq!(statuses, [CallStatus::Succeeded, CallStatus::Declined]);
+    let next = offered(&server.bodies()[1]);
+    assert!(next.contains(&"weather_forecast".to_owned()), "{next:?}");
+    assert!(!next.contains(&"currency_convert".to_owned()), "{next:?}");
+
+    // An approval pattern that names the search gates it: without anyone to
+    // approve, the run pauses before searching.
+    let server = fake(ProviderKind::OpenAi).await;
+    server.push(Turn::calls(vec![search("weather")]).into());
+    let gated = RunnerConfig {
+        approval: ApprovalPolicy::requiring([ToolPattern::new("tool_*").unwrap()]),
+        ..config()
+    };
+    let (outcome, calls) = run(ProviderKind::OpenAi, &*server, registry(), gated).await;
+    assert_eq!(outcome.stop_reason, StopReason::AwaitingApproval);
+    assert!(calls.is_empty());
+}
+
+#[tokio::test]
+async fn without_tool_search_every_tool_is_sent_and_a_selection_is_respected() {
+    let server = fake(ProviderKind::OpenAi).await;
+    server.push(Turn::text("hi").into());
+    run(
+        ProviderKind::OpenAi,
+        &*server,
+        registry(),
+        RunnerConfig::default(),
+    )
+    .await;
+    assert_eq!(
+        offered(&server.bodies()[0]),
+        ["clock", "currency_convert", "weather_forecast"]
+    );
+    // Only what the selection holds is held back and searched:
+    // `currency_convert` is not selected.
+    let server = fake(ProviderKind::OpenAi).await;
+    server.push(Turn::calls(vec![search("convert money")]).into());
+    server.push(Turn::text("none").into());
+    let selected = RunnerConfig {
+        tools: ToolSelection::Named(vec!["clock".into(), "weather_forecast".into()]),
+        tool_search: Some(ToolSearch::default()),
+        ..RunnerConfig::default()
+    };
+    let (_, calls) = run(ProviderKind::OpenAi, &*server, registry(), selected).await;
+    // `clock` is deferred too under `*`; the currency tool is never found.
+    assert_eq!(offered(&server.bodies()[0]), ["tool_search"]);
+    let answer: Value = serde_json::from_str(&calls[0].result.content).unwrap();
+    let names: Vec<&str> = answer["found"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"currency_convert"), "{answer}");
+}
