@@ -13,11 +13,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::conversation::error_result;
-use super::execute::OnToolCall;
-use super::outcome::{CallRecord, CallStatus};
+use super::record::{CallRecord, CallStatus};
 use crate::approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, Denial};
 use crate::llm::{AssistantMessage, ToolCall};
 use crate::tools::{ExecOverrides, QuestionSink, ToolErrorKind, ToolSet};
+
+/// `ToolRunner::on_tool_call`: decides each call that needs approval.
+pub(super) type OnToolCall = Arc<dyn Fn(&ToolCall) -> Decision + Send + Sync>;
 
 /// A model response whose calls wait for decisions: the round a paused run
 /// ([`StopReason::AwaitingApproval`](super::StopReason)) ends with, and

@@ -186,7 +186,7 @@ impl ToolRunner {
         mut self,
         f: impl Fn(&ToolCall) -> crate::approval::Decision + Send + Sync + 'static,
     ) -> Self {
-        let f: execute::OnToolCall = Arc::new(f);
+        let f: approval::OnToolCall = Arc::new(f);
         self.update(move |d| d.approval.on_tool_call = Some(f));
         self
     }

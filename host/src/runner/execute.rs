@@ -13,7 +13,6 @@ use futures::StreamExt;
 use super::RunnerConfig;
 use super::conversation::error_result;
 use super::outcome::{CallRecord, CallStatus, Iteration, RequestInfo};
-use crate::approval::Decision;
 use crate::llm::{GenerationParams, ToolCall, ToolResult, media};
 use crate::tools::{
     CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ToolError,
@@ -21,7 +20,6 @@ use crate::tools::{
 };
 
 pub(super) type OnIteration = Arc<dyn Fn(&Iteration) + Send + Sync>;
-pub(super) type OnToolCall = Arc<dyn Fn(&ToolCall) -> Decision + Send + Sync>;
 pub(super) type OnToolResult = Arc<dyn Fn(&CallRecord) + Send + Sync>;
 pub(super) type OnText = Arc<dyn Fn(&str) + Send + Sync>;
 pub(super) type OnRequest = Arc<dyn Fn(&RequestInfo<'_>, &mut GenerationParams) + Send + Sync>;

@@ -31,6 +31,7 @@ mod execute;
 mod machine;
 mod outcome;
 mod paused;
+mod record;
 mod search;
 mod spans;
 mod transcript;
