@@ -8,7 +8,9 @@
 //! term frequencies. Words are normalised the same way on both sides:
 //! split on anything but letters and digits, on camelCase and on letter/digit
 //! boundaries, lowercased, folded to ASCII, stripped of a plural, `-ing` or
-//! `-ed` suffix, and common English words dropped. A tool's exact name in
+//! `-ed` suffix, and common English words and bare numbers dropped; a word
+//! of a small table of API synonyms also looks for the others, at half
+//! weight. A tool's exact name in
 //! the query puts that tool first.
 //!
 //! An index is built from one snapshot and never changes;
@@ -20,6 +22,40 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::ToolSpec;
+
+/// The name of the search tool a model or an MCP client is given in place
+/// of the tools it can find ([`tool_search_spec`]).
+pub const TOOL_SEARCH_NAME: &str = "tool_search";
+
+/// How many tools one `tool_search` call answers when its input has no
+/// `limit`.
+pub const TOOL_SEARCH_DEFAULT_LIMIT: usize = 5;
+/// The most tools one `tool_search` call answers.
+pub const TOOL_SEARCH_MAX_LIMIT: usize = 20;
+
+/// The definition of the search tool (`tool_search`, input `{"query":
+/// string, "limit"?: integer}`), the same wherever it is offered.
+pub fn tool_search_spec() -> ToolSpec {
+    ToolSpec {
+        name: TOOL_SEARCH_NAME.into(),
+        description: "Search the available tools by what you want to do. Answers the best \
+            matches with their descriptions and input schemas; call a found tool by its name."
+            .into(),
+        input_schema: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "What the tool should do, in a few words."},
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": TOOL_SEARCH_MAX_LIMIT,
+                    "description": "How many tools to answer (default 5)."
+                }
+            },
+            "required": ["query"]
+        }),
+    }
+}
 
 /// BM25's term-frequency saturation.
 const K1: f64 = 1.2;
@@ -47,7 +83,9 @@ const MAX_QUERY_TERMS: usize = 64;
 /// descriptions. BM25 (k1 1.2, b 0.75) over fields with weights (name words
 /// weigh most), with light normalisation (lowercase, ASCII folding, a simple
 /// English stemmer that strips plural, `-ing` and `-ed` suffixes, common
-/// words dropped).
+/// words and bare numbers dropped) and a small table of synonyms from API
+/// vocabulary (`remove` for `delete`, `sum` for `arithmetic`), which count
+/// half.
 ///
 /// # Examples
 ///
@@ -178,10 +216,18 @@ impl ToolIndex {
         words.sort_unstable();
         words.dedup();
         words.truncate(MAX_QUERY_TERMS);
+        // The query's words count whole, their synonyms a part.
+        let mut weighted: HashMap<&str, f64> = words.iter().map(|w| (w.as_str(), 1.0)).collect();
+        let synonyms = synonyms();
+        for word in &words {
+            for other in synonyms.get(word).into_iter().flatten() {
+                weighted.entry(other.as_str()).or_insert(SYNONYM_WEIGHT);
+            }
+        }
         let n = self.names.len() as f64;
         let mut scores = vec![0f64; self.names.len()];
         let mut found = vec![false; self.names.len()];
-        for word in &words {
+        for (word, weight) in weighted {
             let Some(postings) = self.terms.get(word) else {
                 continue;
             };
@@ -193,7 +239,7 @@ impl ToolIndex {
                 let tf: f64 = (0..FIELDS)
                     .map(|f| WEIGHTS[f] * f64::from(p.tf[f]) * norm[f])
                     .sum();
-                scores[t] += idf * tf * (K1 + 1.0) / (tf + K1);
+                scores[t] += weight * idf * tf * (K1 + 1.0) / (tf + K1);
                 found[t] = true;
             }
         }
@@ -291,9 +337,16 @@ fn properties<'a>(
     }
 }
 
-/// The normalised terms of `text`, appended to `out`.
+/// The normalised terms of `text`, appended to `out`. A word that splits
+/// on case or digits (`PagerDuty`, `ec2`) is also a term whole
+/// (`pagerduty`, `ec2`), so either spelling finds it; numbers alone are not
+/// terms (they are arguments, not what a tool does).
 fn terms(text: &str, out: &mut Vec<String>) {
     let mut word = String::new();
+    // The whole run of letters and digits `word` is part of, and how many
+    // parts it has had.
+    let mut run = String::new();
+    let mut parts = 0usize;
     // The class of the previous character: 0 none/separator, 1 lower, 2
     // upper, 3 digit.
     let mut prev = 0u8;
@@ -314,22 +367,39 @@ fn terms(text: &str, out: &mut Vec<String>) {
             || (prev == 1 && class == 2)
             // `HTTPServer`: the `S` starts a word.
             || (prev == 2 && class == 2 && next_lower);
-        if boundary {
+        if boundary && !word.is_empty() {
+            parts += 1;
             push_term(&mut word, out);
         }
-        if class != 0 {
+        if class == 0 {
+            if parts > 1 {
+                push_term(&mut run, out);
+            }
+            run.clear();
+            parts = 0;
+        } else {
             for lower in c.to_lowercase() {
                 fold(lower, &mut word);
+                fold(lower, &mut run);
             }
         }
         prev = class;
     }
-    push_term(&mut word, out);
+    if !word.is_empty() {
+        parts += 1;
+        push_term(&mut word, out);
+    }
+    if parts > 1 {
+        push_term(&mut run, out);
+    }
 }
 
-/// Push `word`'s stem unless it is a common word; empty `word`.
+/// Push `word`'s stem unless it is a common word or a number; empty `word`.
 fn push_term(word: &mut String, out: &mut Vec<String>) {
-    if !word.is_empty() && !STOP_WORDS.contains(&word.as_str()) {
+    if !word.is_empty()
+        && !STOP_WORDS.contains(&word.as_str())
+        && !word.chars().all(char::is_numeric)
+    {
         out.push(stem(word));
     }
     word.clear();
@@ -405,6 +475,70 @@ fn stem(word: &str) -> String {
 
 fn has_vowel(s: &str) -> bool {
     s.bytes().any(|b| b"aeiouy".contains(&b))
+}
+
+/// How much a synonym of a query's word counts, against the word itself.
+const SYNONYM_WEIGHT: f64 = 0.5;
+
+/// Words that name the same action or thing in tool and API descriptions,
+/// so that a request in other words still finds its tool (`sum` finds an
+/// `arithmetic` tool, `appointment` a calendar `event`). General API
+/// vocabulary, not any one catalogue's.
+const SYNONYMS: &[&[&str]] = &[
+    &["delete", "remove", "erase", "discard", "purge"],
+    &["create", "make", "add", "new"],
+    &["get", "fetch", "retrieve", "show", "read", "view"],
+    &["list", "show", "browse", "enumerate"],
+    &["update", "change", "edit", "modify", "set"],
+    &["search", "find", "lookup", "look"],
+    &["cancel", "stop", "abort", "terminate"],
+    &["event", "appointment", "meeting"],
+    &["schedule", "book", "arrange", "plan"],
+    &["inventory", "stock"],
+    &["refund", "reimburse", "repay"],
+    &["resolve", "fix", "solve", "settle"],
+    &["send", "email", "mail", "deliver"],
+    &["metric", "measurement", "statistic", "usage"],
+    &["image", "picture", "photo", "png"],
+    &["chart", "graph", "plot", "diagram"],
+    &["convert", "transform"],
+    &[
+        "arithmetic",
+        "calculate",
+        "compute",
+        "math",
+        "sum",
+        "evaluate",
+    ],
+    &["user", "person", "member", "people"],
+    &["message", "chat", "msg"],
+    &["remind", "reminder"],
+    &["directory", "folder"],
+    &["error", "exception", "crash", "bug"],
+    &["issue", "ticket", "bug"],
+    &["deploy", "deployment", "release", "rollout"],
+    &["customer", "client"],
+    &["payment", "charge", "pay"],
+];
+
+/// Each stem of [`SYNONYMS`] → the stems it stands with.
+fn synonyms() -> &'static HashMap<String, Vec<String>> {
+    static MAP: std::sync::OnceLock<HashMap<String, Vec<String>>> = std::sync::OnceLock::new();
+    MAP.get_or_init(|| {
+        let mut map: HashMap<String, Vec<String>> = HashMap::new();
+        for group in SYNONYMS {
+            let stems: Vec<String> = group.iter().map(|w| stem(w)).collect();
+            for a in &stems {
+                let others = map.entry(a.clone()).or_default();
+                for b in &stems {
+                    if a != b && !others.contains(b) {
+                        others.push(b.clone());
+                    }
+                }
+            }
+        }
+        map
+    })
 }
 
 /// Words too common to tell tools apart.

@@ -105,20 +105,37 @@ fn a_request_in_other_words_finds_its_tool() {
 fn names_split_on_separators_case_and_digits() {
     let mut words = Vec::new();
     terms(
-        "get_forecast convertUnits HTTPServer base64 json.diff max-bytes",
+        "get_forecast convertUnits HTTPServer base64 json.diff max-bytes 2,340",
         &mut words,
     );
+    // A word split on case or digits is also a term whole; a number alone
+    // is none.
     assert_eq!(
         words,
         [
-            "get", "forecast", "convert", "unit", "http", "server", "bas", "64", "json", "diff",
-            "max", "byt"
+            "get",
+            "forecast",
+            "convert",
+            "unit",
+            "convertunit",
+            "http",
+            "server",
+            "httpserver",
+            "bas",
+            "base64",
+            "json",
+            "diff",
+            "max",
+            "byt"
         ]
     );
     let index = ToolIndex::new(&catalogue());
     // Words of a name are found on their own.
     assert_eq!(names(&index.search("base", 5)), ["c_base64"]);
     assert_eq!(names(&index.search("convert", 1)), ["convertUnits"]);
+    // ... and so is the whole word, in either spelling.
+    assert_eq!(names(&index.search("BASE64", 5)), ["c_base64"]);
+    assert_eq!(names(&index.search("convertunits", 5)), ["convertUnits"]);
 }
 
 #[test]
@@ -292,4 +309,23 @@ fn a_snapshot_keeps_its_index_and_a_registry_change_makes_a_new_one() {
     assert_eq!(names(&after.index().search("glacier", 5)), ["glacier_melt"]);
     // The old snapshot's index is unchanged.
     assert!(before.index().search("glacier", 5).is_empty());
+}
+
+#[test]
+fn synonyms_find_a_tool_described_in_other_words_at_a_lower_score() {
+    let index = ToolIndex::new(&catalogue());
+    assert_eq!(index.search("sum numbers", 1)[0].name, "calc_eval");
+    let tools = [
+        plain("cal_event_add", "Put an event on the calendar."),
+        plain("files_remove", "Remove a file."),
+    ];
+    let index = ToolIndex::new(&tools);
+    assert_eq!(
+        names(&index.search("book an appointment", 5)),
+        ["cal_event_add"]
+    );
+    let direct = index.search("remove", 1)[0].score;
+    let synonym = index.search("delete", 1);
+    assert_eq!(synonym[0].name, "files_remove");
+    assert!(synonym[0].score < direct);
 }
