@@ -29,6 +29,7 @@ mod rest_secrets;
 mod run_cli;
 mod runner;
 mod sandbox;
+mod search;
 mod serve_limits;
 mod serve_start;
 mod sessions;

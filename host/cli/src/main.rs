@@ -14,6 +14,7 @@ mod progress;
 mod run;
 mod run_approval;
 mod run_question;
+mod search;
 mod serve;
 mod sign;
 mod telemetry;
@@ -62,6 +63,8 @@ struct Cli {
 enum Command {
     /// List every tool in a plugin directory.
     List(list::ListArgs),
+    /// Search the tools for a request in words: the best matches, best first.
+    Search(search::SearchArgs),
     /// Call one tool in the sandbox and print its output.
     Call(call::CallArgs),
     /// Show a component's imports, exports, manifest, limits, grants and cache state.
@@ -91,6 +94,7 @@ impl Command {
     fn plugin_args(&self) -> Option<&PluginArgs> {
         match self {
             Self::List(args) => Some(&args.plugins),
+            Self::Search(args) => Some(&args.plugins),
             Self::Call(args) => Some(&args.plugins),
             Self::Inspect(args) => Some(&args.plugins),
             Self::Run(args) => Some(&args.plugins),
@@ -483,6 +487,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::List(args) => list::run(args).await,
+            Command::Search(args) => search::run(args).await,
             Command::Call(args) => call::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
             Command::Run(args) => run::run(*args).await,

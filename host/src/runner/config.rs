@@ -116,7 +116,7 @@ impl Default for ToolSearch {
     fn default() -> Self {
         Self {
             deferred: vec![ToolPattern::any()],
-            tool_name: "tool_search".to_owned(),
+            tool_name: crate::tools::search::TOOL_SEARCH_NAME.to_owned(),
             max_results: 5,
             max_found: 20,
         }

@@ -6,7 +6,8 @@
 //! [`ToolRegistry`] owns every tool by name, validates each input against the
 //! tool's schema *once, here*, and applies the per-tool [`ExecOptions`]
 //! (timeout, retries). Everything above it (CLI, loop, MCP server) calls
-//! tools only through the registry.
+//! tools only through the registry. [`search`] finds the few tools a
+//! request needs among many.
 
 mod budget;
 mod error;

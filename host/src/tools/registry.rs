@@ -189,6 +189,12 @@ impl ToolRegistry {
             tools,
             input_budget: current.input_budget,
             observe: current.observe.clone(),
+            // The same tools keep their index; any change builds a new one.
+            index: if changed {
+                std::sync::OnceLock::new()
+            } else {
+                current.index.clone()
+            },
         });
         // Bumped with the lock still held: a reader woken by the feed
         // takes a snapshot that has the change.
@@ -221,6 +227,7 @@ impl ToolRegistry {
                 tools: current.tools.clone(),
                 input_budget: current.input_budget,
                 observe: observability,
+                index: std::sync::OnceLock::new(),
             });
         }
         self

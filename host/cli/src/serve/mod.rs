@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use toolhost::approval::ToolPattern;
 use toolhost::mcp::server::{
     ConnectionBudgets, ServeError, ServerOptions, SessionBudgets, ToolServer,
 };
@@ -104,6 +105,16 @@ pub struct ServeArgs {
     /// clients are told: notifications/tools/list_changed).
     #[arg(long)]
     wait_for_plugins: bool,
+    /// List only the --always-list tools and one search tool,
+    /// `tool_search` (input {"query", "limit"?}; it answers the found
+    /// tools' names, descriptions and input schemas), for clients that
+    /// choke on hundreds of tools. Every tool can still be called by name.
+    #[arg(long)]
+    tool_search: bool,
+    /// With --tool-search, also list the tools PATTERN names (`*` stands
+    /// for any run of characters; repeatable).
+    #[arg(long = "always-list", value_name = "PATTERN", requires = "tool_search")]
+    always_list: Vec<String>,
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -249,6 +260,17 @@ fn options(args: &ServeArgs) -> anyhow::Result<ServerOptions> {
         .connection_budgets(connections)
         .session_budgets(sessions)
         .allow_remote(args.allow_remote);
+    if args.tool_search {
+        let always = args
+            .always_list
+            .iter()
+            .map(|p| {
+                ToolPattern::new(p.as_str())
+                    .map_err(|e| UsageError(anyhow::anyhow!("--always-list {p:?}: {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        options = options.tool_search(always);
+    }
     for host in &args.allow_hosts {
         options = options.allow_host(host.clone());
     }

@@ -39,6 +39,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod call;
+mod search;
 mod wire;
 
 use call::json_text;
@@ -82,6 +83,9 @@ pub(super) struct Tools {
     pub(super) registry: Arc<ToolRegistry>,
     pub(super) overrides: ExecOverrides,
     pub(super) approval: ApprovalPolicy,
+    /// With tool search on, the patterns of the tools `tools/list` shows
+    /// beside `tool_search` (`handler/search.rs`).
+    pub(super) tool_search: Option<Arc<[crate::approval::ToolPattern]>>,
     /// Where an HTTP session's connection is registered once its
     /// handshake is over, so that the fast lane may answer its plain calls
     /// (`None` on stdio, when stateless, or with the lane off).
@@ -404,18 +408,18 @@ impl ServerHandler for McpTools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
-            .conn
-            .tools
-            .registry
-            .snapshot()
-            .tools()
-            .map(|tool| mcp_tool(&**tool))
-            .collect();
+        let snapshot = self.conn.tools.registry.snapshot();
+        let tools = match &self.conn.tools.tool_search {
+            None => snapshot.tools().map(|tool| mcp_tool(&**tool)).collect(),
+            Some(always) => search::listed(&snapshot, always),
+        };
         Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
+        if let Some(tool) = search::get_tool(&self.conn.tools, name) {
+            return Some(tool);
+        }
         self.conn
             .tools
             .registry

@@ -82,7 +82,7 @@ use rmcp::model::ProtocolVersion;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::ApprovalPolicy;
+use crate::approval::{ApprovalPolicy, ToolPattern};
 use crate::tools::{ExecOverrides, ToolRegistry};
 
 pub use approval::APPROVAL_INPUT_KEY;
@@ -108,6 +108,8 @@ pub struct ServerOptions {
     approval: ApprovalPolicy,
     /// The fast lane is off: every request goes through rmcp.
     rmcp_only: bool,
+    /// `tools/list` shows only the tools these name, plus `tool_search`.
+    tool_search: Option<Arc<[ToolPattern]>>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -124,6 +126,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("allow_remote", &self.allow_remote)
             .field("approval", &self.approval)
             .field("fast_lane", &!self.rmcp_only)
+            .field("tool_search", &self.tool_search)
             .finish()
     }
 }
@@ -132,6 +135,27 @@ impl ServerOptions {
     /// The defaults (see the type's docs).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// List only the tools `always_listed` names, plus one search tool,
+    /// `tool_search` ([`tool_search_spec`](crate::tools::search::tool_search_spec)),
+    /// whose result lists the tools a query finds with their descriptions
+    /// and input schemas; for clients that choke on hundreds of tools.
+    /// Every registry tool can still be called by name, found or not. A
+    /// registry tool named `tool_search` is hidden behind the search tool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use toolhost::approval::ToolPattern;
+    /// use toolhost::mcp::server::ServerOptions;
+    ///
+    /// let options = ServerOptions::new().tool_search([ToolPattern::new("calc_*").unwrap()]);
+    /// ```
+    #[must_use]
+    pub fn tool_search(mut self, always_listed: impl IntoIterator<Item = ToolPattern>) -> Self {
+        self.tool_search = Some(always_listed.into_iter().collect());
+        self
     }
 
     /// Ask the client's user (MCP elicitation) before a call of a tool
@@ -309,6 +333,7 @@ impl ToolServer {
                 registry,
                 overrides: options.overrides.clone(),
                 approval: options.approval.clone(),
+                tool_search: options.tool_search.clone(),
                 lane: None,
             },
             options,

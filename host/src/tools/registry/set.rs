@@ -2,10 +2,11 @@
 //! resolve in it (a call on it is in `call.rs`).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use super::super::options::ExecOptions;
 use super::super::schema::InputBudget;
+use super::super::search::ToolIndex;
 use super::super::{SessionId, Tool, ToolSpec};
 use super::observe::Observability;
 
@@ -37,6 +38,9 @@ pub struct ToolSet {
     pub(super) tools: BTreeMap<String, Vec<Arc<Entry>>>,
     pub(super) input_budget: InputBudget,
     pub(super) observe: Observability,
+    /// The search index of [`specs`](Self::specs), built at the first
+    /// [`index`](Self::index).
+    pub(super) index: OnceLock<Arc<ToolIndex>>,
 }
 
 impl std::fmt::Debug for ToolSet {
@@ -53,6 +57,7 @@ impl ToolSet {
             tools: BTreeMap::new(),
             input_budget,
             observe,
+            index: OnceLock::new(),
         }
     }
 
@@ -140,6 +145,16 @@ impl ToolSet {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty()
+    }
+
+    /// A search index of [`specs`](Self::specs), built at the first call
+    /// and kept with this snapshot: a registry change makes a new snapshot,
+    /// and so a fresh index.
+    pub fn index(&self) -> Arc<ToolIndex> {
+        Arc::clone(
+            self.index
+                .get_or_init(|| Arc::new(ToolIndex::new(self.specs()))),
+        )
     }
 
     /// Tell every tool of this snapshot that `session` is over, so stateful

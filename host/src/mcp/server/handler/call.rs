@@ -57,6 +57,9 @@ impl Client {
         self.calls.fetch_add(1, Ordering::AcqRel);
         let _running = RunningCall(self);
         let name = request.name.as_ref();
+        if self.tools.tool_search.is_some() && name == crate::tools::search::TOOL_SEARCH_NAME {
+            return Ok(super::search::answer(tools, request.arguments.as_ref()).into());
+        }
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.
         let Some(tool) = tools.get(name) else {
