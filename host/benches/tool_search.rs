@@ -78,6 +78,92 @@ const SERVICES: &[&str] = &[
     "spotify|Spotify|rest|track:play,search,get;playlist:create,update,get;album:get,search,list;queue:update,get,delete",
 ];
 
+/// Tasks written after the index's synonym table, against the catalogue
+/// only, never run before the table was fixed: the fair top-5 figure (the
+/// synonym table took three words from [`TASKS`] it had missed).
+const HELD_OUT: &[(&str, &str)] = &[
+    (
+        "cancel the Stripe subscription for customer cus_881",
+        "stripe_cancel_subscription",
+    ),
+    (
+        "which pods are running in the payments namespace?",
+        "kubernetes-listPod",
+    ),
+    (
+        "restart the web container, it is stuck",
+        "docker_restart_container",
+    ),
+    (
+        "roll the api deployment out to 6 replicas",
+        "kubernetes-scaleDeployment",
+    ),
+    (
+        "take a disk snapshot of the database server on EC2",
+        "ec2_create_snapshot",
+    ),
+    (
+        "point the www DNS record at 203.0.113.9 in Cloudflare",
+        "cloudflare-updateDnsRecord",
+    ),
+    (
+        "acknowledge the PagerDuty alert that just fired",
+        "pagerduty_acknowledge_incident",
+    ),
+    (
+        "show me the Datadog dashboards we have",
+        "datadog-listDashboard",
+    ),
+    (
+        "text the on-call engineer's phone that the site is down",
+        "twilio_send_sms",
+    ),
+    (
+        "pay back the customer for order 5531 through PayPal",
+        "paypal_refund_payment",
+    ),
+    (
+        "archive the old Trello card for the launch",
+        "trello-archiveCard",
+    ),
+    (
+        "look up the album Abbey Road on Spotify",
+        "spotify_search_album",
+    ),
+    (
+        "upload the quarterly report to Google Drive",
+        "gdrive_upload_file",
+    ),
+    (
+        "make a temporary download link for the backup in S3",
+        "s3_create_presigned_url",
+    ),
+    (
+        "log a 45 dollar taxi ride as an expense in QuickBooks",
+        "quickbooks_create_expense",
+    ),
+    (
+        "close the Intercom chat with the customer, it is sorted out",
+        "intercom-closeConversation",
+    ),
+    (
+        "mark Zendesk ticket 7781 as solved",
+        "zendesk_resolve_ticket",
+    ),
+    (
+        "invite the new hire to our Discord server",
+        "discord_invite_member",
+    ),
+    (
+        "archive yesterday's Gmail thread about invoices",
+        "gmail-archiveThread",
+    ),
+    (
+        "what time slots are free on my Google Calendar on Thursday?",
+        "gcal-queryAvailability",
+    ),
+];
+
 /// `(user's request, the tool that does it)`.
 const TASKS: &[(&str, &str)] = &[
     ("what is 17.5% of 2,340?", "calc_eval"),
@@ -588,6 +674,23 @@ fn main() -> anyhow::Result<()> {
             ));
         }
     }
+    let (mut held_top5, mut held_misses) = (0, Vec::new());
+    for (task, want) in HELD_OUT {
+        anyhow::ensure!(
+            tools.contains(want),
+            "held-out task {task:?} wants a missing tool {want}"
+        );
+        let hits = index.search(task, TOP);
+        if hits.iter().any(|h| h.name == *want) {
+            held_top5 += 1;
+        } else {
+            held_misses.push(format!(
+                "  (held out) {task:?}: want {want}, found {:?}",
+                hits.iter().map(|h| h.name.as_str()).collect::<Vec<_>>()
+            ));
+        }
+    }
+    misses.extend(held_misses);
     let n = TASKS.len();
     let deferred_mean = deferred_sum / n;
     let ratio = deferred_mean as f64 / full_tokens as f64;
@@ -617,6 +720,11 @@ fn main() -> anyhow::Result<()> {
         "| right tool in top {TOP} | {top5}/{n} ({:.0}%) | ≥ 90% {} |",
         top5_rate * 100.0,
         if top5_rate >= 0.90 { "met" } else { "MISSED" }
+    );
+    println!(
+        "| right tool in top {TOP}, held-out tasks | {held_top5}/{} ({:.0}%) | (reported) |",
+        HELD_OUT.len(),
+        held_top5 as f64 * 100.0 / HELD_OUT.len() as f64
     );
     println!(
         "| index build, {} tools, p50 / max ({rounds} builds) | {:?} / {:?} | |",
