@@ -38,6 +38,8 @@ pub mod docs {
     pub struct Publishing;
     #[doc = include_str!("../../docs/benchmarks.md")]
     pub struct Benchmarks;
+    #[doc = include_str!("../../docs/search.md")]
+    pub struct Search;
     #[doc = include_str!("../../docs/plugins/rust.md")]
     pub struct RustPlugins;
 }
