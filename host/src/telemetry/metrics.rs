@@ -371,6 +371,7 @@ impl Metrics {
 
     /// Add `delta` (less than 0: take it away) to the live MCP session
     /// gauge: each HTTP server adds its own sessions as they open and close.
+    #[cfg(feature = "server")]
     pub(crate) fn add_sessions(&self, delta: i64) {
         self.inner.sessions.inc_by(delta);
     }
