@@ -83,7 +83,18 @@ fn idle_connections_to_the_metrics_listener_are_closed_and_mcp_answers() {
 fn the_metrics_listener_has_a_connection_cap_and_mcp_answers_beyond_it() {
     let plugins = plugins();
     let config_dir = tempfile::tempdir().unwrap();
-    let flags = [&SHORT[..], &["--max-connections", "4"]].concat();
+    // A header timeout long enough that the four silent connections stay
+    // while a loaded machine gets its scrape through (1 s was a race).
+    let flags = [
+        "--header-timeout",
+        "3s",
+        "--body-timeout",
+        "1s",
+        "--idle-timeout",
+        "3s",
+        "--max-connections",
+        "4",
+    ];
     let (server, metrics) = serve_with_metrics(plugins.path(), config_dir.path(), &flags);
     // Four silent connections fill the metrics port's places...
     let held: Vec<_> = (0..4)
