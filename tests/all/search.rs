@@ -4,7 +4,8 @@
 use std::process::{Command, Output};
 
 use serde_json::Value;
-use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
+use toolhost_tests::mcp::test_cache_dir;
+use toolhost_tests::plugins::{plugin_subset, toolhost_bin};
 
 fn search(plugins: &std::path::Path, args: &[&str]) -> Output {
     Command::new(toolhost_bin())
@@ -12,10 +13,7 @@ fn search(plugins: &std::path::Path, args: &[&str]) -> Output {
         .arg("--plugins")
         .arg(plugins)
         .args(args)
-        .env(
-            "TOOLHOST_CACHE_DIR",
-            workspace_root().join("target").join("test-cache"),
-        )
+        .env("TOOLHOST_CACHE_DIR", test_cache_dir())
         .env_remove("TOOLHOST_PLUGINS")
         .env_remove("TOOLHOST_CONFIG")
         .output()
@@ -91,14 +89,8 @@ fn serve_with_tool_search_lists_the_always_on_set_and_the_search_tool() {
         let mut flags = vec!["--tool-search", "--always-list", "calc_*"];
         flags.extend_from_slice(lane);
         let mut serve = ServeStdio::start(plugins.path(), &flags);
-        serve.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-        let listed = serve.answer(2);
-        let names: Vec<&str> = listed["result"]["tools"]
-            .as_array()
-            .expect("a tool list")
-            .iter()
-            .filter_map(|t| t["name"].as_str())
-            .collect();
+        let (listed, names) = tool_list(&mut serve);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
         assert_eq!(names, ["calc_eval", "tool_search"], "{lane:?}: {listed}");
         let search = &listed["result"]["tools"][1];
         assert_eq!(search["inputSchema"]["required"], json!(["query"]));
@@ -159,14 +151,8 @@ fn serve_without_tool_search_lists_every_tool_and_no_search_tool() {
 
     let plugins = plugin_subset(&["calc", "text"]);
     let mut serve = ServeStdio::start(plugins.path(), &[]);
-    serve.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
-    let listed = serve.answer(2);
-    let names: Vec<&str> = listed["result"]["tools"]
-        .as_array()
-        .expect("a tool list")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let (listed, names) = tool_list(&mut serve);
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     assert!(
         names.contains(&"text_stats") && names.contains(&"calc_eval"),
         "{listed}"
@@ -178,4 +164,17 @@ fn serve_without_tool_search_lists_every_tool_and_no_search_tool() {
         answer.get("error").is_some() || answer["result"]["isError"] == true,
         "{answer}"
     );
+}
+
+/// `tools/list` of `serve`: the answer, and the names it lists in order.
+fn tool_list(serve: &mut toolhost_tests::mcp::ServeStdio) -> (Value, Vec<String>) {
+    serve.send(&serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let listed = serve.answer(2);
+    let names = listed["result"]["tools"]
+        .as_array()
+        .expect("a tool list")
+        .iter()
+        .filter_map(|t| Some(t["name"].as_str()?.to_owned()))
+        .collect();
+    (listed, names)
 }
