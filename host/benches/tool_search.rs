@@ -164,6 +164,78 @@ const HELD_OUT: &[(&str, &str)] = &[
     ),
 ];
 
+/// A second held-out set, written on 2026-11-28 against the catalogue
+/// before that day's ranking changes (naming-style fairness, the named
+/// service) and never used to pick them: after those changes,
+/// [`HELD_OUT`]'s misses had been looked at, these had not.
+const HELD_OUT_2: &[(&str, &str)] = &[
+    (
+        "publish a new GitHub release for version 2.4.0",
+        "github_create_release",
+    ),
+    (
+        "stop the GitLab pipeline that is running on main",
+        "gitlab_cancel_pipeline",
+    ),
+    (
+        "start a new two-week sprint on the Jira board",
+        "jira_create_sprint",
+    ),
+    (
+        "attach the architecture diagram PDF to our Confluence page",
+        "confluence_upload_attachment",
+    ),
+    (
+        "query the Notion tasks database for items due this week",
+        "notion-queryDatabase",
+    ),
+    (
+        "delete the Slack message I posted by mistake",
+        "slack-deleteMessage",
+    ),
+    (
+        "give Priya the moderator role on Discord",
+        "discord_assign_role",
+    ),
+    ("call off tomorrow's Zoom webinar", "zoom_cancel_webinar"),
+    (
+        "save a draft reply in Gmail without sending it",
+        "gmail-createDraft",
+    ),
+    (
+        "add Jane Doe as a new contact in Outlook",
+        "outlook_create_contact",
+    ),
+    (
+        "who can open the Drive folder? show its sharing permissions",
+        "gdrive_list_permission",
+    ),
+    (
+        "remove the empty logs-old bucket from S3",
+        "s3_delete_bucket",
+    ),
+    ("void invoice INV-220 in Stripe", "stripe_cancel_invoice"),
+    ("show this week's Shopify orders", "shopify-listOrder"),
+    (
+        "run this month's payroll in Xero",
+        "xero_create_payroll_run",
+    ),
+    (
+        "write a help article about password resets in Intercom",
+        "intercom-createArticle",
+    ),
+    (
+        "search Datadog logs for 502 errors from the gateway",
+        "datadog-searchLog",
+    ),
+    (
+        "open port 443 in the EC2 security group for the web servers",
+        "ec2_update_security_group",
+    ),
+    ("hand the Asana task over to Tom", "asana_assign_task"),
+    ("add this song to my Spotify queue", "spotify_update_queue"),
+];
+
 /// `(user's request, the tool that does it)`.
 const TASKS: &[(&str, &str)] = &[
     ("what is 17.5% of 2,340?", "calc_eval"),
@@ -674,23 +746,26 @@ fn main() -> anyhow::Result<()> {
             ));
         }
     }
-    let (mut held_top5, mut held_misses) = (0, Vec::new());
-    for (task, want) in HELD_OUT {
-        anyhow::ensure!(
-            tools.contains(want),
-            "held-out task {task:?} wants a missing tool {want}"
-        );
-        let hits = index.search(task, TOP);
-        if hits.iter().any(|h| h.name == *want) {
-            held_top5 += 1;
-        } else {
-            held_misses.push(format!(
-                "  (held out) {task:?}: want {want}, found {:?}",
-                hits.iter().map(|h| h.name.as_str()).collect::<Vec<_>>()
-            ));
+    let mut held = Vec::new();
+    for (label, set) in [("held out", HELD_OUT), ("held out 2", HELD_OUT_2)] {
+        let mut found = 0;
+        for (task, want) in set {
+            anyhow::ensure!(
+                tools.contains(want),
+                "{label} task {task:?} wants a missing tool {want}"
+            );
+            let hits = index.search(task, TOP);
+            if hits.iter().any(|h| h.name == *want) {
+                found += 1;
+            } else {
+                misses.push(format!(
+                    "  ({label}) {task:?}: want {want}, found {:?}",
+                    hits.iter().map(|h| h.name.as_str()).collect::<Vec<_>>()
+                ));
+            }
         }
+        held.push((label, found, set.len()));
     }
-    misses.extend(held_misses);
     let n = TASKS.len();
     let deferred_mean = deferred_sum / n;
     let ratio = deferred_mean as f64 / full_tokens as f64;
@@ -721,11 +796,12 @@ fn main() -> anyhow::Result<()> {
         top5_rate * 100.0,
         if top5_rate >= 0.90 { "met" } else { "MISSED" }
     );
-    println!(
-        "| right tool in top {TOP}, held-out tasks | {held_top5}/{} ({:.0}%) | (reported) |",
-        HELD_OUT.len(),
-        held_top5 as f64 * 100.0 / HELD_OUT.len() as f64
-    );
+    for (label, found, total) in &held {
+        println!(
+            "| right tool in top {TOP}, {label} | {found}/{total} ({:.0}%) | (reported) |",
+            *found as f64 * 100.0 / *total as f64
+        );
+    }
     println!(
         "| index build, {} tools, p50 / max ({rounds} builds) | {:?} / {:?} | |",
         specs.len(),

@@ -86,6 +86,7 @@ async fn ask(
             params: &params,
             stream,
             on_text: Some(&sink),
+            deferred: &[],
         })
         .await;
     (result, pieces.into_inner().expect("no panics while locked"))

@@ -39,6 +39,16 @@ pub trait WireFormat: fmt::Debug + Send + Sync + 'static {
     /// `call`, unless the provider's own ids look otherwise.
     const ID_PREFIX: &'static str = "call";
 
+    /// Whether the API has a tool search of its own
+    /// ([`Provider::native_tool_search`]).
+    const NATIVE_TOOL_SEARCH: bool = false;
+
+    /// Headers `request` needs besides the provider's own (a beta flag for
+    /// a feature it uses, say).
+    fn headers(&self, _request: &ChatRequest<'_>) -> Vec<(&'static str, &'static str)> {
+        Vec::new()
+    }
+
     /// The path, relative to the base URL, to post to.
     fn endpoint(&self, stream: bool) -> String;
 
@@ -246,7 +256,8 @@ impl<F: WireFormat> HttpProvider<F> {
                 source,
             })?;
         let url = self.http.url(&self.format.endpoint(request.stream));
-        let response = self.http.post_json(&url, &body).await?;
+        let headers = self.format.headers(&request);
+        let response = self.http.post_json(&url, &body, &headers).await?;
         self.answer(response, &request).await
     }
 
@@ -304,6 +315,7 @@ impl<F: WireFormat> HttpProvider<F> {
             params: &params,
             stream,
             on_text: None,
+            deferred: &[],
         };
         self.answer(response, &request).await
     }
@@ -316,6 +328,10 @@ impl<F: WireFormat> Provider for HttpProvider<F> {
 
     fn model(&self) -> Option<&str> {
         self.format.model()
+    }
+
+    fn native_tool_search(&self) -> bool {
+        F::NATIVE_TOOL_SEARCH
     }
 
     fn complete<'a>(

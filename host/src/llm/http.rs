@@ -288,12 +288,14 @@ impl HttpClient {
         )
     }
 
-    /// POST `body` as JSON to `url`, retrying as documented on
-    /// [`HttpConfig`], and return the first successful response.
+    /// POST `body` as JSON to `url` with `headers` besides the client's own,
+    /// retrying as documented on [`HttpConfig`], and return the first
+    /// successful response.
     pub(crate) async fn post_json<B: Serialize + ?Sized>(
         &self,
         url: &str,
         body: &B,
+        headers: &[(&'static str, &'static str)],
     ) -> Result<reqwest::Response, LlmError> {
         let body = serde_json::to_vec(body).map_err(|e| LlmError::InvalidResponse {
             provider: self.provider.clone(),
@@ -301,7 +303,7 @@ impl HttpClient {
         })?;
         let mut retry = 0;
         loop {
-            let error = match self.attempt(url, &body).await {
+            let error = match self.attempt(url, &body, headers).await {
                 Attempt::Done(response) => return Ok(response),
                 Attempt::Fail(error) => return Err(error),
                 Attempt::Retry { error, wait } => {
@@ -328,13 +330,20 @@ impl HttpClient {
         }
     }
 
-    async fn attempt(&self, url: &str, body: &[u8]) -> Attempt {
-        let request = self
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &[u8],
+        headers: &[(&'static str, &'static str)],
+    ) -> Attempt {
+        let mut request = self
             .client
             .post(url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec())
-            .send();
+            .header(reqwest::header::CONTENT_TYPE, "application/json");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(body.to_vec()).send();
         let response = match tokio::time::timeout(self.config.timeout, request).await {
             Err(_) => {
                 return Attempt::Retry {

@@ -58,6 +58,13 @@ pub struct AssistantMessage {
     /// providers that require it and dropped for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<String>,
+    /// The blocks of the provider's own server-side tools in this turn, as
+    /// JSON objects in the provider's format and order: Anthropic's tool
+    /// search (`server_tool_use` and `tool_search_tool_result`). Only the
+    /// wire format they came from sends them back (it must, for the
+    /// history to stay valid); the others drop them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_blocks: Vec<serde_json::Value>,
 }
 
 /// One tool call from the model.

@@ -56,6 +56,12 @@ pub struct ChatRequest<'a> {
     pub messages: &'a [Message],
     /// The tools the model may call in this request.
     pub tools: &'a [ToolSpec],
+    /// The names of those of [`tools`](Self::tools) that the provider's own
+    /// tool search holds back until the model finds them (Anthropic's
+    /// `defer_loading`). Empty for most requests; set only for a provider
+    /// whose [`Provider::native_tool_search`] is `true`, and ignored by the
+    /// others.
+    pub deferred: &'a [String],
     /// How to sample, and whether (and which) tools the model may call.
     pub params: &'a GenerationParams,
     /// Stream the answer (SSE) instead of waiting for the whole of it.
@@ -69,6 +75,7 @@ impl std::fmt::Debug for ChatRequest<'_> {
         f.debug_struct("ChatRequest")
             .field("messages", &self.messages.len())
             .field("tools", &self.tools.len())
+            .field("deferred", &self.deferred.len())
             .field("params", self.params)
             .field("stream", &self.stream)
             .finish()
@@ -96,6 +103,14 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// Whether the provider has a tool search of its own that takes
+    /// [`ChatRequest::deferred`] (Anthropic's tool search tool). The loop's
+    /// [`ToolSearch`](crate::runner::ToolSearch) uses it in place of its
+    /// own where it is there. Default `false`.
+    fn native_tool_search(&self) -> bool {
+        false
+    }
+
     /// Send one request and return the whole answer.
     ///
     /// # Errors
@@ -113,6 +128,9 @@ impl<P: Provider + ?Sized> Provider for std::sync::Arc<P> {
     }
     fn model(&self) -> Option<&str> {
         (**self).model()
+    }
+    fn native_tool_search(&self) -> bool {
+        (**self).native_tool_search()
     }
     fn complete<'a>(
         &'a self,

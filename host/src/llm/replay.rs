@@ -151,6 +151,7 @@ impl ReplayProvider {
                     content: turn.content,
                     tool_calls: calls,
                     reasoning: turn.reasoning,
+                    provider_blocks: Vec::new(),
                 };
                 (message, turn.usage)
             })

@@ -93,7 +93,18 @@ pub struct DynamicTools {
 /// it. What was found is read back from the conversation, so a resumed or
 /// restored run offers the same tools.
 ///
+/// With a provider that has a tool search of its own
+/// ([`Provider::native_tool_search`](crate::llm::Provider::native_tool_search):
+/// Anthropic's tool search tool) and [`provider_search`] on (the default),
+/// the loop uses that instead: every tool is sent, those held back marked
+/// deferred, the provider searches, and its search blocks stay in the
+/// history ([`AssistantMessage::provider_blocks`](crate::llm::AssistantMessage)).
+/// The found tools' calls are calls like any other (caps, approvals, the
+/// invariant); `tool_name`, `max_results` and `max_found` are the
+/// provider's then.
+///
 /// [`deferred`]: Self::deferred
+/// [`provider_search`]: Self::provider_search
 /// [`tool_name`]: Self::tool_name
 /// [`max_results`]: Self::max_results
 /// [`max_found`]: Self::max_found
@@ -110,6 +121,10 @@ pub struct ToolSearch {
     /// The most found tools offered at once: the most recently found ones
     /// are kept. Default 20.
     pub max_found: usize,
+    /// Use the provider's own tool search where it has one. Default
+    /// `true`; `false` keeps the loop's own everywhere (for a model or an
+    /// Anthropic-compatible server without the tool search tool).
+    pub provider_search: bool,
 }
 
 impl Default for ToolSearch {
@@ -119,6 +134,7 @@ impl Default for ToolSearch {
             tool_name: crate::tools::search::TOOL_SEARCH_NAME.to_owned(),
             max_results: 5,
             max_found: 20,
+            provider_search: true,
         }
     }
 }

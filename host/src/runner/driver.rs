@@ -460,8 +460,9 @@ impl Driver {
         // answer see the same set, whatever is registered meanwhile.
         let tools = self.registry.snapshot();
         let (specs, routes) = self.offered_specs(&tools);
+        let deferred = self.deferred(&tools);
         self.requests += 1;
-        let (response, trace_parent) = self.ask_model(final_answer, &specs).await?;
+        let (response, trace_parent) = self.ask_model(final_answer, &specs, &deferred).await?;
         self.usage += response.usage;
         let mut message = response.message;
         let plan = self
@@ -496,12 +497,14 @@ impl Driver {
         ))
     }
 
-    /// Ask the model for its next answer, offering `specs`, in a `chat`
-    /// span: the response, and the trace parent its calls run under.
+    /// Ask the model for its next answer, offering `specs` (`deferred` of
+    /// them held back by the provider's own search), in a `chat` span: the
+    /// response, and the trace parent its calls run under.
     async fn ask_model(
         &mut self,
         final_answer: bool,
         specs: &[ToolSpec],
+        deferred: &[String],
     ) -> Result<(ChatResponse, Option<TraceParent>), RunError> {
         let params = self.request_params(final_answer, specs);
         let on_text = self.callbacks.on_text.clone();
@@ -511,6 +514,7 @@ impl Driver {
             params: &params,
             stream: self.config.stream,
             on_text: on_text.as_deref().map(|f| f as _),
+            deferred,
         };
         let chat = spans::chat(&*self.provider);
         let response = self

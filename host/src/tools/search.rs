@@ -10,8 +10,9 @@
 //! boundaries, lowercased, folded to ASCII, stripped of a plural, `-ing` or
 //! `-ed` suffix, and common English words and bare numbers dropped; a word
 //! of a small table of API synonyms also looks for the others, at half
-//! weight. A tool's exact name in
-//! the query puts that tool first.
+//! weight, as do the longer words a query word of four letters or more
+//! begins (`attach`: `attachment`). A tool's exact name in the query puts
+//! that tool first.
 //!
 //! An index is built from one snapshot and never changes;
 //! [`ToolSet::index`](super::ToolSet::index) builds it once per snapshot, so
@@ -121,6 +122,9 @@ pub struct ToolIndex {
     terms: HashMap<String, Vec<Posting>>,
     /// Per tool and field, `1 / (1 - b + b * len / avg_len)`.
     norms: Vec<[f64; FIELDS]>,
+    /// The terms that are words (not only [aliases](terms)), sorted, for
+    /// prefix matching.
+    vocab: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -143,6 +147,7 @@ impl ToolIndex {
     pub fn new<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> Self {
         let mut index = Self::default();
         let mut lens: Vec<[u32; FIELDS]> = Vec::new();
+        let mut vocab = std::collections::HashSet::new();
         let mut words = Vec::new();
         for spec in tools {
             let Ok(tool) = u32::try_from(index.names.len()) else {
@@ -152,11 +157,18 @@ impl ToolIndex {
             let mut len = [0u32; FIELDS];
             let mut add = |field: usize, text: &str, words: &mut Vec<String>| {
                 words.clear();
-                terms(clip(text), words);
+                split(clip(text), &mut |term, alias| {
+                    if !alias {
+                        len[field] += 1;
+                        if !vocab.contains(&term) {
+                            vocab.insert(term.clone());
+                        }
+                    }
+                    words.push(term);
+                });
                 for word in words.drain(..) {
                     let tf = doc.entry(word).or_default();
                     tf[field] = tf[field].saturating_add(1);
-                    len[field] += 1;
                 }
             };
             add(NAME, &spec.name, &mut words);
@@ -185,6 +197,8 @@ impl ToolIndex {
                 .push(tool);
             index.names.push(spec.name.clone());
         }
+        index.vocab = vocab.into_iter().collect();
+        index.vocab.sort_unstable();
         let count = lens.len().max(1) as f64;
         let mut avg = [0f64; FIELDS];
         for len in &lens {
@@ -224,7 +238,20 @@ impl ToolIndex {
         let synonyms = synonyms();
         for word in &words {
             for other in synonyms.get(word).into_iter().flatten() {
-                weighted.entry(other.as_str()).or_insert(SYNONYM_WEIGHT);
+                weigh(&mut weighted, other, SYNONYM_WEIGHT);
+            }
+        }
+        // A word the index has only longer forms of (`attach`:
+        // `attachment`) finds them, as a synonym does.
+        for word in words.iter().filter(|w| w.len() >= MIN_PREFIX) {
+            let from = self.vocab.partition_point(|t| t.as_str() < word.as_str());
+            for longer in self.vocab[from..]
+                .iter()
+                .take_while(|t| t.starts_with(word.as_str()))
+                .filter(|t| t.len() > word.len())
+                .take(MAX_PREFIX_TERMS)
+            {
+                weigh(&mut weighted, longer, SYNONYM_WEIGHT);
             }
         }
         let n = self.names.len() as f64;
@@ -293,6 +320,12 @@ impl ToolIndex {
     }
 }
 
+/// `term` counts at least `weight` in a query.
+fn weigh<'a>(weighted: &mut HashMap<&'a str, f64>, term: &'a str, weight: f64) {
+    let w = weighted.entry(term).or_insert(weight);
+    *w = w.max(weight);
+}
+
 /// At most [`MAX_FIELD_CHARS`] of `text`, cut at a character boundary.
 fn clip(text: &str) -> &str {
     if text.len() <= MAX_FIELD_CHARS {
@@ -340,11 +373,24 @@ fn properties<'a>(
     }
 }
 
-/// The normalised terms of `text`, appended to `out`. A word that splits
-/// on case or digits (`PagerDuty`, `ec2`) is also a term whole
-/// (`pagerduty`, `ec2`), so either spelling finds it; numbers alone are not
-/// terms (they are arguments, not what a tool does).
-fn terms(text: &str, out: &mut Vec<String>) {
+/// The normalised terms of `text`, appended to `out`; returns how many
+/// words they are. A word that splits on case or digits (`PagerDuty`,
+/// `ec2`) is also a term whole (`pagerduty`, `ec2`), so either spelling
+/// finds it, but that whole is an alias, not one more word: `listPod` is as
+/// long as `list_pod`, so a naming style does not change a tool's rank.
+/// Numbers alone are not terms (they are arguments, not what a tool does).
+fn terms(text: &str, out: &mut Vec<String>) -> usize {
+    let mut words = 0;
+    split(text, &mut |term, alias| {
+        words += usize::from(!alias);
+        out.push(term);
+    });
+    words
+}
+
+/// [`terms`]' work: each term of `text` to `sink`, with whether it is the
+/// alias of a run of several words.
+fn split(text: &str, sink: &mut dyn FnMut(String, bool)) {
     let mut word = String::new();
     // The whole run of letters and digits `word` is part of, and how many
     // parts it has had.
@@ -372,11 +418,13 @@ fn terms(text: &str, out: &mut Vec<String>) {
             || (prev == 2 && class == 2 && next_lower);
         if boundary && !word.is_empty() {
             parts += 1;
-            push_term(&mut word, out);
+            if let Some(term) = term(&mut word) {
+                sink(term, false);
+            }
         }
         if class == 0 {
-            if parts > 1 {
-                push_term(&mut run, out);
+            if let Some(term) = term(&mut run).filter(|_| parts > 1) {
+                sink(term, true);
             }
             run.clear();
             parts = 0;
@@ -390,22 +438,23 @@ fn terms(text: &str, out: &mut Vec<String>) {
     }
     if !word.is_empty() {
         parts += 1;
-        push_term(&mut word, out);
+        if let Some(term) = term(&mut word) {
+            sink(term, false);
+        }
     }
-    if parts > 1 {
-        push_term(&mut run, out);
+    if let Some(term) = term(&mut run).filter(|_| parts > 1) {
+        sink(term, true);
     }
 }
 
-/// Push `word`'s stem unless it is a common word or a number; empty `word`.
-fn push_term(word: &mut String, out: &mut Vec<String>) {
-    if !word.is_empty()
+/// `word`'s stem unless it is a common word or a number; empties `word`.
+fn term(word: &mut String) -> Option<String> {
+    let keep = !word.is_empty()
         && !STOP_WORDS.contains(&word.as_str())
-        && !word.chars().all(char::is_numeric)
-    {
-        out.push(stem(word));
-    }
+        && !word.chars().all(char::is_numeric);
+    let stem = keep.then(|| stem(word));
     word.clear();
+    stem
 }
 
 /// `c` (lowercase) as ASCII where it is a Latin letter with a mark.
@@ -479,6 +528,11 @@ fn stem(word: &str) -> String {
 fn has_vowel(s: &str) -> bool {
     s.bytes().any(|b| b"aeiouy".contains(&b))
 }
+
+/// The shortest query word that also finds the longer words it begins.
+const MIN_PREFIX: usize = 4;
+/// The most longer words one query word finds.
+const MAX_PREFIX_TERMS: usize = 16;
 
 /// How much a synonym of a query's word counts, against the word itself.
 const SYNONYM_WEIGHT: f64 = 0.5;

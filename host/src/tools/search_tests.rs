@@ -329,3 +329,39 @@ fn synonyms_find_a_tool_described_in_other_words_at_a_lower_score() {
     assert_eq!(synonym[0].name, "files_remove");
     assert!(synonym[0].score < direct);
 }
+
+#[test]
+fn a_naming_style_does_not_change_a_tools_rank() {
+    // The same tool named the MCP way and the REST way, among others that
+    // share its words: both score alike, so neither style wins a tie.
+    let tools = [
+        plain("k8s-listPod", "List the pods of a cluster."),
+        plain("k9s_list_pod", "List the pods of a cluster."),
+        plain("k8s-getNode", "Fetch one node of a cluster."),
+    ];
+    let hits = ToolIndex::new(&tools).search("list the pods", 5);
+    assert_eq!(names(&hits[..2]), ["k8s-listPod", "k9s_list_pod"]);
+    assert!((hits[0].score - hits[1].score).abs() < 1e-9, "{hits:?}");
+    // The whole camelCase run is still a term of its own.
+    let hits = ToolIndex::new(&tools).search("listpod", 5);
+    assert_eq!(names(&hits), ["k8s-listPod"]);
+}
+
+#[test]
+fn a_word_finds_the_longer_words_it_begins_at_a_lower_score() {
+    let tools = [
+        plain("wiki_upload_attachment", "Upload an attachment to a page."),
+        plain("wiki_attach_label", "Attach a label to a page."),
+        plain("wiki_page_get", "Fetch one page."),
+    ];
+    let index = ToolIndex::new(&tools);
+    let hits = index.search("attach", 5);
+    assert_eq!(
+        names(&hits),
+        ["wiki_attach_label", "wiki_upload_attachment"]
+    );
+    assert!(hits[0].score > hits[1].score);
+    // Short words do not: `get` finds no `getter`, `page` is whole.
+    let index = ToolIndex::new(&[plain("getter_make", "Make a getter.")]);
+    assert!(index.search("get", 5).is_empty());
+}

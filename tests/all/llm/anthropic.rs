@@ -121,6 +121,7 @@ async fn the_fake_rejects_what_anthropic_rejects() {
         content: String::new(),
         tool_calls: vec![call("toolu_a", "{}"), call("toolu_b", "{}")],
         reasoning: None,
+        provider_blocks: Vec::new(),
     });
     let mut missing = start();
     missing.extend([assistant.clone(), result("toolu_a")]);
@@ -159,6 +160,7 @@ async fn arguments_that_are_not_an_object_are_kept_as_text() {
         content: String::new(),
         tool_calls: vec![call("toolu_bad", "{\"word\": "), call("toolu_empty", "")],
         reasoning: None,
+        provider_blocks: Vec::new(),
     }));
     history.extend([result("toolu_bad"), result("toolu_empty")]);
     let (answer, _) = ask(
@@ -212,6 +214,7 @@ async fn results_go_first_even_when_a_user_message_came_between_them() {
         content: String::new(),
         tool_calls: vec![call("toolu_a", "{}"), call("toolu_b", "{}")],
         reasoning: None,
+        provider_blocks: Vec::new(),
     }));
     history.extend([result("toolu_a"), Message::user("also"), result("toolu_b")]);
     let (answer, _) = ask(

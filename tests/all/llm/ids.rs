@@ -42,6 +42,7 @@ fn resumed() -> Vec<Message> {
             })
             .collect(),
         reasoning: None,
+        provider_blocks: Vec::new(),
     }));
     for id in IDS.iter().rev() {
         history.push(Message::Tool(ToolResult {

@@ -144,6 +144,7 @@ async fn the_fake_rejects_an_unanswered_call_and_an_orphan_result_like_openai() 
         content: String::new(),
         tool_calls: vec![call("call_a"), call("call_b")],
         reasoning: None,
+        provider_blocks: Vec::new(),
     }));
     history.push(Message::Tool(toolhost::llm::ToolResult {
         tool_call_id: "call_a".into(),
@@ -269,6 +270,7 @@ async fn llama_cpp_quirks_are_tolerated() {
             content: String::new(),
             tool_calls: vec![call("x")],
             reasoning: None,
+            provider_blocks: Vec::new(),
         }));
         let (result, _) = ask(&llama, &dangling, &tools(), ToolChoice::Auto, stream).await;
         let (_, _, message) = status_of(&result.expect_err("400")).expect("a status error");

@@ -35,6 +35,7 @@ async fn send(provider: &dyn Provider, params: &GenerationParams) -> Result<(), 
             params,
             stream: false,
             on_text: None,
+            deferred: &[],
         })
         .await
         .map(drop)
@@ -347,6 +348,7 @@ async fn a_history_with_tool_calls_and_tool_choice_none_still_declares_tools() {
             params: &none,
             stream: false,
             on_text: None,
+            deferred: &[],
         })
         .await
         .expect("accepted: `none` takes no disable_parallel_tool_use");

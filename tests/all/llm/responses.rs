@@ -195,6 +195,7 @@ async fn the_fake_rejects_an_unanswered_call_and_an_orphan_output_like_openai() 
             content: String::new(),
             tool_calls: vec![call("call_a"), call("call_b")],
             reasoning: None,
+            provider_blocks: Vec::new(),
         }));
         history.push(result("call_a"));
         let message = rejected(&server, &history, stream).await;
@@ -401,6 +402,7 @@ async fn seed_and_stop_are_refused_before_sending() {
         let request = toolhost::llm::ChatRequest {
             messages: &messages,
             tools: &tools(),
+            deferred: &[],
             params: &params,
             stream: false,
             on_text: None,

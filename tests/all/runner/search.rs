@@ -3,6 +3,9 @@
 //! next request on and called like any other, on every wire format, with
 //! the conversation valid for each (the fakes reject what the real APIs
 //! reject). Caps and approvals apply to searches as to any call.
+//!
+//! Anthropic searches with its own tool search tool unless told not to
+//! ([`native`]).
 
 use std::sync::{Arc, Mutex};
 
@@ -117,14 +120,23 @@ fn registry() -> Arc<ToolRegistry> {
     Arc::new(r)
 }
 
+/// The loop's own search on every wire format (Anthropic would otherwise
+/// use its own: see [`native`]).
 fn config() -> RunnerConfig {
     RunnerConfig {
-        tool_search: Some(ToolSearch::deferring([
-            ToolPattern::new("weather_*").unwrap(),
-            ToolPattern::new("currency_*").unwrap(),
-        ])),
+        tool_search: Some(ToolSearch {
+            provider_search: false,
+            ..native_search()
+        }),
         ..RunnerConfig::default()
     }
+}
+
+fn native_search() -> ToolSearch {
+    ToolSearch::deferring([
+        ToolPattern::new("weather_*").unwrap(),
+        ToolPattern::new("currency_*").unwrap(),
+    ])
 }
 
 /// A run's outcome and the records of its calls, in order.
@@ -319,4 +331,177 @@ async fn without_tool_search_every_tool_is_sent_and_a_selection_is_respected() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert!(!names.contains(&"currency_convert"), "{answer}");
+}
+
+/// Anthropic's own tool search: the request carries every tool, the held
+/// back ones with `defer_loading`, and the tool search tool under its beta;
+/// the API's `server_tool_use` and `tool_search_tool_result` blocks go back
+/// in the history (the fake rejects them unpaired, misplaced or naming a
+/// tool the request does not define).
+mod native {
+    use super::*;
+
+    fn tools_of(body: &Value) -> Vec<Value> {
+        body["tools"].as_array().cloned().unwrap_or_default()
+    }
+
+    fn native_config(stream: bool) -> RunnerConfig {
+        RunnerConfig {
+            tool_search: Some(native_search()),
+            stream,
+            ..RunnerConfig::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn the_api_searches_and_its_blocks_go_back_with_the_call() {
+        for stream in [false, true] {
+            let server = FakeAnthropic::start().await;
+            let call = FakeCall::new("weather_forecast", json!({"city": "Paris"}));
+            server.push(
+                Turn::calls(vec![call])
+                    .with_text("Let me look for a weather tool.")
+                    .searching("weather forecast"),
+            );
+            server.push(Turn::text("sunny"));
+            let (outcome, calls) = run(
+                ProviderKind::Anthropic,
+                &server,
+                registry(),
+                native_config(stream),
+            )
+            .await;
+            assert_eq!(
+                outcome.stop_reason,
+                StopReason::Completed,
+                "stream {stream}"
+            );
+            assert_eq!(calls.len(), 1);
+            assert_eq!(calls[0].status, CallStatus::Succeeded);
+            assert!(calls[0].result.content.contains("sunny"));
+            let bodies = server.bodies();
+            // Every tool, the held back ones deferred, after the search
+            // tool; no loop search tool of ours.
+            let tools = tools_of(&bodies[0]);
+            assert_eq!(tools[0]["type"], "tool_search_tool_bm25_20251119");
+            let deferred = |name: &str| {
+                tools
+                    .iter()
+                    .find(|t| t["name"] == name)
+                    .map(|t| t["defer_loading"] == true)
+            };
+            assert_eq!(deferred("clock"), Some(false));
+            assert_eq!(deferred("weather_forecast"), Some(true));
+            assert_eq!(deferred("currency_convert"), Some(true));
+            assert_eq!(deferred("tool_search"), None);
+            // The API's blocks, back in the assistant turn after its text
+            // and before its call.
+            let turn = &bodies[1]["messages"][1];
+            assert_eq!(turn["role"], "assistant");
+            let kinds: Vec<&str> = turn["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["type"].as_str().unwrap())
+                .collect();
+            assert_eq!(
+                kinds,
+                [
+                    "text",
+                    "server_tool_use",
+                    "tool_search_tool_result",
+                    "tool_use"
+                ],
+                "stream {stream}"
+            );
+            assert_eq!(turn["content"][1]["input"]["query"], "weather forecast");
+            assert_eq!(
+                turn["content"][2]["content"]["tool_references"][0]["tool_name"],
+                "weather_forecast"
+            );
+            assert_eq!(turn["content"][1]["id"], turn["content"][2]["tool_use_id"]);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_found_tool_removed_from_the_registry_leaves_a_valid_history() {
+        let server = FakeAnthropic::start().await;
+        let tools = registry();
+        server.push(
+            Turn::calls(vec![FakeCall::new("currency_convert", json!({}))])
+                .searching("convert currency"),
+        );
+        server.push(Turn::calls(vec![FakeCall::new(
+            "currency_convert",
+            json!({}),
+        )]));
+        server.push(Turn::text("gone"));
+        let mut stream = ToolRunner::new(
+            provider(ProviderKind::Anthropic, server.url()),
+            Arc::clone(&tools),
+            native_config(false),
+            vec![Message::user("go")],
+        );
+        let mut statuses = Vec::new();
+        while let Some(item) = futures::StreamExt::next(&mut stream).await {
+            // The fake answers 400 to a reference to a tool the request no
+            // longer defines: an error here is a broken history.
+            if let toolhost::runner::RunItem::Iteration(it) = item.expect("no error") {
+                statuses.extend(it.calls.iter().map(|c| c.status));
+                if it.number == 1 {
+                    assert!(tools.unregister("currency_convert").is_some());
+                }
+            }
+        }
+        assert_eq!(statuses, [CallStatus::Succeeded, CallStatus::Unavailable]);
+        let bodies = server.bodies();
+        assert_eq!(bodies.len(), 3);
+        let result = &bodies[1]["messages"][1]["content"][1];
+        assert_eq!(result["type"], "tool_search_tool_result");
+        assert_eq!(result["content"]["tool_references"], json!([]));
+        assert!(
+            tools_of(&bodies[1])
+                .iter()
+                .all(|t| t["name"] != "currency_convert")
+        );
+    }
+
+    #[tokio::test]
+    async fn calls_of_found_tools_keep_the_caps_and_the_approval_gate() {
+        let server = FakeAnthropic::start().await;
+        let calls = vec![
+            FakeCall::new("weather_forecast", json!({"city": "Oslo"})),
+            FakeCall::new("currency_convert", json!({})),
+        ];
+        server.push(Turn::calls(calls).searching("weather currency"));
+        server.push(Turn::text("ok"));
+        let capped = RunnerConfig {
+            max_calls_per_response: Some(1),
+            ..native_config(false)
+        };
+        let (_, calls) = run(ProviderKind::Anthropic, &server, registry(), capped).await;
+        let statuses: Vec<_> = calls.iter().map(|c| c.status).collect();
+        assert_eq!(statuses, [CallStatus::Succeeded, CallStatus::Declined]);
+
+        let server = FakeAnthropic::start().await;
+        let call = FakeCall::new("weather_forecast", json!({"city": "Oslo"}));
+        server.push(Turn::calls(vec![call]).searching("weather"));
+        let gated = RunnerConfig {
+            approval: ApprovalPolicy::requiring([ToolPattern::new("weather_*").unwrap()]),
+            ..native_config(false)
+        };
+        let (outcome, calls) = run(ProviderKind::Anthropic, &server, registry(), gated).await;
+        assert_eq!(outcome.stop_reason, StopReason::AwaitingApproval);
+        assert!(calls.is_empty());
+    }
+
+    #[tokio::test]
+    async fn provider_search_off_keeps_the_loops_own_search_on_anthropic() {
+        let server = FakeAnthropic::start().await;
+        server.push(Turn::text("hi"));
+        run(ProviderKind::Anthropic, &server, registry(), config()).await;
+        let tools = tools_of(&server.bodies()[0]);
+        assert!(tools.iter().all(|t| t.get("defer_loading").is_none()));
+        assert_eq!(offered(&server.bodies()[0]), ["tool_search", "clock"]);
+    }
 }

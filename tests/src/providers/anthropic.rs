@@ -15,7 +15,10 @@ pub struct AnthropicDialect {
 
 /// A fake Anthropic server: requires `x-api-key`, `anthropic-version` and
 /// `max_tokens`, and rejects tool use / result pairing the way the real API
-/// does.
+/// does; with the tool search tool, rejects deferred tools without it, the
+/// tool itself deferred, a request without its beta, and server tool
+/// blocks that are unpaired or reference tools the request does not
+/// define.
 pub type FakeAnthropic = FakeServer<AnthropicDialect>;
 
 impl FakeServer<AnthropicDialect> {
@@ -105,11 +108,168 @@ fn check_result_content(content: &Value, at: &str) -> Result<(), Rejection> {
     Ok(())
 }
 
+/// The tool search tool's types, and the beta a request using one names.
+const SEARCH_TOOL_TYPES: [&str; 2] = [
+    "tool_search_tool_bm25_20251119",
+    "tool_search_tool_regex_20251119",
+];
+const SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+
+/// What the API's tool search answers for `query` among the request's
+/// deferred tools: those whose name or description holds a word of the
+/// query (three letters or more), at most five, as a
+/// `tool_search_tool_result`'s content. An error block when the request
+/// has no tool search tool (a script that searches where the model
+/// could not).
+fn search_result(query: &str, request: &Value) -> Value {
+    let tools = request["tools"].as_array().cloned().unwrap_or_default();
+    if !tools
+        .iter()
+        .any(|t| SEARCH_TOOL_TYPES.contains(&t["type"].as_str().unwrap_or("")))
+    {
+        return json!({"type": "tool_search_tool_result_error", "error_code": "unavailable"});
+    }
+    let words: Vec<String> = query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    let references: Vec<Value> = tools
+        .iter()
+        .filter(|t| t["defer_loading"] == true)
+        .filter(|t| {
+            let text = format!(
+                "{} {}",
+                t["name"].as_str().unwrap_or(""),
+                t["description"].as_str().unwrap_or("")
+            )
+            .to_lowercase();
+            words.iter().any(|w| text.contains(w.as_str()))
+        })
+        .take(5)
+        .map(|t| json!({"type": "tool_reference", "tool_name": t["name"]}))
+        .collect();
+    json!({"type": "tool_search_tool_search_result", "tool_references": references})
+}
+
+/// The request's tools: checked as the API checks them (a deferred tool
+/// needs a tool search tool, which is never deferred itself and needs its
+/// beta), and the names of the tools a `tool_reference` may name.
+fn check_tools(request: &RecordedRequest) -> Result<HashSet<String>, Rejection> {
+    let tools = request.body["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut search = false;
+    let mut deferred = false;
+    let mut names = HashSet::new();
+    for (k, tool) in tools.iter().enumerate() {
+        let kind = tool["type"].as_str().unwrap_or("custom");
+        if SEARCH_TOOL_TYPES.contains(&kind) {
+            if tool["defer_loading"] == true {
+                return Err(invalid(format!(
+                    "tools.{k}: the tool search tool cannot have defer_loading set to true"
+                )));
+            }
+            search = true;
+            continue;
+        }
+        deferred |= tool["defer_loading"] == true;
+        if let Some(name) = tool["name"].as_str() {
+            names.insert(name.to_owned());
+        }
+    }
+    if deferred && !search {
+        return Err(invalid(
+            "tools: defer_loading is set on a tool but no tool search tool is defined; add              tool_search_tool_regex_20251119 or tool_search_tool_bm25_20251119",
+        ));
+    }
+    if search
+        && !request
+            .header("anthropic-beta")
+            .is_some_and(|b| b.split(',').any(|b| b.trim() == SEARCH_BETA))
+    {
+        return Err(invalid(format!(
+            "tools: the tool search tool requires the beta header anthropic-beta: {SEARCH_BETA}"
+        )));
+    }
+    Ok(names)
+}
+
+/// The server tool blocks of assistant message `i`: each `server_tool_use`
+/// followed in the same message by one `tool_search_tool_result` with its
+/// id, whose references name tools the request defines.
+fn check_server_blocks(
+    i: usize,
+    role: &str,
+    content: &[Value],
+    defined: &HashSet<String>,
+) -> Result<(), Rejection> {
+    let mut open: Vec<String> = Vec::new();
+    for (j, block) in content.iter().enumerate() {
+        let at = format!("messages.{i}.content.{j}");
+        match block["type"].as_str() {
+            Some("server_tool_use") => {
+                if role != "assistant" {
+                    return Err(invalid(format!(
+                        "{at}: server_tool_use blocks are only allowed in assistant messages"
+                    )));
+                }
+                let id = block["id"].as_str().unwrap_or_default();
+                if !id.starts_with("srvtoolu_") {
+                    return Err(invalid(format!(
+                        "{at}.server_tool_use.id: String should match pattern '^srvtoolu_[a-zA-Z0-9_]+$'"
+                    )));
+                }
+                open.push(id.to_owned());
+            }
+            Some("tool_search_tool_result") => {
+                let id = block["tool_use_id"].as_str().unwrap_or_default();
+                let Some(k) = open.iter().position(|o| o == id) else {
+                    return Err(invalid(format!(
+                        "{at}: tool_search_tool_result block(s) provided when previous message does not                          contain a matching server_tool_use block: {id}"
+                    )));
+                };
+                open.remove(k);
+                let references = block["content"]["tool_references"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default();
+                for reference in references {
+                    let name = reference["tool_name"].as_str().unwrap_or_default();
+                    if !defined.contains(name) {
+                        return Err(invalid(format!(
+                            "{at}: tool reference '{name}' does not match any tool in the request's tools"
+                        )));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(id) = open.first() {
+        return Err(invalid(format!(
+            "messages.{i}: server_tool_use {id} has no tool_search_tool_result block after it"
+        )));
+    }
+    Ok(())
+}
+
 impl AnthropicDialect {
-    fn content(&self, turn: &Turn) -> Vec<Value> {
+    fn content(&self, turn: &Turn, request: &RecordedRequest) -> Vec<Value> {
         let mut content = Vec::new();
         if !turn.text.is_empty() {
             content.push(json!({"type": "text", "text": turn.text}));
+        }
+        for query in &turn.searches {
+            let id = format!(
+                "srvtoolu_{:04}",
+                self.counter.fetch_add(1, Ordering::Relaxed)
+            );
+            content.push(json!({"type": "server_tool_use", "id": id,
+                "name": "tool_search_tool_bm25", "input": {"query": query}}));
+            content.push(json!({"type": "tool_search_tool_result", "tool_use_id": id,
+                "content": search_result(query, &request.body)}));
         }
         for call in &turn.calls {
             let id = call.id.clone().unwrap_or_else(|| {
@@ -156,6 +316,7 @@ impl Dialect for AnthropicDialect {
             return Err(invalid("max_tokens: Field required"));
         }
         super::params::check_anthropic(body)?;
+        let defined = check_tools(request)?;
         let Some(messages) = body["messages"].as_array() else {
             return Err(invalid("messages: Field required"));
         };
@@ -181,6 +342,7 @@ impl Dialect for AnthropicDialect {
                     "messages.{i}: all messages must have non-empty content"
                 )));
             }
+            check_server_blocks(i, role, &content, &defined)?;
             let mut uses = Vec::new();
             let mut leading_results = HashSet::new();
             let mut still_leading = true;
@@ -265,7 +427,7 @@ impl Dialect for AnthropicDialect {
             "type": "message",
             "role": "assistant",
             "model": request.body["model"],
-            "content": self.content(turn),
+            "content": self.content(turn, request),
             "stop_reason": Self::stop_reason(turn),
             "stop_sequence": null,
             "usage": {"input_tokens": turn.usage.0, "output_tokens": turn.usage.1},
@@ -284,8 +446,14 @@ impl Dialect for AnthropicDialect {
             ),
             event("ping", &json!({"type": "ping"})),
         ];
-        for (index, block) in self.content(turn).into_iter().enumerate() {
-            if block["type"] == "text" {
+        for (index, block) in self.content(turn, request).into_iter().enumerate() {
+            if block["type"] == "tool_search_tool_result" {
+                // A server tool's answer comes whole at its start.
+                events.push(event(
+                    "content_block_start",
+                    &json!({"type": "content_block_start", "index": index, "content_block": block}),
+                ));
+            } else if block["type"] == "text" {
                 events.push(event(
                     "content_block_start",
                     &json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
@@ -300,7 +468,7 @@ impl Dialect for AnthropicDialect {
                 events.push(event(
                     "content_block_start",
                     &json!({"type": "content_block_start", "index": index, "content_block":
-                        {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}),
+                        {"type": block["type"], "id": block["id"], "name": block["name"], "input": {}}}),
                 ));
                 let input = block["input"].to_string();
                 for piece in std::iter::once(String::new()).chain(pieces(&input, 5)) {

@@ -84,6 +84,11 @@ pub struct Turn {
     pub calls: Vec<FakeCall>,
     /// OpenAI-compatible servers: `reasoning_content` (DeepSeek).
     pub reasoning: Option<String>,
+    /// Anthropic: queries the model gives the API's tool search tool
+    /// before its calls (the fake searches the request's deferred tools
+    /// and answers with `server_tool_use` and `tool_search_tool_result`
+    /// blocks).
+    pub searches: Vec<String>,
     /// (input, output) tokens reported.
     pub usage: (u64, u64),
 }
@@ -118,6 +123,14 @@ impl Turn {
     #[must_use]
     pub fn with_reasoning(mut self, reasoning: impl Into<String>) -> Self {
         self.reasoning = Some(reasoning.into());
+        self
+    }
+
+    /// The same answer with a search by the provider's own tool search
+    /// first (Anthropic).
+    #[must_use]
+    pub fn searching(mut self, query: impl Into<String>) -> Self {
+        self.searches.push(query.into());
         self
     }
 

@@ -143,9 +143,16 @@ pub struct RunArgs {
     /// Hold back the tools matching PATTERN (`*` wildcards; repeat for
     /// more) until the model finds them with a search tool, `tool_search`:
     /// for hundreds of tools, whose definitions would cost more tokens than
-    /// the conversation. `--defer-tools '*'` holds back every one.
+    /// the conversation. `--defer-tools '*'` holds back every one. With
+    /// `--provider anthropic` the API's own tool search tool does the
+    /// searching (see --own-tool-search).
     #[arg(long, value_name = "PATTERN")]
     pub defer_tools: Vec<ToolPattern>,
+    /// With --defer-tools, search with toolhost's own `tool_search` even
+    /// where the provider has a tool search of its own (Anthropic): for a
+    /// model or an Anthropic-compatible server without it.
+    #[arg(long, requires = "defer_tools")]
+    pub own_tool_search: bool,
     /// Stream the answer (SSE); its text is shown on stderr as it arrives.
     #[arg(long)]
     pub stream: bool,
@@ -196,8 +203,10 @@ impl RunArgs {
                 OnMaxIterationsArg::FinalAnswer => OnMaxIterations::FinalAnswer,
             },
             stream: self.stream,
-            tool_search: (!self.defer_tools.is_empty())
-                .then(|| ToolSearch::deferring(self.defer_tools.iter().cloned())),
+            tool_search: (!self.defer_tools.is_empty()).then(|| ToolSearch {
+                provider_search: !self.own_tool_search,
+                ..ToolSearch::deferring(self.defer_tools.iter().cloned())
+            }),
             tool_options: self.exec.overrides(),
             generation: self.generation.params()?,
             ..RunnerConfig::default()

@@ -14,6 +14,14 @@
 //! - all results of a turn are `tool_result` blocks (with `is_error`)
 //!   *first* in the very next user message, so consecutive tool results and
 //!   a following user message become one wire message;
+//! - with [`ChatRequest::deferred`] tools, `tools` starts with the tool
+//!   search tool (`tool_search_tool_bm25_20251119`), the deferred tools
+//!   carry `defer_loading: true`, and the request names the beta
+//!   `advanced-tool-use-2025-11-20`; the `server_tool_use` and
+//!   `tool_search_tool_result` blocks of an answer are kept in
+//!   [`AssistantMessage::provider_blocks`] and sent back after the turn's
+//!   text, before its `tool_use` blocks, less references to tools the
+//!   request no longer defines;
 //! - `max_tokens` is required: the request's
 //!   [`GenerationParams::max_output_tokens`](super::GenerationParams), else
 //!   [`AnthropicConfig::max_tokens`]; there is no `seed`, and `temperature`
@@ -106,6 +114,16 @@ impl WireFormat for Messages {
 
     const ID_PREFIX: &'static str = "toolu";
 
+    const NATIVE_TOOL_SEARCH: bool = true;
+
+    fn headers(&self, request: &ChatRequest<'_>) -> Vec<(&'static str, &'static str)> {
+        if request.deferred.is_empty() {
+            Vec::new()
+        } else {
+            vec![("anthropic-beta", wire::SEARCH_BETA)]
+        }
+    }
+
     fn endpoint(&self, _stream: bool) -> String {
         "v1/messages".to_owned()
     }
@@ -173,6 +191,15 @@ impl From<wire::MessagesResponse> for ChatResponse {
                         signature: None,
                     })
                 }
+                wire::ResponseBlock::ServerToolUse { id, name, input } => message
+                    .provider_blocks
+                    .push(wire::server_tool_use(id, name, input)),
+                wire::ResponseBlock::ToolSearchToolResult {
+                    tool_use_id,
+                    content,
+                } => message
+                    .provider_blocks
+                    .push(wire::tool_search_result(tool_use_id, content)),
                 wire::ResponseBlock::Other => {}
             }
         }
@@ -219,6 +246,7 @@ mod tests {
                 content: "calling".into(),
                 tool_calls: vec![call("a", r#"{"x":1}"#), call("b", "{bad")],
                 reasoning: None,
+                provider_blocks: Vec::new(),
             }),
             result("a", false),
             Message::user("also this"),
@@ -236,6 +264,7 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools: &[],
+            deferred: &[],
             params: &params,
             stream: false,
             on_text: None,
@@ -271,6 +300,7 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools,
+            deferred: &[],
             params,
             stream: false,
             on_text: None,

@@ -19,6 +19,15 @@ enum Block {
         start_input: serde_json::Value,
         json: String,
     },
+    /// A server tool's call, its input streamed like a tool call's.
+    ServerToolUse {
+        id: String,
+        name: String,
+        start_input: serde_json::Value,
+        json: String,
+    },
+    /// A server tool's answer, whole at its start.
+    Server(serde_json::Value),
     Other,
 }
 
@@ -50,6 +59,16 @@ impl StreamAssembly for Assembly {
                         start_input: input,
                         json: String::new(),
                     },
+                    ResponseBlock::ServerToolUse { id, name, input } => Block::ServerToolUse {
+                        id,
+                        name,
+                        start_input: input,
+                        json: String::new(),
+                    },
+                    ResponseBlock::ToolSearchToolResult {
+                        tool_use_id,
+                        content,
+                    } => Block::Server(wire::tool_search_result(tool_use_id, content)),
                     ResponseBlock::Other => Block::Other,
                 };
                 self.blocks.insert(index, block);
@@ -61,7 +80,7 @@ impl StreamAssembly for Assembly {
                         text.push_str(&piece);
                     }
                     (
-                        Some(Block::ToolUse { json, .. }),
+                        Some(Block::ToolUse { json, .. } | Block::ServerToolUse { json, .. }),
                         BlockDelta::InputJsonDelta { partial_json },
                     ) => {
                         json.push_str(&partial_json);
@@ -133,6 +152,28 @@ impl StreamAssembly for Assembly {
                     },
                     signature: None,
                 }),
+                Block::ServerToolUse {
+                    id,
+                    name,
+                    start_input,
+                    json,
+                } => {
+                    // An input that does not parse is sent back as `{}`:
+                    // the API takes an object only.
+                    let input = match json.is_empty() {
+                        true => start_input,
+                        false => serde_json::from_str(&json).unwrap_or_default(),
+                    };
+                    let input = if input.is_object() {
+                        input
+                    } else {
+                        serde_json::json!({})
+                    };
+                    message
+                        .provider_blocks
+                        .push(wire::server_tool_use(id, name, input));
+                }
+                Block::Server(block) => message.provider_blocks.push(block),
                 Block::Other => {}
             }
         }

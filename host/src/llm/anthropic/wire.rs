@@ -1,9 +1,10 @@
 //! Anthropic Messages JSON. Private to `anthropic`.
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Messages;
 use crate::llm::convert::arguments_object;
@@ -18,7 +19,7 @@ pub struct MessagesRequest<'a> {
     pub(super) system: String,
     pub(super) messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub(super) tools: Vec<Tool<'a>>,
+    pub(super) tools: Vec<ToolEntry<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(super) stream: bool,
 }
@@ -45,6 +46,18 @@ pub(super) enum Block<'a> {
         content: ResultContent<'a>,
         #[serde(skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+    },
+    /// A call of a server tool (the tool search tool), sent back as it came.
+    ServerToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// The tool search tool's answer, sent back as it came but for
+    /// references to tools this request no longer defines.
+    ToolSearchToolResult {
+        tool_use_id: String,
+        content: Value,
     },
 }
 
@@ -105,6 +118,67 @@ pub(super) struct Tool<'a> {
     pub(super) name: &'a str,
     pub(super) description: &'a str,
     pub(super) input_schema: &'a Value,
+    /// Held back until the tool search tool finds it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(super) defer_loading: bool,
+}
+
+/// An entry of `tools`: a tool of ours, or the API's tool search tool.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum ToolEntry<'a> {
+    Search {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        name: &'static str,
+    },
+    Tool(Tool<'a>),
+}
+
+/// The tool search tool's type (the BM25 variant: it takes the model's
+/// words, as ours does).
+pub(super) const SEARCH_TOOL_TYPE: &str = "tool_search_tool_bm25_20251119";
+/// Its name.
+pub(super) const SEARCH_TOOL_NAME: &str = "tool_search_tool_bm25";
+/// The beta a request with the tool search tool must name in
+/// `anthropic-beta`.
+pub(super) const SEARCH_BETA: &str = "advanced-tool-use-2025-11-20";
+
+/// The wire block of one of [`AssistantMessage::provider_blocks`]
+/// (`crate::llm::AssistantMessage`), or `None` for one this format does
+/// not know. A `tool_search_tool_result` keeps only its references to tools
+/// in `defined`: the API rejects a reference to a tool the request does not
+/// define (one removed from the registry since it was found).
+fn provider_block(block: &Value, defined: &HashSet<&str>) -> Option<Block<'static>> {
+    let text = |key: &str| block[key].as_str().map(str::to_owned);
+    match block["type"].as_str()? {
+        "server_tool_use" => Some(Block::ServerToolUse {
+            id: text("id")?,
+            name: text("name")?,
+            input: match &block["input"] {
+                Value::Object(_) => block["input"].clone(),
+                _ => json!({}),
+            },
+        }),
+        "tool_search_tool_result" => {
+            let mut content = block["content"].clone();
+            if let Some(references) = content
+                .get_mut("tool_references")
+                .and_then(Value::as_array_mut)
+            {
+                references.retain(|r| {
+                    r["tool_name"]
+                        .as_str()
+                        .is_some_and(|name| defined.contains(name))
+                });
+            }
+            Some(Block::ToolSearchToolResult {
+                tool_use_id: text("tool_use_id")?,
+                content,
+            })
+        }
+        _ => None,
+    }
 }
 
 impl<'a> MessagesRequest<'a> {
@@ -119,6 +193,7 @@ impl<'a> MessagesRequest<'a> {
         let mut system: Vec<&str> = Vec::new();
         let mut out: Vec<WireMessage<'a>> = Vec::new();
         let ids = WireIds::new(request.messages, IdRules::ANTHROPIC);
+        let defined: HashSet<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
         for message in request.messages {
             match message {
                 Message::System { content } => system.push(content),
@@ -143,6 +218,10 @@ impl<'a> MessagesRequest<'a> {
                             Some(Block::Text { text: &a.content }),
                         );
                     }
+                    for block in &a.provider_blocks {
+                        let block = provider_block(block, &defined);
+                        push(&mut out, "assistant", None, block);
+                    }
                     for call in &a.tool_calls {
                         let block = Block::ToolUse {
                             id: ids.get(&call.id),
@@ -154,14 +233,20 @@ impl<'a> MessagesRequest<'a> {
                 }
             }
         }
-        let tools: Vec<Tool<'a>> = request
-            .tools
-            .iter()
-            .map(|spec| Tool {
-                name: &spec.name,
-                description: &spec.description,
-                input_schema: &spec.input_schema,
-            })
+        let search = (!request.deferred.is_empty()).then_some(ToolEntry::Search {
+            kind: SEARCH_TOOL_TYPE,
+            name: SEARCH_TOOL_NAME,
+        });
+        let tools: Vec<ToolEntry<'a>> = search
+            .into_iter()
+            .chain(request.tools.iter().map(|spec| {
+                ToolEntry::Tool(Tool {
+                    name: &spec.name,
+                    description: &spec.description,
+                    input_schema: &spec.input_schema,
+                    defer_loading: request.deferred.contains(&spec.name),
+                })
+            }))
             .collect();
         Self {
             model: &format.model,
@@ -225,8 +310,21 @@ pub(super) enum ResponseBlock {
         #[serde(default)]
         input: Value,
     },
-    /// Thinking, redacted thinking, server tools: not part of the neutral
-    /// model.
+    /// A call of the tool search tool (kept, to be sent back).
+    ServerToolUse {
+        id: String,
+        name: String,
+        #[serde(default)]
+        input: Value,
+    },
+    /// The tool search tool's answer (kept, to be sent back).
+    ToolSearchToolResult {
+        tool_use_id: String,
+        #[serde(default)]
+        content: Value,
+    },
+    /// Thinking, redacted thinking, other server tools: not part of the
+    /// neutral model.
     #[serde(other)]
     Other,
 }
@@ -318,6 +416,16 @@ pub(super) struct ErrorBody {
     #[serde(rename = "type")]
     pub(super) kind: String,
     pub(super) message: String,
+}
+
+/// The neutral form of a server tool's call: the block as the API sends it.
+pub(super) fn server_tool_use(id: String, name: String, input: Value) -> Value {
+    json!({"type": "server_tool_use", "id": id, "name": name, "input": input})
+}
+
+/// The neutral form of the tool search tool's answer.
+pub(super) fn tool_search_result(tool_use_id: String, content: Value) -> Value {
+    json!({"type": "tool_search_tool_result", "tool_use_id": tool_use_id, "content": content})
 }
 
 /// The neutral finish reason for Anthropic's `stop_reason`.

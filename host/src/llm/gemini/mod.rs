@@ -252,6 +252,7 @@ impl Assembly {
                 content: self.text,
                 tool_calls: self.calls,
                 reasoning: None,
+                provider_blocks: Vec::new(),
             },
             finish_reason: self
                 .finish_reason
@@ -368,6 +369,7 @@ mod tests {
                     signature: Some(signature.into()),
                 }],
                 reasoning: None,
+                provider_blocks: Vec::new(),
             }),
             Message::Tool(result("1", false)),
         ];
@@ -378,6 +380,7 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools: &[],
+            deferred: &[],
             params: &GenerationParams::default(),
             stream: false,
             on_text: None,
@@ -399,6 +402,7 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools: &tools,
+            deferred: &[],
             params,
             stream: false,
             on_text: None,

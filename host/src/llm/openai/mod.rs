@@ -192,6 +192,7 @@ impl TryFrom<wire::ChatCompletion> for ChatResponse {
                 })
                 .collect(),
             reasoning: choice.message.reasoning_content.filter(|r| !r.is_empty()),
+            provider_blocks: Vec::new(),
         };
         Ok(ChatResponse {
             message,
@@ -224,6 +225,7 @@ mod tests {
         let request = ChatRequest {
             messages: &messages,
             tools: if with_tools { &tools } else { &[] },
+            deferred: &[],
             params,
             stream: false,
             on_text: None,

@@ -133,6 +133,7 @@ impl StreamAssembly for Assembly {
                 content: self.content,
                 tool_calls,
                 reasoning: Some(self.reasoning).filter(|r| !r.is_empty()),
+                provider_blocks: Vec::new(),
             },
             finish_reason: wire::finish_reason(&reason),
             usage: self.usage,

@@ -262,6 +262,7 @@ mod tests {
         let request = ChatRequest {
             messages,
             tools: if with_tools { &tools } else { &[] },
+            deferred: &[],
             params,
             stream: false,
             on_text: None,
@@ -477,6 +478,7 @@ mod tests {
                 signature: Some("Z2VtaW5p".into()),
             }],
             reasoning: None,
+            provider_blocks: Vec::new(),
         };
         let history = [
             Message::system("s"),

@@ -43,7 +43,11 @@ impl Driver {
     ) -> (Vec<ToolSpec>, BTreeMap<String, String>) {
         let mut routes = BTreeMap::new();
         let mut specs = Vec::new();
-        let search = self.config.tool_search.as_ref();
+        // The provider's own search takes every tool (`deferred` marks
+        // those held back).
+        let search = (!self.provider_search())
+            .then_some(self.config.tool_search.as_ref())
+            .flatten();
         let held_back = self.held_back(tools);
         if let Some(search) = search.filter(|_| !held_back.is_empty()) {
             // First: it takes the place of a tool of its name.
@@ -85,6 +89,29 @@ impl Driver {
             }
         }
         (specs, routes)
+    }
+
+    /// Whether the run's [`ToolSearch`](crate::runner::ToolSearch) is the
+    /// provider's own.
+    pub(in crate::runner) fn provider_search(&self) -> bool {
+        self.config
+            .tool_search
+            .as_ref()
+            .is_some_and(|s| s.provider_search)
+            && self.provider.native_tool_search()
+    }
+
+    /// The names of the offered tools the provider's own search holds
+    /// back ([`ChatRequest::deferred`](crate::llm::ChatRequest)): none
+    /// unless [`provider_search`](Self::provider_search).
+    pub(in crate::runner) fn deferred(&self, tools: &ToolSet) -> Vec<String> {
+        if !self.provider_search() {
+            return Vec::new();
+        }
+        self.held_back(tools)
+            .into_iter()
+            .map(|(_, spec)| spec.name.clone())
+            .collect()
     }
 
     /// The registry names of the base tools ([`ToolSelection`]).

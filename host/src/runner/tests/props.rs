@@ -43,6 +43,7 @@ fn response_strategy() -> impl Strategy<Value = Result<AssistantMessage, String>
                 content: if talk { "thinking".into() } else { String::new() },
                 tool_calls,
                 reasoning: None,
+                provider_blocks: Vec::new(),
             })
         }),
         1 => Just(Err("boom".to_owned())),
