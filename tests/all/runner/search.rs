@@ -161,6 +161,33 @@ async fn run(
     (outcome, records)
 }
 
+/// The statuses of a run's calls, `currency_convert` unregistered after
+/// the first iteration; any run error fails the test.
+async fn run_unregistering(
+    kind: ProviderKind,
+    server: &dyn Scripted,
+    tools: &Arc<ToolRegistry>,
+    config: RunnerConfig,
+) -> Vec<CallStatus> {
+    let mut stream = ToolRunner::new(
+        provider(kind, server.url()),
+        Arc::clone(tools),
+        config,
+        vec![Message::user("go")],
+    );
+    let mut statuses = Vec::new();
+    while let Some(item) = futures::StreamExt::next(&mut stream).await {
+        let item = item.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        if let toolhost::runner::RunItem::Iteration(it) = item {
+            statuses.extend(it.calls.iter().map(|c| c.status));
+            if it.number == 1 {
+                assert!(tools.unregister("currency_convert").is_some(), "{kind:?}");
+            }
+        }
+    }
+    statuses
+}
+
 fn search(query: &str) -> FakeCall {
     FakeCall::new("tool_search", json!({"query": query}))
 }
@@ -239,21 +266,7 @@ async fn a_found_tool_removed_from_the_registry_before_its_call_is_unavailable()
         server.push(Turn::calls(vec![search("convert dollars to euros")]).into());
         server.push(Turn::calls(vec![FakeCall::new("currency_convert", json!({}))]).into());
         server.push(Turn::text("gone").into());
-        let mut stream = ToolRunner::new(
-            provider(kind, server.url()),
-            Arc::clone(&tools),
-            config(),
-            vec![Message::user("go")],
-        );
-        let mut statuses = Vec::new();
-        while let Some(item) = futures::StreamExt::next(&mut stream).await {
-            if let toolhost::runner::RunItem::Iteration(it) = item.expect("no error") {
-                statuses.extend(it.calls.iter().map(|c| c.status));
-                if it.number == 1 {
-                    assert!(tools.unregister("currency_convert").is_some(), "{kind:?}");
-                }
-            }
-        }
+        let statuses = run_unregistering(kind, &*server, &tools, config()).await;
         assert_eq!(
             statuses,
             [CallStatus::Succeeded, CallStatus::Unavailable],
@@ -436,23 +449,15 @@ mod native {
             json!({}),
         )]));
         server.push(Turn::text("gone"));
-        let mut stream = ToolRunner::new(
-            provider(ProviderKind::Anthropic, server.url()),
-            Arc::clone(&tools),
+        // The fake answers 400 to a reference to a tool the request no
+        // longer defines: an error in the run is a broken history.
+        let statuses = run_unregistering(
+            ProviderKind::Anthropic,
+            &server,
+            &tools,
             native_config(false),
-            vec![Message::user("go")],
-        );
-        let mut statuses = Vec::new();
-        while let Some(item) = futures::StreamExt::next(&mut stream).await {
-            // The fake answers 400 to a reference to a tool the request no
-            // longer defines: an error here is a broken history.
-            if let toolhost::runner::RunItem::Iteration(it) = item.expect("no error") {
-                statuses.extend(it.calls.iter().map(|c| c.status));
-                if it.number == 1 {
-                    assert!(tools.unregister("currency_convert").is_some());
-                }
-            }
-        }
+        )
+        .await;
         assert_eq!(statuses, [CallStatus::Succeeded, CallStatus::Unavailable]);
         let bodies = server.bodies();
         assert_eq!(bodies.len(), 3);
