@@ -314,6 +314,7 @@ impl PluginHost {
             manifest_sha256,
             stateful: manifest.stateful,
             version: manifest.version.clone(),
+            task: manifest.task,
             exec: resolved.exec.clone(),
             cache,
             tools,
