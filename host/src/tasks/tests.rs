@@ -253,3 +253,38 @@ async fn the_deadline_fails_the_task() {
     assert_eq!(done.status, TaskStatus::Failed);
     assert!(done.status_message.unwrap().contains("deadline of 0.05 s"));
 }
+
+#[test]
+fn a_manifest_says_its_task_support() {
+    let manifest: crate::plugin::Manifest =
+        toml::from_str("[task]\nsupport = \"required\"\ndeadline_secs = 90\n").unwrap();
+    assert_eq!(manifest.task.support, TaskSupport::Required);
+    assert_eq!(manifest.task.deadline_secs, Some(90));
+    let plain: crate::plugin::Manifest = toml::from_str("").unwrap();
+    assert_eq!(plain.task.support, TaskSupport::Forbidden);
+    assert!(toml::from_str::<crate::plugin::Manifest>("[task]\nsupport = \"always\"\n").is_err());
+}
+
+#[test]
+fn the_store_path_comes_from_the_config_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("toolhost.toml");
+    std::fs::write(&path, "cache_dir = \"cache\"\n").unwrap();
+    let config = crate::HostConfig::from_file(&path).unwrap();
+    assert_eq!(
+        config.task_store_path(),
+        Some(dir.path().join("cache/tasks.sqlite3"))
+    );
+    std::fs::write(
+        &path,
+        "[tasks]\nstore = \"t/tasks.db\"\nmax_per_client = 3\n",
+    )
+    .unwrap();
+    let config = crate::HostConfig::from_file(&path).unwrap();
+    assert_eq!(
+        config.task_store_path(),
+        Some(dir.path().join("t/tasks.db"))
+    );
+    assert_eq!(config.tasks.budget().max_tasks_per_owner, 3);
+    assert_eq!(crate::HostConfig::default().task_store_path(), None);
+}
