@@ -2,8 +2,8 @@
 //! on the embedded store (an SQLite file in WAL mode, as `serve` keeps it).
 //!
 //! ```sh
-//! cargo bench -p toolhost --bench tasks            # 5,000 rounds
-//! cargo test  --workspace --bench tasks            # smoke run (200 rounds)
+//! cargo test  --workspace --bench tasks -- --bench  # 5,000 rounds, test profile
+//! cargo test  --workspace --bench tasks             # smoke run (200 rounds)
 //! cargo bench -p toolhost --bench tasks -- --rounds N
 //! ```
 //!

@@ -230,7 +230,9 @@ impl TaskRunner {
         Ok(task)
     }
 
-    /// Wait until task `id` of `owner` has ended, and return it.
+    /// Wait until task `id` of `owner` has ended, and return it. A task
+    /// this runner does not run (another host's, on a shared store) is
+    /// returned at once, as it is.
     ///
     /// # Errors
     ///
