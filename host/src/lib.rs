@@ -53,6 +53,7 @@
 //! - [`egress`]: where outbound HTTP may go ([`egress::HttpOrigin`]).
 //! - [`environ`]: variable values a program hands in ([`Environment`]); the library reads none.
 //! - [`signing`]: SHA-256 digests, Ed25519 keys and signature files.
+//! - [`tasks`]: tool calls that outlive a request (MCP Tasks), kept in an embedded SQLite store.
 //! - [`text`]: clipping and escaping text that came from outside (plugins, peers) before it is shown.
 //! - [`fsread`]: the one bounded way to read a file the host is pointed at.
 //!
@@ -77,6 +78,7 @@ pub mod plugin;
 pub mod runner;
 pub mod sandbox;
 pub mod signing;
+pub mod tasks;
 pub mod telemetry;
 pub mod text;
 mod tls;

@@ -40,6 +40,8 @@ pub mod docs {
     pub struct Benchmarks;
     #[doc = include_str!("../../docs/search.md")]
     pub struct Search;
+    #[doc = include_str!("../../docs/tasks.md")]
+    pub struct Tasks;
     #[doc = include_str!("../../docs/plugins/rust.md")]
     pub struct RustPlugins;
 }

@@ -60,7 +60,7 @@ fn in_file(path: Option<&Path>) -> String {
 impl HostConfig {
     /// Read the host config at `path`: parsed, every relative path in it
     /// (`cache_dir`, `allow.dirs`, `allow.rw_dirs`,
-    /// `integrity.lock_file`, `oci.ca_file`, `oci.docker_config`) taken
+    /// `integrity.lock_file`, `oci.ca_file`, `oci.docker_config`, `tasks.store`) taken
     /// from the file's directory, and
     /// [checked](Self::validate).
     ///
@@ -122,6 +122,18 @@ impl HostConfig {
         if let Some(docker) = &mut self.oci.docker_config {
             resolve(docker);
         }
+        if let Some(store) = &mut self.tasks.store {
+            resolve(store);
+        }
+    }
+
+    /// Where tasks are kept: `[tasks] store`, else `tasks.sqlite3` in the
+    /// cache directory; `None` (tasks in memory) without either.
+    pub fn task_store_path(&self) -> Option<PathBuf> {
+        self.tasks
+            .store
+            .clone()
+            .or_else(|| self.cache_dir.as_ref().map(|d| d.join("tasks.sqlite3")))
     }
 
     /// Check the values that bound each other or have a range: the limits,

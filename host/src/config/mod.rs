@@ -22,6 +22,7 @@ use crate::environ::Environment;
 use crate::mcp::{McpDecl, McpRules};
 use crate::sandbox::{HttpGrant, LimitError, Limits, LimitsSpec, MemoryInit};
 use crate::signing::PublicKey;
+use crate::tasks::TasksConfig;
 use crate::telemetry::TelemetryConfig;
 use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
@@ -66,6 +67,8 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 /// require = ["delete_*", "fs_write"]
 /// [telemetry]                     # traces and metrics (crate::telemetry)
 /// endpoint = "http://127.0.0.1:4318"
+/// [tasks]                         # calls that outlive a request (crate::tasks)
+/// ttl_secs = 3600
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -129,6 +132,9 @@ pub struct HostConfig {
     /// Traces and metrics (`[telemetry]`): see
     /// [`telemetry`](crate::telemetry).
     pub telemetry: TelemetryConfig,
+    /// Calls that outlive a request (`[tasks]`): the store, TTL, deadline,
+    /// budgets and which tools may be tasks: see [`tasks`](crate::tasks).
+    pub tasks: TasksConfig,
 }
 
 impl Default for HostConfig {
@@ -150,6 +156,7 @@ impl Default for HostConfig {
             oci: OciConfig::default(),
             approval: ApprovalPolicy::default(),
             telemetry: TelemetryConfig::default(),
+            tasks: TasksConfig::default(),
         }
     }
 }

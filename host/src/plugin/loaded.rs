@@ -37,6 +37,8 @@ pub struct Plugin {
     pub(super) stateful: bool,
     pub(super) version: Option<String>,
     pub(super) exec: crate::tools::ExecOptions,
+    /// Whether and how long its tools run as tasks (the manifest's `[task]`).
+    pub(super) task: super::manifest::TaskSpec,
     pub(super) cache: CacheStatus,
     pub(super) tools: Vec<ToolSpec>,
     /// What each tool declared besides its spec (contract 0.2), by index.
@@ -296,6 +298,14 @@ impl Tool for WasmTool {
 
     fn is_stateful(&self) -> bool {
         self.plugin.is_stateful()
+    }
+
+    fn task_support(&self) -> crate::tasks::TaskSupport {
+        self.plugin.task.support
+    }
+
+    fn task_deadline_secs(&self) -> Option<u64> {
+        self.plugin.task.deadline_secs
     }
 }
 

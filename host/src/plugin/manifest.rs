@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::egress::HttpOrigin;
 use crate::sandbox::LimitsSpec;
 use crate::signing::Sha256Digest;
+use crate::tasks::TaskSupport;
 use crate::tools::ExecOverrides;
 
 /// A plugin's manifest. Every field is optional; an absent manifest is the
@@ -42,6 +43,9 @@ use crate::tools::ExecOverrides;
 /// greeting = "hello"
 /// [session]
 /// idle_ttl_secs = 300
+/// [task]                    # its tools as MCP tasks (crate::tasks)
+/// support = "optional"      # forbidden (default) | optional | required
+/// deadline_secs = 1800      # how long a task may run; default and max: the host's [tasks]
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -72,6 +76,24 @@ pub struct Manifest {
     /// Session settings for stateful plugins.
     #[serde(default)]
     pub session: SessionSpec,
+    /// Whether its tools run as tasks, and for how long.
+    #[serde(default)]
+    pub task: TaskSpec,
+}
+
+/// How a plugin's tools run as tasks (calls that outlive a request): see
+/// [`tasks`](crate::tasks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskSpec {
+    /// Whether a call may (`optional`) or must (`required`) be a task.
+    /// Default `forbidden`; the operator's `[tasks.support]` overrides it.
+    #[serde(default)]
+    pub support: TaskSupport,
+    /// How long one of its tasks may run. Default: the host's
+    /// `[tasks] deadline_secs`; never past `[tasks] max_deadline_secs`.
+    #[serde(default)]
+    pub deadline_secs: Option<u64>,
 }
 
 /// Grants a manifest asks for.

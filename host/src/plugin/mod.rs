@@ -31,7 +31,7 @@ pub use background::DeferredReport;
 pub use error::{LoadEvent, LoadObserver, PluginError};
 pub use inspect::Inspection;
 pub use loaded::{ComponentInterface, Plugin, WasmTool};
-pub use manifest::{DirSpec, Manifest, PermissionsSpec, SessionSpec};
+pub use manifest::{DirSpec, Manifest, PermissionsSpec, SessionSpec, TaskSpec};
 pub use plan::ToolLoad;
 pub use watch::{DEFAULT_DEBOUNCE, PluginWatcher, ReloadError, WatchError, WatchEvent};
 
@@ -314,6 +314,7 @@ impl PluginHost {
             manifest_sha256,
             stateful: manifest.stateful,
             version: manifest.version.clone(),
+            task: manifest.task,
             exec: resolved.exec.clone(),
             cache,
             tools,

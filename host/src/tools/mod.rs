@@ -278,6 +278,19 @@ pub trait Tool: Send + Sync + 'static {
     fn is_stateful(&self) -> bool {
         false
     }
+
+    /// Whether a call may run as a task (MCP's `execution.taskSupport`):
+    /// a plugin's manifest says it (`[task] support`). Default
+    /// `forbidden`.
+    fn task_support(&self) -> crate::tasks::TaskSupport {
+        crate::tasks::TaskSupport::Forbidden
+    }
+
+    /// How long one of its tasks may run, if it says (`[task]
+    /// deadline_secs`); the host's `[tasks]` bounds it.
+    fn task_deadline_secs(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl<T: Tool + ?Sized> Tool for Arc<T> {
@@ -311,6 +324,12 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn is_stateful(&self) -> bool {
         (**self).is_stateful()
+    }
+    fn task_support(&self) -> crate::tasks::TaskSupport {
+        (**self).task_support()
+    }
+    fn task_deadline_secs(&self) -> Option<u64> {
+        (**self).task_deadline_secs()
     }
 }
 
