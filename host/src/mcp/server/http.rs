@@ -44,7 +44,8 @@ pub(super) fn check(options: &ServerOptions, addr: SocketAddr) -> Result<(), Ser
     {
         return Err(ServeError::BlankToken);
     }
-    let remote_allowed = options.allow_remote && options.token.is_some();
+    let remote_allowed =
+        options.allow_remote && (options.token.is_some() || options.auth.is_some());
     if !(addr.ip().is_loopback() || remote_allowed) {
         return Err(ServeError::NotLoopback { addr });
     }
@@ -111,6 +112,7 @@ pub(super) async fn serve(
         direct,
         Arc::clone(&session_manager),
         options.token.clone(),
+        options.auth.clone(),
         metrics,
     );
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
@@ -171,6 +173,14 @@ fn guarded(
             token,
             super::token::require_token,
         ));
+    }
+    if let Some(auth) = &options.auth {
+        mcp = mcp
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(auth),
+                super::auth::http::require,
+            ))
+            .merge(super::auth::http::metadata_routes(auth));
     }
     let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
     if let Some(metrics) = metrics {
