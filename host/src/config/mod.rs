@@ -9,6 +9,7 @@
 //! see the whole config: each gets the narrow part it uses (the egress
 //! policy, the budgets, the environment).
 
+mod auth;
 mod file;
 mod oci;
 
@@ -26,6 +27,7 @@ use crate::telemetry::TelemetryConfig;
 use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
 
+pub use auth::{AuthConfig, AuthRule};
 pub use file::ConfigError;
 pub(crate) use oci::credential_origin;
 pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
@@ -66,6 +68,10 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 /// require = ["delete_*", "fs_write"]
 /// [telemetry]                     # traces and metrics (crate::telemetry)
 /// endpoint = "http://127.0.0.1:4318"
+/// [auth]                          # OAuth access tokens for `serve --http` (AuthConfig)
+/// resource = "https://tools.example.com/mcp"
+/// issuer = "https://login.example.com"
+/// jwks_uri = "https://login.example.com/jwks"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -129,6 +135,9 @@ pub struct HostConfig {
     /// Traces and metrics (`[telemetry]`): see
     /// [`telemetry`](crate::telemetry).
     pub telemetry: TelemetryConfig,
+    /// `toolhost serve --http` as an OAuth 2.1 resource server (`[auth]`):
+    /// see [`AuthConfig`]. Default: none.
+    pub auth: Option<AuthConfig>,
 }
 
 impl Default for HostConfig {
@@ -150,6 +159,7 @@ impl Default for HostConfig {
             oci: OciConfig::default(),
             approval: ApprovalPolicy::default(),
             telemetry: TelemetryConfig::default(),
+            auth: None,
         }
     }
 }

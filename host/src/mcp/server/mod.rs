@@ -107,6 +107,8 @@ pub struct ServerOptions {
     token: Option<Arc<str>>,
     /// OAuth: tokens checked by a verifier, metadata published.
     auth: Option<Arc<auth::ResourceServer>>,
+    /// Who may see and call which tools, how often.
+    policy: Option<Arc<auth::Policy>>,
     allow_remote: bool,
     approval: ApprovalPolicy,
     /// The fast lane is off: every request goes through rmcp.
@@ -127,6 +129,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("auth", &self.auth)
+            .field("policy", &self.policy)
             .field("allow_remote", &self.allow_remote)
             .field("approval", &self.approval)
             .field("fast_lane", &!self.rmcp_only)
@@ -254,6 +257,17 @@ impl ServerOptions {
         self
     }
 
+    /// Let each principal (see [`resource_server`](Self::resource_server))
+    /// see and call only the tools `policy` allows it, as often as it
+    /// allows. Requests without a principal (stdio) are not under it. The
+    /// fast lane is off under a policy: every call goes through rmcp,
+    /// where the principal is known.
+    #[must_use]
+    pub fn policy(mut self, policy: auth::Policy) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
     /// Let HTTP bind an address other than loopback. Takes effect only
     /// with a [`bearer_token`](Self::bearer_token) or a
     /// [`resource_server`](Self::resource_server).
@@ -350,6 +364,7 @@ impl ToolServer {
                 overrides: options.overrides.clone(),
                 approval: options.approval.clone(),
                 tool_search: options.tool_search.clone(),
+                policy: options.policy.clone(),
                 lane: None,
             },
             options,

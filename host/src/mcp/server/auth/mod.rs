@@ -28,6 +28,7 @@
 
 pub(super) mod http;
 mod jwt;
+pub mod policy;
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -36,6 +37,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 pub use jwt::{Algorithm, Jwks, JwksError, JwtVerifier};
+pub use policy::{Denied, Policy, Rate, Rule, Who};
 
 /// Who sent a request, as its verified token says.
 #[derive(Clone, PartialEq, Eq)]
@@ -108,6 +110,17 @@ impl Principal {
     /// Whether `scope` was granted.
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scopes.contains(scope)
+    }
+
+    /// The principal a request was verified as, from its context's
+    /// extensions (`RequestContext::extensions` in a handler): what the
+    /// resource server put in the HTTP request rmcp hands on. `None` over
+    /// stdio, or without a verifier.
+    pub fn of(extensions: &rmcp::model::Extensions) -> Option<&Principal> {
+        extensions
+            .get::<axum::http::request::Parts>()?
+            .extensions
+            .get::<Principal>()
     }
 
     /// A claim of the token, if it had claims (a JWT does).
