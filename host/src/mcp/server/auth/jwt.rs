@@ -207,7 +207,7 @@ impl Jwks {
             .keys
             .into_iter()
             .filter_map(|v| serde_json::from_value::<WireJwk>(v).ok())
-            .filter_map(|k| Self::key(k))
+            .filter_map(Self::key)
             .take(MAX_KEYS)
             .collect();
         Ok(Self { keys })
@@ -476,7 +476,7 @@ impl JwtVerifier {
         }
         let audience_ok = match &wire.aud {
             Some(Audience::One(a)) => *a == self.audience,
-            Some(Audience::Many(all)) => all.iter().any(|a| *a == self.audience),
+            Some(Audience::Many(all)) => all.contains(&self.audience),
             None => false,
         };
         if !audience_ok {

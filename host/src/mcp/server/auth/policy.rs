@@ -262,6 +262,30 @@ impl Policy {
     }
 }
 
+/// The JSON-RPC error a refused call is answered with: `-32029` and
+/// `retryAfterSeconds` for a rate limit, invalid-request (`-32600`)
+/// naming the rule otherwise. The decision is logged with the principal.
+pub(in crate::mcp::server) fn refusal(denied: &Denied, principal: &Principal) -> rmcp::ErrorData {
+    tracing::info!(
+        principal = principal.subject(),
+        client_id = principal.client_id().unwrap_or(""),
+        rule = denied.rule().unwrap_or(""),
+        "call refused by the access policy: {denied}"
+    );
+    let mut data = serde_json::json!({
+        "principal": principal.subject(),
+        "rule": denied.rule(),
+    });
+    let code = match denied {
+        Denied::RateLimited { retry_after, .. } => {
+            data["retryAfterSeconds"] = serde_json::json!(retry_after.as_secs_f64().ceil());
+            RATE_LIMITED
+        }
+        Denied::NoRule { .. } | Denied::Tool { .. } => -32600,
+    };
+    rmcp::ErrorData::new(rmcp::model::ErrorCode(code), denied.to_string(), Some(data))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,28 +350,4 @@ mod tests {
                 .is_ok()
         );
     }
-}
-
-/// The JSON-RPC error a refused call is answered with: `-32029` and
-/// `retryAfterSeconds` for a rate limit, invalid-request (`-32600`)
-/// naming the rule otherwise. The decision is logged with the principal.
-pub(in crate::mcp::server) fn refusal(denied: &Denied, principal: &Principal) -> rmcp::ErrorData {
-    tracing::info!(
-        principal = principal.subject(),
-        client_id = principal.client_id().unwrap_or(""),
-        rule = denied.rule().unwrap_or(""),
-        "call refused by the access policy: {denied}"
-    );
-    let mut data = serde_json::json!({
-        "principal": principal.subject(),
-        "rule": denied.rule(),
-    });
-    let code = match denied {
-        Denied::RateLimited { retry_after, .. } => {
-            data["retryAfterSeconds"] = serde_json::json!(retry_after.as_secs_f64().ceil());
-            RATE_LIMITED
-        }
-        Denied::NoRule { .. } | Denied::Tool { .. } => -32600,
-    };
-    rmcp::ErrorData::new(rmcp::model::ErrorCode(code), denied.to_string(), Some(data))
 }
