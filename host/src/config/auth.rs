@@ -21,6 +21,7 @@ use serde::Deserialize;
 /// tools = ["calc_*", "weather"]
 /// per_minute = 60                               # optional rate, per principal per tool
 /// burst = 10
+/// max_concurrent = 4                            # optional: calls running at once, per principal
 /// ```
 ///
 /// With no rules, every accepted principal may see and call every tool;
@@ -73,6 +74,8 @@ pub struct AuthRule {
     /// Calls at once before the rate applies (default: `per_minute`, at
     /// least 1).
     pub burst: Option<u32>,
+    /// Calls a principal may have running at once.
+    pub max_concurrent: Option<u32>,
 }
 
 fn default_leeway() -> u64 {
@@ -167,6 +170,9 @@ impl AuthConfig {
                     per_minute,
                     burst: rule.burst.unwrap_or(per_minute).max(1),
                 });
+            }
+            if let Some(max) = rule.max_concurrent {
+                built = built.max_concurrent(max);
             }
             policy = policy.rule(built);
         }

@@ -440,12 +440,19 @@ impl ServerHandler for McpTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        if let Some(policy) = &self.conn.tools.policy
-            && let Some(principal) = super::auth::Principal::of(&context.extensions)
-            && let Err(denied) = policy.admit(principal, &request.name)
-        {
-            return Err(super::auth::policy::refusal(&denied, principal));
-        }
+        // Held until the call is answered: it counts against the
+        // principal's cap on calls at once.
+        let _permit = match (
+            &self.conn.tools.policy,
+            super::auth::Principal::of(&context.extensions),
+        ) {
+            (Some(policy), Some(principal)) => Some(
+                policy
+                    .admit(principal, &request.name)
+                    .map_err(|denied| super::auth::policy::refusal(&denied, principal))?,
+            ),
+            _ => None,
+        };
         let trace_parent = super::metrics::trace_parent(&context);
         let tools = self.conn.snapshot();
         // rmcp's token is the client's `notifications/cancelled` (whose

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 
 pub use jwt::{Algorithm, Jwks, JwksError, JwtVerifier};
-pub use policy::{Denied, Policy, Rate, Rule, Who};
+pub use policy::{Denied, Permit, Policy, Rate, Rule, Who};
 
 /// Who sent a request, as its verified token says.
 #[derive(Clone, PartialEq, Eq)]

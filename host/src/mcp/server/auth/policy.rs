@@ -4,12 +4,13 @@
 //! A [`Policy`] is a list of [`Rule`]s; the first whose [`Who`] matches a
 //! principal decides for it. The rule's tool patterns say what the
 //! principal sees in `tools/list` and may call; its rate (a token bucket
-//! per principal, per tool) says how often. A principal no rule matches
+//! per principal, per tool) says how often; its cap how many calls a
+//! principal may have running at once. A principal no rule matches
 //! sees nothing and may call nothing. Requests without a principal (stdio,
 //! or HTTP without a verifier) are not under the policy.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::approval::ToolPattern;
@@ -61,6 +62,7 @@ pub struct Rule {
     who: Who,
     tools: Vec<ToolPattern>,
     rate: Option<Rate>,
+    max_concurrent: Option<u32>,
 }
 
 impl Rule {
@@ -76,7 +78,15 @@ impl Rule {
             who,
             tools: tools.into_iter().collect(),
             rate: None,
+            max_concurrent: None,
         }
+    }
+
+    /// Let each principal have at most `calls` calls running at once.
+    #[must_use]
+    pub fn max_concurrent(mut self, calls: u32) -> Self {
+        self.max_concurrent = Some(calls);
+        self
     }
 
     /// Limit each principal's calls of each tool to `rate`.
@@ -139,6 +149,19 @@ pub enum Denied {
         /// When one more call will be allowed.
         retry_after: Duration,
     },
+    /// As many calls running as the rule allows at once.
+    #[error(
+        "rule {rule:?} allows principal {subject:?} {max} call(s) at once; retry once one \
+         of them has finished"
+    )]
+    Busy {
+        /// The rule.
+        rule: String,
+        /// The principal's subject.
+        subject: String,
+        /// The rule's cap.
+        max: u32,
+    },
 }
 
 impl Denied {
@@ -146,7 +169,9 @@ impl Denied {
     pub fn rule(&self) -> Option<&str> {
         match self {
             Self::NoRule { .. } => None,
-            Self::Tool { rule, .. } | Self::RateLimited { rule, .. } => Some(rule),
+            Self::Tool { rule, .. } | Self::RateLimited { rule, .. } | Self::Busy { rule, .. } => {
+                Some(rule)
+            }
         }
     }
 }
@@ -162,6 +187,30 @@ pub struct Policy {
     rules: Vec<Rule>,
     /// (rule index, subject, tool) → bucket.
     buckets: Mutex<HashMap<(usize, String, String), Bucket>>,
+    /// (rule index, subject) → calls running, for rules with a cap.
+    running: Mutex<HashMap<(usize, String), u32>>,
+}
+
+/// A call admitted by a [`Policy`]: while it is held, the call counts
+/// against its rule's cap on calls at once.
+#[derive(Debug)]
+#[must_use = "the call counts as running while the permit is held"]
+pub struct Permit {
+    held: Option<(Arc<Policy>, (usize, String))>,
+}
+
+impl Drop for Permit {
+    fn drop(&mut self) {
+        if let Some((policy, key)) = self.held.take() {
+            let mut running = policy.running.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(n) = running.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    running.remove(&key);
+                }
+            }
+        }
+    }
 }
 
 impl std::fmt::Debug for Policy {
@@ -203,16 +252,52 @@ impl Policy {
     }
 
     /// Whether `principal` may call `tool` now; a call allowed takes one
-    /// token of its bucket.
+    /// token of its bucket, and counts as running until the [`Permit`]
+    /// is dropped.
     ///
     /// # Errors
     ///
     /// [`Denied`], naming the rule.
-    pub fn admit(&self, principal: &Principal, tool: &str) -> Result<(), Denied> {
+    pub fn admit(self: &Arc<Self>, principal: &Principal, tool: &str) -> Result<Permit, Denied> {
         self.admit_at(principal, tool, Instant::now())
     }
 
-    fn admit_at(&self, principal: &Principal, tool: &str, now: Instant) -> Result<(), Denied> {
+    fn admit_at(
+        self: &Arc<Self>,
+        principal: &Principal,
+        tool: &str,
+        now: Instant,
+    ) -> Result<Permit, Denied> {
+        let permit = self.start(principal)?;
+        self.take_token(principal, tool, now)?;
+        Ok(permit)
+    }
+
+    /// Count one more call of `principal` running, within its rule's cap.
+    fn start(self: &Arc<Self>, principal: &Principal) -> Result<Permit, Denied> {
+        let Some((index, rule)) = self.rule_for(principal) else {
+            return Ok(Permit { held: None });
+        };
+        let Some(max) = rule.max_concurrent else {
+            return Ok(Permit { held: None });
+        };
+        let key = (index, principal.subject().to_owned());
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let n = running.entry(key.clone()).or_insert(0);
+        if *n >= max {
+            return Err(Denied::Busy {
+                rule: rule.name.clone(),
+                subject: key.1,
+                max,
+            });
+        }
+        *n += 1;
+        Ok(Permit {
+            held: Some((Arc::clone(self), key)),
+        })
+    }
+
+    fn take_token(&self, principal: &Principal, tool: &str, now: Instant) -> Result<(), Denied> {
         let subject = principal.subject().to_owned();
         let Some((index, rule)) = self.rule_for(principal) else {
             return Err(Denied::NoRule { subject });
@@ -281,6 +366,10 @@ pub(in crate::mcp::server) fn refusal(denied: &Denied, principal: &Principal) ->
             data["retryAfterSeconds"] = serde_json::json!(retry_after.as_secs_f64().ceil());
             RATE_LIMITED
         }
+        Denied::Busy { .. } => {
+            data["retryAfterSeconds"] = serde_json::json!(1);
+            RATE_LIMITED
+        }
         Denied::NoRule { .. } | Denied::Tool { .. } => -32600,
     };
     rmcp::ErrorData::new(rmcp::model::ErrorCode(code), denied.to_string(), Some(data))
@@ -294,8 +383,8 @@ mod tests {
         ToolPattern::new(p).unwrap()
     }
 
-    fn policy() -> Policy {
-        Policy::new()
+    fn policy() -> Arc<Policy> {
+        let policy = Policy::new()
             .rule(Rule::new(
                 "admins",
                 Who::Scope("admin".into()),
@@ -308,7 +397,8 @@ mod tests {
                         burst: 2,
                     },
                 ),
-            )
+            );
+        Arc::new(policy)
     }
 
     #[test]
@@ -349,5 +439,23 @@ mod tests {
             p.admit_at(&bot, "calc_add", t0 + Duration::from_secs(1))
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn a_principal_at_its_cap_waits_for_a_call_to_finish_while_others_run() {
+        let p = Arc::new(
+            Policy::new()
+                .rule(Rule::new("one-at-a-time", Who::Anyone, [pattern("*")]).max_concurrent(1)),
+        );
+        let alice = Principal::new("alice");
+        let bob = Principal::new("bob");
+        let first = p.admit(&alice, "slow").unwrap();
+        let Err(busy) = p.admit(&alice, "other") else {
+            panic!("a second call at once is refused");
+        };
+        assert!(matches!(busy, Denied::Busy { max: 1, .. }), "{busy}");
+        let _bobs = p.admit(&bob, "slow").unwrap();
+        drop(first);
+        assert!(p.admit(&alice, "other").is_ok());
     }
 }
