@@ -1,6 +1,7 @@
 //! All integration tests, as one binary (one link, shared fixtures).
 
 mod approvals;
+mod auth;
 mod cache;
 mod cli;
 mod contract;

@@ -9,6 +9,7 @@
 //! see the whole config: each gets the narrow part it uses (the egress
 //! policy, the budgets, the environment).
 
+mod auth;
 mod file;
 mod oci;
 
@@ -27,6 +28,7 @@ use crate::telemetry::TelemetryConfig;
 use crate::tools::PluginBudget;
 use crate::tools::rest::{RestDecl, RestRules};
 
+pub use auth::{AuthConfig, AuthRule};
 pub use file::ConfigError;
 pub(crate) use oci::credential_origin;
 pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
@@ -69,6 +71,10 @@ pub use oci::{OciConfig, OciPluginDecl, RegistryCredentials, RegistryLogin};
 /// endpoint = "http://127.0.0.1:4318"
 /// [tasks]                         # calls that outlive a request (crate::tasks)
 /// ttl_secs = 3600
+/// [auth]                          # OAuth access tokens for `serve --http` (AuthConfig)
+/// resource = "https://tools.example.com/mcp"
+/// issuer = "https://login.example.com"
+/// jwks_uri = "https://login.example.com/jwks"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -135,6 +141,9 @@ pub struct HostConfig {
     /// Calls that outlive a request (`[tasks]`): the store, TTL, deadline,
     /// budgets and which tools may be tasks: see [`tasks`](crate::tasks).
     pub tasks: TasksConfig,
+    /// `toolhost serve --http` as an OAuth 2.1 resource server (`[auth]`):
+    /// see [`AuthConfig`]. Default: none.
+    pub auth: Option<AuthConfig>,
 }
 
 impl Default for HostConfig {
@@ -157,6 +166,7 @@ impl Default for HostConfig {
             approval: ApprovalPolicy::default(),
             telemetry: TelemetryConfig::default(),
             tasks: TasksConfig::default(),
+            auth: None,
         }
     }
 }

@@ -30,7 +30,8 @@ pub struct ServeArgs {
     /// /healthz answers `ok`.
     #[arg(long, value_name = "ADDR")]
     http: Option<SocketAddr>,
-    /// Let --http bind an address other than loopback. Needs --token-env.
+    /// Let --http bind an address other than loopback. Needs --token-env
+    /// or an `[auth]` section in the host config (OAuth access tokens).
     #[arg(long, requires = "http")]
     allow_remote: bool,
     /// Require `Authorization: Bearer TOKEN` on every MCP request, TOKEN
@@ -131,7 +132,14 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         })
         .await?;
     say_cache(&toolbox);
-    let options = options.approval(toolbox.host().config().approval.clone());
+    let mut options = options.approval(toolbox.host().config().approval.clone());
+    if let (Some(auth), Some(addr)) = (&toolbox.host().config().auth, args.http) {
+        options = options.resource_server(auth.resource_server()?);
+        if let Some(policy) = auth.policy()? {
+            options = options.policy(policy);
+        }
+        options.check_http(addr).map_err(|e| UsageError(e.into()))?;
+    }
     let registry = Arc::clone(toolbox.registry());
     if registry.is_empty() && toolbox.deferred().is_empty() {
         tracing::warn!(
@@ -291,7 +299,11 @@ fn options(args: &ServeArgs) -> anyhow::Result<ServerOptions> {
         }
         options = options.bearer_token(token);
     }
-    if let Some(addr) = args.http {
+    // With --allow-remote and no token, an `[auth]` section of the host
+    // config may be what lets the bind through: checked once it is read.
+    if let Some(addr) = args.http
+        && (!args.allow_remote || args.token_env.is_some())
+    {
         options.check_http(addr).map_err(|e| UsageError(e.into()))?;
     }
     Ok(options)

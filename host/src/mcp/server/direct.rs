@@ -345,6 +345,8 @@ pub(super) struct Front {
     /// The bearer token the router's layer requires, checked here too for
     /// what never reaches it.
     token: Option<Arc<str>>,
+    /// The resource server the router's layer checks, checked here too.
+    auth: Option<Arc<super::auth::ResourceServer>>,
     /// Counts the HTTP status of direct answers (the router's layer counts
     /// the rest).
     metrics: Option<crate::telemetry::Metrics>,
@@ -356,6 +358,7 @@ impl Front {
         direct: Option<Arc<DirectSessions>>,
         open: Arc<CappedSessions>,
         token: Option<Arc<str>>,
+        auth: Option<Arc<super::auth::ResourceServer>>,
         metrics: Option<crate::telemetry::Metrics>,
     ) -> Self {
         Self {
@@ -363,6 +366,7 @@ impl Front {
             direct,
             open,
             token,
+            auth,
             metrics,
         }
     }
@@ -373,6 +377,19 @@ impl Front {
             .token
             .as_deref()
             .is_none_or(|token| super::token::authorized(request.headers(), token));
+        // Checked only where the lane may answer; a refusal is the
+        // router's to give (its layer checks again).
+        let authorized = authorized
+            && match (&self.direct, &self.auth) {
+                (Some(_), Some(auth)) => {
+                    let header = request
+                        .headers()
+                        .get(header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok());
+                    auth.authorize(header).await.is_ok()
+                }
+                _ => true,
+            };
         let request = match &self.direct {
             Some(direct) if authorized => {
                 match answer_directly(direct, &self.open, request).await {

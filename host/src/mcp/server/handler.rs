@@ -86,6 +86,8 @@ pub(super) struct Tools {
     /// With tool search on, the patterns of the tools `tools/list` shows
     /// beside `tool_search` (`handler/search.rs`).
     pub(super) tool_search: Option<Arc<[crate::approval::ToolPattern]>>,
+    /// Who may see and call which tools (`auth::policy`).
+    pub(super) policy: Option<Arc<super::auth::Policy>>,
     /// Where an HTTP session's connection is registered once its
     /// handshake is over, so that the fast lane may answer its plain calls
     /// (`None` on stdio, when stateless, or with the lane off).
@@ -406,13 +408,18 @@ impl ServerHandler for McpTools {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let snapshot = self.conn.tools.registry.snapshot();
-        let tools = match &self.conn.tools.tool_search {
+        let mut tools: Vec<Tool> = match &self.conn.tools.tool_search {
             None => snapshot.tools().map(|tool| mcp_tool(&**tool)).collect(),
             Some(always) => search::listed(&snapshot, always),
         };
+        if let Some(policy) = &self.conn.tools.policy
+            && let Some(principal) = super::auth::Principal::of(&context.extensions)
+        {
+            tools.retain(|tool| policy.visible(principal, &tool.name));
+        }
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -433,6 +440,19 @@ impl ServerHandler for McpTools {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        // Held until the call is answered: it counts against the
+        // principal's cap on calls at once.
+        let _permit = match (
+            &self.conn.tools.policy,
+            super::auth::Principal::of(&context.extensions),
+        ) {
+            (Some(policy), Some(principal)) => Some(
+                policy
+                    .admit(principal, &request.name)
+                    .map_err(|denied| super::auth::policy::refusal(&denied, principal))?,
+            ),
+            _ => None,
+        };
         let trace_parent = super::metrics::trace_parent(&context);
         let tools = self.conn.snapshot();
         // rmcp's token is the client's `notifications/cancelled` (whose

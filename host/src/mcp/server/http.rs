@@ -44,7 +44,8 @@ pub(super) fn check(options: &ServerOptions, addr: SocketAddr) -> Result<(), Ser
     {
         return Err(ServeError::BlankToken);
     }
-    let remote_allowed = options.allow_remote && options.token.is_some();
+    let remote_allowed =
+        options.allow_remote && (options.token.is_some() || options.auth.is_some());
     if !(addr.ip().is_loopback() || remote_allowed) {
         return Err(ServeError::NotLoopback { addr });
     }
@@ -63,12 +64,13 @@ pub(super) async fn serve(
     let (hosts, origins) = allowed(addr, &options);
     // Calls in a session skip rmcp's session worker (see `direct`); a
     // stateless server has no sessions.
-    let direct = (!options.stateless && !options.rmcp_only).then(|| {
-        Arc::new(DirectSessions::new(
-            hosts.clone(),
-            options.sessions.idle_timeout,
-        ))
-    });
+    let direct =
+        (!options.stateless && !options.rmcp_only && options.policy.is_none()).then(|| {
+            Arc::new(DirectSessions::new(
+                hosts.clone(),
+                options.sessions.idle_timeout,
+            ))
+        });
     tools.lane = direct.clone().map(|d| d as Arc<dyn super::handler::Lane>);
     let sessions = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
@@ -111,6 +113,7 @@ pub(super) async fn serve(
         direct,
         Arc::clone(&session_manager),
         options.token.clone(),
+        options.auth.clone(),
         metrics,
     );
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
@@ -171,6 +174,14 @@ fn guarded(
             token,
             super::token::require_token,
         ));
+    }
+    if let Some(auth) = &options.auth {
+        mcp = mcp
+            .layer(middleware::from_fn_with_state(
+                Arc::clone(auth),
+                super::auth::http::require,
+            ))
+            .merge(super::auth::http::metadata_routes(auth));
     }
     let mut app = mcp.route("/healthz", axum::routing::get(|| async { "ok" }));
     if let Some(metrics) = metrics {

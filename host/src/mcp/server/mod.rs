@@ -59,6 +59,7 @@
 //! ```
 
 mod approval;
+pub mod auth;
 mod connections;
 mod direct;
 mod handler;
@@ -104,6 +105,10 @@ pub struct ServerOptions {
     allowed_hosts: Vec<String>,
     allowed_origins: Vec<String>,
     token: Option<Arc<str>>,
+    /// OAuth: tokens checked by a verifier, metadata published.
+    auth: Option<Arc<auth::ResourceServer>>,
+    /// Who may see and call which tools, how often.
+    policy: Option<Arc<auth::Policy>>,
     allow_remote: bool,
     approval: ApprovalPolicy,
     /// The fast lane is off: every request goes through rmcp.
@@ -123,6 +128,8 @@ impl std::fmt::Debug for ServerOptions {
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("auth", &self.auth)
+            .field("policy", &self.policy)
             .field("allow_remote", &self.allow_remote)
             .field("approval", &self.approval)
             .field("fast_lane", &!self.rmcp_only)
@@ -239,8 +246,31 @@ impl ServerOptions {
         self
     }
 
+    /// Check every MCP request over HTTP as an OAuth 2.1 resource server
+    /// does: a bearer token `auth`'s verifier accepts, Protected Resource
+    /// Metadata published, `401`/`403` with `WWW-Authenticate` otherwise
+    /// (see [`auth`]). With a [`bearer_token`](Self::bearer_token) as well,
+    /// a request needs both.
+    #[must_use]
+    pub fn resource_server(mut self, auth: auth::ResourceServer) -> Self {
+        self.auth = Some(Arc::new(auth));
+        self
+    }
+
+    /// Let each principal (see [`resource_server`](Self::resource_server))
+    /// see and call only the tools `policy` allows it, as often as it
+    /// allows. Requests without a principal (stdio) are not under it. The
+    /// fast lane is off under a policy: every call goes through rmcp,
+    /// where the principal is known.
+    #[must_use]
+    pub fn policy(mut self, policy: auth::Policy) -> Self {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
     /// Let HTTP bind an address other than loopback. Takes effect only
-    /// with a [`bearer_token`](Self::bearer_token).
+    /// with a [`bearer_token`](Self::bearer_token) or a
+    /// [`resource_server`](Self::resource_server).
     #[must_use]
     pub fn allow_remote(mut self, allow: bool) -> Self {
         self.allow_remote = allow;
@@ -334,6 +364,7 @@ impl ToolServer {
                 overrides: options.overrides.clone(),
                 approval: options.approval.clone(),
                 tool_search: options.tool_search.clone(),
+                policy: options.policy.clone(),
                 lane: None,
             },
             options,

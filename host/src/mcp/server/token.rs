@@ -37,7 +37,7 @@ pub(super) fn authorized(headers: &HeaderMap, token: &str) -> bool {
 
 /// Compare without an early exit, so the time taken does not say how much
 /// of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 

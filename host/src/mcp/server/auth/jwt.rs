@@ -1,0 +1,776 @@
+//! JWT access tokens (RFC 9068) checked against the issuer's JWKS, with
+//! ring: an allow-list of asymmetric algorithms (never `none`, never
+//! HMAC), `iss`, `aud`, `exp` and `nbf` with a small leeway.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures::future::BoxFuture;
+use ring::signature::{self, RsaPublicKeyComponents, UnparsedPublicKey};
+use serde::Deserialize;
+
+use super::{AuthError, Principal, Refusal, Verifier};
+
+/// The most keys a key set may hold (more are ignored).
+const MAX_KEYS: usize = 32;
+/// The largest key set document fetched.
+const MAX_JWKS_BYTES: usize = 256 * 1024;
+/// The largest token looked at.
+const MAX_TOKEN_BYTES: usize = 16 * 1024;
+
+/// A signing algorithm a [`JwtVerifier`] may accept. Only asymmetric ones:
+/// an HMAC token could be made with the public key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Algorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256 (2048 to 8192-bit keys).
+    Rs256,
+    /// RSASSA-PSS with SHA-256.
+    Ps256,
+    /// ECDSA on P-256 with SHA-256.
+    Es256,
+    /// ECDSA on P-384 with SHA-384.
+    Es384,
+    /// Ed25519.
+    EdDsa,
+}
+
+impl Algorithm {
+    /// Every algorithm, the default allow-list.
+    pub const ALL: [Algorithm; 5] = [
+        Algorithm::Rs256,
+        Algorithm::Ps256,
+        Algorithm::Es256,
+        Algorithm::Es384,
+        Algorithm::EdDsa,
+    ];
+
+    /// The algorithm a JOSE `alg` names, if allowed at all.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "RS256" => Self::Rs256,
+            "PS256" => Self::Ps256,
+            "ES256" => Self::Es256,
+            "ES384" => Self::Es384,
+            "EdDSA" => Self::EdDsa,
+            _ => return None,
+        })
+    }
+
+    /// The JOSE name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rs256 => "RS256",
+            Self::Ps256 => "PS256",
+            Self::Es256 => "ES256",
+            Self::Es384 => "ES384",
+            Self::EdDsa => "EdDSA",
+        }
+    }
+}
+
+/// One public key of a key set.
+#[derive(Clone)]
+enum PublicKey {
+    Rsa {
+        n: Vec<u8>,
+        e: Vec<u8>,
+    },
+    /// An uncompressed point (0x04, x, y) on P-256 or P-384.
+    P256(Vec<u8>),
+    P384(Vec<u8>),
+    Ed25519(Vec<u8>),
+}
+
+#[derive(Clone)]
+struct Key {
+    kid: Option<String>,
+    alg: Option<String>,
+    key: PublicKey,
+}
+
+impl Key {
+    /// Whether this key may check a token signed with `alg`.
+    fn fits(&self, alg: Algorithm) -> bool {
+        if self.alg.as_deref().is_some_and(|a| a != alg.name()) {
+            return false;
+        }
+        matches!(
+            (&self.key, alg),
+            (PublicKey::Rsa { .. }, Algorithm::Rs256 | Algorithm::Ps256)
+                | (PublicKey::P256(_), Algorithm::Es256)
+                | (PublicKey::P384(_), Algorithm::Es384)
+                | (PublicKey::Ed25519(_), Algorithm::EdDsa)
+        )
+    }
+
+    fn verifies(&self, alg: Algorithm, message: &[u8], sig: &[u8]) -> bool {
+        match (&self.key, alg) {
+            (PublicKey::Rsa { n, e }, Algorithm::Rs256) => RsaPublicKeyComponents { n, e }
+                .verify(&signature::RSA_PKCS1_2048_8192_SHA256, message, sig)
+                .is_ok(),
+            (PublicKey::Rsa { n, e }, Algorithm::Ps256) => RsaPublicKeyComponents { n, e }
+                .verify(&signature::RSA_PSS_2048_8192_SHA256, message, sig)
+                .is_ok(),
+            (PublicKey::P256(point), Algorithm::Es256) => {
+                UnparsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
+                    .verify(message, sig)
+                    .is_ok()
+            }
+            (PublicKey::P384(point), Algorithm::Es384) => {
+                UnparsedPublicKey::new(&signature::ECDSA_P384_SHA384_FIXED, point)
+                    .verify(message, sig)
+                    .is_ok()
+            }
+            (PublicKey::Ed25519(x), Algorithm::EdDsa) => {
+                UnparsedPublicKey::new(&signature::ED25519, x)
+                    .verify(message, sig)
+                    .is_ok()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A JSON Web Key Set: the public keys an issuer signs tokens with.
+#[derive(Clone, Default)]
+pub struct Jwks {
+    keys: Vec<Key>,
+}
+
+impl fmt::Debug for Jwks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Jwks")
+            .field(
+                "kids",
+                &self.keys.iter().map(|k| &k.kid).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+/// Why a key set could not be read or fetched.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JwksError {
+    /// Not a JWKS document.
+    #[error("the key set is not a JWKS document (RFC 7517): {0}")]
+    Json(#[source] serde_json::Error),
+    /// The JWKS URL may not be used.
+    #[error(
+        "the JWKS URL {0} is not https (plain http is allowed to loopback only); use the issuer's https URL"
+    )]
+    Insecure(String),
+    /// Fetching failed.
+    #[error("cannot fetch the key set from {url}: {reason}")]
+    Fetch {
+        /// The URL.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+#[derive(Deserialize)]
+struct WireJwks {
+    keys: Vec<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct WireJwk {
+    kty: String,
+    kid: Option<String>,
+    alg: Option<String>,
+    #[serde(rename = "use")]
+    use_: Option<String>,
+    crv: Option<String>,
+    n: Option<String>,
+    e: Option<String>,
+    x: Option<String>,
+    y: Option<String>,
+}
+
+impl Jwks {
+    /// Read a JWKS document. Keys this verifier cannot use (symmetric
+    /// ones, encryption keys, other curves) are left out, as are keys past
+    /// the 32nd.
+    ///
+    /// # Errors
+    ///
+    /// [`JwksError::Json`] when the document is not a key set.
+    pub fn from_json(json: &[u8]) -> Result<Self, JwksError> {
+        let wire: WireJwks = serde_json::from_slice(json).map_err(JwksError::Json)?;
+        let keys = wire
+            .keys
+            .into_iter()
+            .filter_map(|v| serde_json::from_value::<WireJwk>(v).ok())
+            .filter_map(Self::key)
+            .take(MAX_KEYS)
+            .collect();
+        Ok(Self { keys })
+    }
+
+    fn key(k: WireJwk) -> Option<Key> {
+        if k.use_.as_deref().is_some_and(|u| u != "sig") {
+            return None;
+        }
+        let b64 = |s: &Option<String>| URL_SAFE_NO_PAD.decode(s.as_deref()?).ok();
+        let key = match (k.kty.as_str(), k.crv.as_deref()) {
+            ("RSA", _) => PublicKey::Rsa {
+                n: b64(&k.n)?,
+                e: b64(&k.e)?,
+            },
+            ("EC", Some(crv @ ("P-256" | "P-384"))) => {
+                let (x, y) = (b64(&k.x)?, b64(&k.y)?);
+                let mut point = vec![4u8];
+                point.extend(x);
+                point.extend(y);
+                if crv == "P-256" {
+                    PublicKey::P256(point)
+                } else {
+                    PublicKey::P384(point)
+                }
+            }
+            ("OKP", Some("Ed25519")) => PublicKey::Ed25519(b64(&k.x)?),
+            _ => return None,
+        };
+        Some(Key {
+            kid: k.kid,
+            alg: k.alg,
+            key,
+        })
+    }
+
+    /// The number of usable keys.
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Whether there is no usable key.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    fn has_kid(&self, kid: &str) -> bool {
+        self.keys.iter().any(|k| k.kid.as_deref() == Some(kid))
+    }
+}
+
+/// Where the keys come from.
+enum Keys {
+    Fixed(Jwks),
+    Fetched(Fetched),
+}
+
+struct Fetched {
+    url: String,
+    client: reqwest::Client,
+    state: tokio::sync::Mutex<FetchState>,
+    min_refresh: Duration,
+}
+
+#[derive(Default)]
+struct FetchState {
+    jwks: Jwks,
+    fetched_at: Option<Instant>,
+}
+
+impl Fetched {
+    /// The keys, fetched again when none are known yet, or when `kid` is
+    /// unknown and the last fetch is older than `min_refresh` (so a flood
+    /// of made-up `kid`s costs the issuer one fetch per interval).
+    async fn keys(&self, kid: Option<&str>) -> Result<Jwks, AuthError> {
+        let mut state = self.state.lock().await;
+        let unknown = kid.is_some_and(|kid| !state.jwks.has_kid(kid));
+        let due = state
+            .fetched_at
+            .is_none_or(|at| unknown && at.elapsed() >= self.min_refresh);
+        if due {
+            match self.fetch().await {
+                Ok(jwks) => {
+                    state.jwks = jwks;
+                    state.fetched_at = Some(Instant::now());
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    if state.fetched_at.is_none() {
+                        return Err(AuthError::Unavailable(
+                            "the issuer's key set could not be fetched".into(),
+                        ));
+                    }
+                    // Keep the keys known; try again after the interval.
+                    state.fetched_at = Some(Instant::now());
+                }
+            }
+        }
+        Ok(state.jwks.clone())
+    }
+
+    async fn fetch(&self) -> Result<Jwks, JwksError> {
+        let fail = |reason: String| JwksError::Fetch {
+            url: self.url.clone(),
+            reason,
+        };
+        let mut response = self
+            .client
+            .get(&self.url)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| fail(e.to_string()))?;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_JWKS_BYTES {
+                return Err(fail(format!("larger than {MAX_JWKS_BYTES} bytes")));
+            }
+        }
+        Jwks::from_json(&body)
+    }
+}
+
+/// Checks JWT access tokens: signed by one of the issuer's keys with an
+/// allowed algorithm, `iss` the issuer, `aud` naming this server, within
+/// `exp` and `nbf` (60 seconds of leeway by default).
+pub struct JwtVerifier {
+    issuer: String,
+    audience: String,
+    algorithms: BTreeSet<Algorithm>,
+    leeway: Duration,
+    keys: Keys,
+}
+
+impl fmt::Debug for JwtVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JwtVerifier")
+            .field("issuer", &self.issuer)
+            .field("audience", &self.audience)
+            .field("algorithms", &self.algorithms)
+            .field("leeway", &self.leeway)
+            .finish_non_exhaustive()
+    }
+}
+
+impl JwtVerifier {
+    /// Tokens of `issuer` for `audience` (this server's canonical URI),
+    /// checked with the keys at `jwks_uri`, fetched when first needed,
+    /// again for a token whose `kid` is unknown (at most every 30
+    /// seconds), over the host's TLS settings.
+    ///
+    /// # Errors
+    ///
+    /// [`JwksError::Insecure`] for a `jwks_uri` that is not `https`
+    /// (`http` only to loopback).
+    pub fn new(
+        issuer: impl Into<String>,
+        audience: impl Into<String>,
+        jwks_uri: impl Into<String>,
+    ) -> Result<Self, JwksError> {
+        let url: String = jwks_uri.into();
+        let parsed = reqwest::Url::parse(&url).map_err(|_| JwksError::Insecure(url.clone()))?;
+        let loopback = parsed.host_str().is_some_and(|h| {
+            h == "localhost"
+                || h.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        });
+        if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)) {
+            return Err(JwksError::Insecure(url));
+        }
+        let client = crate::tls::http_client()
+            .timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| JwksError::Fetch {
+                url: url.clone(),
+                reason: e.to_string(),
+            })?;
+        Ok(Self::with(
+            issuer,
+            audience,
+            Keys::Fetched(Fetched {
+                url,
+                client,
+                state: tokio::sync::Mutex::default(),
+                min_refresh: Duration::from_secs(30),
+            }),
+        ))
+    }
+
+    /// The same, with a fixed key set (never fetched).
+    pub fn with_keys(issuer: impl Into<String>, audience: impl Into<String>, jwks: Jwks) -> Self {
+        Self::with(issuer, audience, Keys::Fixed(jwks))
+    }
+
+    fn with(issuer: impl Into<String>, audience: impl Into<String>, keys: Keys) -> Self {
+        Self {
+            issuer: issuer.into(),
+            audience: audience.into(),
+            algorithms: Algorithm::ALL.into_iter().collect(),
+            leeway: Duration::from_secs(60),
+            keys,
+        }
+    }
+
+    /// Accept only these algorithms.
+    #[must_use]
+    pub fn algorithms(mut self, algorithms: impl IntoIterator<Item = Algorithm>) -> Self {
+        self.algorithms = algorithms.into_iter().collect();
+        self
+    }
+
+    /// The leeway on `exp` and `nbf` (clock skew).
+    #[must_use]
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    async fn check(&self, token: &str) -> Result<Principal, Refusal> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(Refusal::Malformed);
+        }
+        let mut parts = token.split('.');
+        let (Some(head), Some(body), Some(sig), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(Refusal::Malformed);
+        };
+        let decode = |s: &str| URL_SAFE_NO_PAD.decode(s).map_err(|_| Refusal::Malformed);
+        let header: Header =
+            serde_json::from_slice(&decode(head)?).map_err(|_| Refusal::Malformed)?;
+        let alg = Algorithm::from_name(&header.alg)
+            .filter(|a| self.algorithms.contains(a))
+            .ok_or(Refusal::Algorithm)?;
+        let sig = decode(sig)?;
+        let jwks = match &self.keys {
+            Keys::Fixed(jwks) => jwks.clone(),
+            Keys::Fetched(fetched) => fetched
+                .keys(header.kid.as_deref())
+                .await
+                .map_err(|_| Refusal::UnknownKey)?,
+        };
+        let candidates: Vec<&Key> = jwks
+            .keys
+            .iter()
+            .filter(|k| k.fits(alg))
+            .filter(|k| header.kid.is_none() || k.kid == header.kid)
+            .collect();
+        if candidates.is_empty() {
+            return Err(Refusal::UnknownKey);
+        }
+        let message = &token.as_bytes()[..head.len() + 1 + body.len()];
+        if !candidates.iter().any(|k| k.verifies(alg, message, &sig)) {
+            return Err(Refusal::Signature);
+        }
+        let claims: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_slice(&decode(body)?).map_err(|_| Refusal::Malformed)?;
+        let wire: Claims = serde_json::from_value(serde_json::Value::Object(claims.clone()))
+            .map_err(|_| Refusal::Malformed)?;
+        if wire.iss.as_deref() != Some(self.issuer.as_str()) {
+            return Err(Refusal::Issuer);
+        }
+        let audience_ok = match &wire.aud {
+            Some(Audience::One(a)) => *a == self.audience,
+            Some(Audience::Many(all)) => all.contains(&self.audience),
+            None => false,
+        };
+        if !audience_ok {
+            return Err(Refusal::Audience);
+        }
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_secs_f64();
+        let leeway = self.leeway.as_secs_f64();
+        match wire.exp {
+            Some(exp) if now <= exp + leeway => {}
+            Some(_) => return Err(Refusal::Expired),
+            // An access token without an expiry is not accepted.
+            None => return Err(Refusal::Malformed),
+        }
+        if wire.nbf.is_some_and(|nbf| now + leeway < nbf) {
+            return Err(Refusal::NotYetValid);
+        }
+        let client_id = wire.client_id.or(wire.azp);
+        let subject = wire
+            .sub
+            .or_else(|| client_id.clone())
+            .ok_or(Refusal::Malformed)?;
+        let scopes: Vec<String> = match (wire.scope, wire.scp) {
+            (Some(scope), _) => scope.split_whitespace().map(str::to_owned).collect(),
+            (None, Some(scp)) => scp,
+            (None, None) => Vec::new(),
+        };
+        let mut principal = Principal::new(subject)
+            .with_scopes(scopes)
+            .with_claims(claims);
+        if let Some(id) = client_id {
+            principal = principal.with_client_id(id);
+        }
+        Ok(principal)
+    }
+}
+
+impl Verifier for JwtVerifier {
+    fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
+        Box::pin(async move { self.check(token).await.map_err(AuthError::Invalid) })
+    }
+}
+
+#[derive(Deserialize)]
+struct Header {
+    alg: String,
+    kid: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Audience {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+struct Claims {
+    iss: Option<String>,
+    aud: Option<Audience>,
+    exp: Option<f64>,
+    nbf: Option<f64>,
+    sub: Option<String>,
+    client_id: Option<String>,
+    azp: Option<String>,
+    scope: Option<String>,
+    scp: Option<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use ring::rand::SystemRandom;
+    use ring::signature::{
+        ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _,
+    };
+    use serde_json::json;
+
+    use super::*;
+
+    const ISS: &str = "https://login.example.com";
+    const AUD: &str = "https://tools.example.com/mcp";
+
+    fn b64(bytes: &[u8]) -> String {
+        URL_SAFE_NO_PAD.encode(bytes)
+    }
+
+    fn now() -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    }
+
+    struct Signer {
+        key: Ed25519KeyPair,
+        kid: &'static str,
+    }
+
+    impl Signer {
+        fn new(kid: &'static str) -> Self {
+            let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
+            let key = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+            Self { key, kid }
+        }
+
+        fn jwk(&self) -> serde_json::Value {
+            json!({"kty": "OKP", "crv": "Ed25519", "kid": self.kid,
+                   "x": b64(self.key.public_key().as_ref())})
+        }
+
+        fn sign(&self, claims: &serde_json::Value) -> String {
+            let head = b64(json!({"alg": "EdDSA", "kid": self.kid, "typ": "at+jwt"})
+                .to_string()
+                .as_bytes());
+            let body = b64(claims.to_string().as_bytes());
+            let message = format!("{head}.{body}");
+            let sig = self.key.sign(message.as_bytes());
+            format!("{message}.{}", b64(sig.as_ref()))
+        }
+    }
+
+    fn claims() -> serde_json::Value {
+        json!({"iss": ISS, "aud": AUD, "sub": "alice", "client_id": "app",
+               "scope": "tools read", "exp": now() + 300, "iat": now()})
+    }
+
+    fn verifier(signer: &Signer) -> JwtVerifier {
+        let jwks = json!({"keys": [signer.jwk()]}).to_string();
+        JwtVerifier::with_keys(ISS, AUD, Jwks::from_json(jwks.as_bytes()).unwrap())
+    }
+
+    async fn refusal(v: &JwtVerifier, token: &str) -> AuthError {
+        let err = v.verify(token).await.unwrap_err();
+        assert!(!err.to_string().contains(token), "the token leaked: {err}");
+        err
+    }
+
+    #[tokio::test]
+    async fn a_good_token_names_its_principal() {
+        let signer = Signer::new("k1");
+        let p = verifier(&signer)
+            .verify(&signer.sign(&claims()))
+            .await
+            .unwrap();
+        assert_eq!(p.subject(), "alice");
+        assert_eq!(p.client_id(), Some("app"));
+        assert!(p.has_scope("tools") && p.has_scope("read"));
+        assert_eq!(p.claim("iss"), Some(&json!(ISS)));
+    }
+
+    #[tokio::test]
+    async fn an_audience_list_naming_this_server_is_accepted() {
+        let signer = Signer::new("k1");
+        let mut c = claims();
+        c["aud"] = json!(["https://other.example", AUD]);
+        assert!(verifier(&signer).verify(&signer.sign(&c)).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn another_audience_is_refused() {
+        let signer = Signer::new("k1");
+        let mut c = claims();
+        c["aud"] = json!("https://other.example/mcp");
+        let err = refusal(&verifier(&signer), &signer.sign(&c)).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Audience));
+    }
+
+    #[tokio::test]
+    async fn an_expired_token_is_refused_past_the_leeway() {
+        let signer = Signer::new("k1");
+        let mut c = claims();
+        c["exp"] = json!(now() - 30);
+        // Within the default minute of leeway.
+        assert!(verifier(&signer).verify(&signer.sign(&c)).await.is_ok());
+        c["exp"] = json!(now() - 120);
+        let err = refusal(&verifier(&signer), &signer.sign(&c)).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Expired));
+        let mut early = claims();
+        early["nbf"] = json!(now() + 600);
+        let err = refusal(&verifier(&signer), &signer.sign(&early)).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::NotYetValid));
+    }
+
+    #[tokio::test]
+    async fn a_token_without_expiry_is_refused() {
+        let signer = Signer::new("k1");
+        let mut c = claims();
+        c.as_object_mut().unwrap().remove("exp");
+        let err = refusal(&verifier(&signer), &signer.sign(&c)).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Malformed));
+    }
+
+    #[tokio::test]
+    async fn a_token_of_an_unknown_key_is_refused() {
+        let known = Signer::new("k1");
+        let stranger = Signer::new("k2");
+        let err = refusal(&verifier(&known), &stranger.sign(&claims())).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::UnknownKey));
+        // The same kid, another key: the signature fails.
+        let impostor = Signer::new("k1");
+        let err = refusal(&verifier(&known), &impostor.sign(&claims())).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Signature));
+    }
+
+    #[tokio::test]
+    async fn alg_none_is_refused() {
+        let signer = Signer::new("k1");
+        let head = b64(br#"{"alg":"none","kid":"k1"}"#);
+        let body = b64(claims().to_string().as_bytes());
+        for token in [format!("{head}.{body}."), format!("{head}.{body}")] {
+            let err = refusal(&verifier(&signer), &token).await;
+            assert!(matches!(
+                err,
+                AuthError::Invalid(Refusal::Algorithm | Refusal::Malformed)
+            ));
+        }
+        let err = refusal(&verifier(&signer), &format!("{head}.{body}.")).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Algorithm));
+    }
+
+    #[tokio::test]
+    async fn hs256_made_with_the_public_key_is_refused() {
+        let signer = Signer::new("k1");
+        let head = b64(br#"{"alg":"HS256","kid":"k1"}"#);
+        let body = b64(claims().to_string().as_bytes());
+        let message = format!("{head}.{body}");
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, signer.key.public_key().as_ref());
+        let tag = ring::hmac::sign(&key, message.as_bytes());
+        let token = format!("{message}.{}", b64(tag.as_ref()));
+        let err = refusal(&verifier(&signer), &token).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Algorithm));
+    }
+
+    #[tokio::test]
+    async fn a_wrong_issuer_is_refused() {
+        let signer = Signer::new("k1");
+        let mut c = claims();
+        c["iss"] = json!("https://evil.example.com");
+        let err = refusal(&verifier(&signer), &signer.sign(&c)).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Issuer));
+    }
+
+    #[tokio::test]
+    async fn an_algorithm_off_the_allow_list_is_refused() {
+        let signer = Signer::new("k1");
+        let v = verifier(&signer).algorithms([Algorithm::Es256]);
+        let err = refusal(&v, &signer.sign(&claims())).await;
+        assert_eq!(err, AuthError::Invalid(Refusal::Algorithm));
+    }
+
+    #[tokio::test]
+    async fn es256_keys_verify() {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let key = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        let point = key.public_key().as_ref();
+        let jwks = json!({"keys": [{"kty": "EC", "crv": "P-256", "kid": "e1",
+            "x": b64(&point[1..33]), "y": b64(&point[33..])}]});
+        let v = JwtVerifier::with_keys(
+            ISS,
+            AUD,
+            Jwks::from_json(jwks.to_string().as_bytes()).unwrap(),
+        );
+        let head = b64(br#"{"alg":"ES256","kid":"e1"}"#);
+        let body = b64(claims().to_string().as_bytes());
+        let message = format!("{head}.{body}");
+        let sig = key.sign(&rng, message.as_bytes()).unwrap();
+        let token = format!("{message}.{}", b64(sig.as_ref()));
+        assert_eq!(v.verify(&token).await.unwrap().subject(), "alice");
+    }
+
+    #[test]
+    fn symmetric_and_encryption_keys_are_left_out() {
+        let jwks = json!({"keys": [
+            {"kty": "oct", "k": "c2VjcmV0", "kid": "h"},
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32]), "use": "enc"},
+            {"kty": "OKP", "crv": "Ed25519", "x": b64(&[1; 32])},
+        ]});
+        assert_eq!(
+            Jwks::from_json(jwks.to_string().as_bytes()).unwrap().len(),
+            1
+        );
+    }
+
+    #[test]
+    fn a_jwks_url_must_be_https_except_to_loopback() {
+        assert!(matches!(
+            JwtVerifier::new(ISS, AUD, "http://login.example.com/jwks"),
+            Err(JwksError::Insecure(_))
+        ));
+        assert!(JwtVerifier::new(ISS, AUD, "http://127.0.0.1:9/jwks").is_ok());
+        assert!(JwtVerifier::new(ISS, AUD, "https://login.example.com/jwks").is_ok());
+    }
+}

@@ -1,0 +1,130 @@
+// A real OAuth 2.1 authorization server (oidc-provider) on loopback, for
+// tests/all/auth.rs. Usage: node server.mjs RESOURCE [OTHER_RESOURCE]
+//
+// It prints one JSON line, {"issuer": ..., "jwks_uri": ..., "token_endpoint": ...},
+// then serves until killed. Clients (client_credentials, secret in the
+// request body): `alice` (scope "tools") and `bob` (scope "tools").
+// Access tokens for RESOURCE (or OTHER_RESOURCE) are JWTs (ES256) with
+// `aud` = the resource. GET /forge?kind=K answers a bad token made
+// with jose, for the refusal tests: expired, wrong-issuer, unknown-key,
+// none, hs256 (HMAC keyed with the public JWK's JSON).
+import http from 'node:http';
+import crypto from 'node:crypto';
+import Provider from 'oidc-provider';
+import * as jose from 'jose';
+
+const [resource, other = 'https://other.example/mcp'] = process.argv.slice(2);
+if (!resource) {
+  console.error('usage: node server.mjs RESOURCE [OTHER_RESOURCE]');
+  process.exit(2);
+}
+
+const { privateKey, publicKey } = await jose.generateKeyPair('ES256', { extractable: true });
+const privateJwk = { ...(await jose.exportJWK(privateKey)), kid: 'as-1', alg: 'ES256', use: 'sig' };
+const publicJwk = { ...(await jose.exportJWK(publicKey)), kid: 'as-1', alg: 'ES256', use: 'sig' };
+
+const server = http.createServer();
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const issuer = `http://127.0.0.1:${server.address().port}`;
+
+const clients = ['alice', 'bob', 'carol'].map((id) => ({
+  client_id: id,
+  client_secret: `${id}-secret`,
+  grant_types: ['client_credentials'],
+  redirect_uris: [],
+  response_types: [],
+  token_endpoint_auth_method: 'client_secret_post',
+  id_token_signed_response_alg: 'ES256',
+  scope: 'tools',
+}));
+
+const provider = new Provider(issuer, {
+  clients,
+  jwks: { keys: [privateJwk] },
+  scopes: ['tools'],
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => resource,
+      useGrantedResource: () => true,
+      getResourceServerInfo(ctx, indicator) {
+        if (indicator !== resource && indicator !== other) {
+          throw new Provider.errors.InvalidTarget();
+        }
+        return {
+          scope: 'tools',
+          audience: indicator,
+          accessTokenTTL: 300,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'ES256' } },
+        };
+      },
+    },
+  },
+});
+provider.on('server_error', (ctx, err) => console.error('server_error', err));
+
+const now = () => Math.floor(Date.now() / 1000);
+const claims = (extra = {}) => ({
+  iss: issuer,
+  aud: resource,
+  sub: 'alice',
+  client_id: 'alice',
+  scope: 'tools',
+  iat: now(),
+  exp: now() + 300,
+  jti: crypto.randomUUID(),
+  ...extra,
+});
+const b64 = (value) => Buffer.from(JSON.stringify(value)).toString('base64url');
+
+async function forge(kind) {
+  const header = { alg: 'ES256', kid: 'as-1', typ: 'at+jwt' };
+  switch (kind) {
+    case 'good':
+      return new jose.SignJWT(claims()).setProtectedHeader(header).sign(privateKey);
+    case 'expired':
+      return new jose.SignJWT(claims({ iat: now() - 7200, exp: now() - 3600 }))
+        .setProtectedHeader(header).sign(privateKey);
+    case 'wrong-issuer':
+      return new jose.SignJWT(claims({ iss: 'http://evil.example' }))
+        .setProtectedHeader(header).sign(privateKey);
+    case 'unknown-key': {
+      const stranger = await jose.generateKeyPair('ES256');
+      return new jose.SignJWT(claims()).setProtectedHeader({ ...header, kid: 'stranger' })
+        .sign(stranger.privateKey);
+    }
+    case 'none':
+      return `${b64({ alg: 'none', typ: 'at+jwt' })}.${b64(claims())}.`;
+    case 'hs256': {
+      const input = `${b64({ alg: 'HS256', kid: 'as-1', typ: 'at+jwt' })}.${b64(claims())}`;
+      const mac = crypto.createHmac('sha256', JSON.stringify(publicJwk)).update(input).digest('base64url');
+      return `${input}.${mac}`;
+    }
+    default:
+      return null;
+  }
+}
+
+const callback = provider.callback();
+server.on('request', async (req, res) => {
+  const url = new URL(req.url, issuer);
+  if (url.pathname === '/forge') {
+    const body = (await forge(url.searchParams.get('kind'))) ?? '';
+    res.writeHead(body ? 200 : 404, {
+      'content-type': 'text/plain',
+      'content-length': Buffer.byteLength(body),
+    });
+    res.end(body);
+    return;
+  }
+  callback(req, res);
+});
+
+console.log(JSON.stringify({
+  issuer,
+  jwks_uri: `${issuer}/jwks`,
+  token_endpoint: `${issuer}/token`,
+}));
