@@ -388,3 +388,58 @@ async fn principals_see_and_call_what_the_policy_allows_at_its_rate() {
 
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_principals_tool_search_finds_only_what_its_policy_shows() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let uri = format!("http://{addr}/mcp");
+    let issuer = AuthServer::start(&[&uri]);
+    let verifier = JwtVerifier::new(&issuer.issuer, &uri, &issuer.jwks_uri).unwrap();
+    let auth = ResourceServer::new(&uri, verifier).authorization_server(&issuer.issuer);
+    let any = |p: &str| ToolPattern::new(p).unwrap();
+    // Both may search; only alice may see (and call) `secret`.
+    let policy = Policy::new()
+        .rule(Rule::new(
+            "alice-all",
+            Who::ClientId("alice".into()),
+            [any("*")],
+        ))
+        .rule(Rule::new(
+            "bob-hello",
+            Who::ClientId("bob".into()),
+            [any("hello"), any("tool_search")],
+        ));
+    let options = ServerOptions::new()
+        .stateless(true)
+        .resource_server(auth)
+        .policy(policy)
+        .tool_search([]);
+    let server = ToolServer::new(registry(), options)
+        .serve_http_on(listener)
+        .expect("serves");
+    let search = |token: String| {
+        let addr = addr.clone();
+        async move {
+            let params = json!({"name": "tool_search",
+                "arguments": {"query": "says hello tells a secret", "limit": 5}});
+            let answer = rpc(&addr, Some(&token), "tools/call", params).await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            let json: Value = serde_json::from_str(&answer.body).unwrap();
+            let mut found: Vec<String> = json["result"]["structuredContent"]["tools"]
+                .as_array()
+                .unwrap_or_else(|| panic!("not a search answer: {json}"))
+                .iter()
+                .map(|t| t["name"].as_str().unwrap().to_owned())
+                .collect();
+            found.sort();
+            found
+        }
+    };
+    assert_eq!(
+        search(issuer.token("alice", &uri).await).await,
+        ["hello", "secret"]
+    );
+    assert_eq!(search(issuer.token("bob", &uri).await).await, ["hello"]);
+    server.shutdown().await;
+}

@@ -455,6 +455,16 @@ impl ServerHandler for McpTools {
         };
         let trace_parent = super::metrics::trace_parent(&context);
         let tools = self.conn.snapshot();
+        // A principal's search finds only what its policy shows it.
+        if let (Some(policy), Some(principal)) = (
+            &self.conn.tools.policy,
+            super::auth::Principal::of(&context.extensions),
+        ) && self.conn.tools.tool_search.is_some()
+            && request.name == crate::tools::search::TOOL_SEARCH_NAME
+        {
+            let visible = |name: &str| policy.visible(principal, name);
+            return Ok(search::answer(&tools, request.arguments.as_ref(), visible).into());
+        }
         // rmcp's token is the client's `notifications/cancelled` (whose
         // answer rmcp drops); the connection's is the session ending
         // (whose answer the client gets: see `Client::end_calls`).

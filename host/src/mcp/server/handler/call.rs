@@ -58,7 +58,7 @@ impl Client {
         let _running = RunningCall(self);
         let name = request.name.as_ref();
         if self.tools.tool_search.is_some() && name == crate::tools::search::TOOL_SEARCH_NAME {
-            return Ok(super::search::answer(tools, request.arguments.as_ref()).into());
+            return Ok(super::search::answer(tools, request.arguments.as_ref(), |_| true).into());
         }
         // An unknown tool is a protocol error (JSON-RPC invalid params), as
         // the MCP spec says; everything the tool itself does is a result.

@@ -46,7 +46,13 @@ pub(super) fn get_tool(tools: &Tools, name: &str) -> Option<Tool> {
 /// The answer to a call of `tool_search` with `arguments`: the found
 /// tools' names, descriptions and input schemas, as structured content
 /// and as its JSON text; a bad input is a tool error the model reads.
-pub(super) fn answer(tools: &ToolSet, arguments: Option<&JsonObject>) -> CallToolResult {
+/// Only tools `visible` takes are found (a principal's policy: a search
+/// never shows what `tools/list` would hide).
+pub(super) fn answer(
+    tools: &ToolSet,
+    arguments: Option<&JsonObject>,
+    visible: impl Fn(&str) -> bool,
+) -> CallToolResult {
     let empty = JsonObject::new();
     let arguments = arguments.unwrap_or(&empty);
     let Some(query) = arguments.get("query").and_then(Value::as_str) else {
@@ -65,11 +71,13 @@ pub(super) fn answer(tools: &ToolSet, arguments: Option<&JsonObject>) -> CallToo
             }
         },
     };
-    let found: Vec<Value> = tools
-        .index()
-        .search(query, limit)
+    // Ranked over every tool, then cut to `limit` of those visible.
+    let index = tools.index();
+    let found: Vec<Value> = index
+        .search(query, index.len())
         .into_iter()
-        .filter(|hit| hit.name != TOOL_SEARCH_NAME)
+        .filter(|hit| hit.name != TOOL_SEARCH_NAME && visible(&hit.name))
+        .take(limit)
         .filter_map(|hit| {
             let tool = tools.get(&hit.name)?;
             let listed = mcp_tool(&**tool);
