@@ -83,6 +83,14 @@ async fn traced(direct: bool) -> (Vec<SpanData>, serde_json::Value) {
         true => Observability::new().tracer(provider.tracer("toolhost")),
         false => Observability::new(),
     });
+    if !direct {
+        // Register the registry's callsites before our dispatchers exist:
+        // a callsite first hit on another test's thread while the interest
+        // cache is rebuilt for ours can keep "never" (tracing computes a
+        // new callsite's interest from the dispatchers it saw when it
+        // started); one registered before is rebuilt with ours.
+        let _ = registry.call("echo", "{}", &CallContext::default()).await;
+    }
     let _subscriber = if direct {
         None
     } else {
@@ -100,6 +108,7 @@ async fn traced(direct: bool) -> (Vec<SpanData>, serde_json::Value) {
         // asks (another test's has none, and would turn these spans
         // off); with two or more, from every live one, ours included.
         let second = tracing::Dispatch::new(tracing_subscriber::registry());
+        tracing::callsite::rebuild_interest_cache();
         Some((guard, second))
     };
     assert_eq!(
