@@ -96,6 +96,7 @@ struct ReplayCall {
 /// let request = ChatRequest {
 ///     messages: &messages,
 ///     tools: &[],
+///     deferred: &[],
 ///     params: &GenerationParams::default(),
 ///     stream: false,
 ///     on_text: None,
