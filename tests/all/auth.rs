@@ -189,6 +189,31 @@ async fn call(addr: &str, token: &str, tool: &str) -> Value {
     serde_json::from_str(&answer.body).unwrap_or_else(|_| panic!("not JSON: {}", answer.body))
 }
 
+/// `registry()` served statelessly over HTTP on loopback under `policy`
+/// and `options`, its tokens from a real authorization server: the
+/// address, the resource URI, the issuer and the server.
+async fn serve_with(
+    policy: Policy,
+    options: ServerOptions,
+) -> (
+    String,
+    String,
+    AuthServer,
+    toolhost::mcp::server::HttpServer,
+) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let uri = format!("http://{addr}/mcp");
+    let issuer = AuthServer::start(&[&uri]);
+    let verifier = JwtVerifier::new(&issuer.issuer, &uri, &issuer.jwks_uri).unwrap();
+    let auth = ResourceServer::new(&uri, verifier).authorization_server(&issuer.issuer);
+    let options = options.stateless(true).resource_server(auth).policy(policy);
+    let server = ToolServer::new(registry(), options)
+        .serve_http_on(listener)
+        .expect("serves");
+    (addr, uri, issuer, server)
+}
+
 fn registry() -> Arc<ToolRegistry> {
     let registry = Arc::new(ToolRegistry::new());
     registry
@@ -306,12 +331,6 @@ async fn tokens_of_a_real_authorization_server_are_checked_as_the_spec_says() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn principals_see_and_call_what_the_policy_allows_at_its_rate() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let uri = format!("http://{addr}/mcp");
-    let issuer = AuthServer::start(&[&uri]);
-    let verifier = JwtVerifier::new(&issuer.issuer, &uri, &issuer.jwks_uri).unwrap();
-    let auth = ResourceServer::new(&uri, verifier).authorization_server(&issuer.issuer);
     let any = |p: &str| ToolPattern::new(p).unwrap();
     let policy = Policy::new()
         .rule(
@@ -325,13 +344,7 @@ async fn principals_see_and_call_what_the_policy_allows_at_its_rate() {
             Who::ClientId("bob".into()),
             [any("hello")],
         ));
-    let options = ServerOptions::new()
-        .stateless(true)
-        .resource_server(auth)
-        .policy(policy);
-    let server = ToolServer::new(registry(), options)
-        .serve_http_on(listener)
-        .expect("serves");
+    let (addr, uri, issuer, server) = serve_with(policy, ServerOptions::new()).await;
     let alice = issuer.token("alice", &uri).await;
     let bob = issuer.token("bob", &uri).await;
     let carol = issuer.token("carol", &uri).await;
@@ -391,12 +404,6 @@ async fn principals_see_and_call_what_the_policy_allows_at_its_rate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_principals_tool_search_finds_only_what_its_policy_shows() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let uri = format!("http://{addr}/mcp");
-    let issuer = AuthServer::start(&[&uri]);
-    let verifier = JwtVerifier::new(&issuer.issuer, &uri, &issuer.jwks_uri).unwrap();
-    let auth = ResourceServer::new(&uri, verifier).authorization_server(&issuer.issuer);
     let any = |p: &str| ToolPattern::new(p).unwrap();
     // Both may search; only alice may see (and call) `secret`.
     let policy = Policy::new()
@@ -410,14 +417,8 @@ async fn a_principals_tool_search_finds_only_what_its_policy_shows() {
             Who::ClientId("bob".into()),
             [any("hello"), any("tool_search")],
         ));
-    let options = ServerOptions::new()
-        .stateless(true)
-        .resource_server(auth)
-        .policy(policy)
-        .tool_search([]);
-    let server = ToolServer::new(registry(), options)
-        .serve_http_on(listener)
-        .expect("serves");
+    let options = ServerOptions::new().tool_search([]);
+    let (addr, uri, issuer, server) = serve_with(policy, options).await;
     let search = |token: String| {
         let addr = addr.clone();
         async move {
