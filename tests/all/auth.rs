@@ -4,7 +4,9 @@
 //! canonical URI; bad tokens (another audience, expired, an unknown key,
 //! `alg: none`, HS256 keyed with the public key, another issuer) are each
 //! refused with the spec's status and `WWW-Authenticate`. Under a policy,
-//! principals see and call different tools, at the rate their rule allows.
+//! principals see and call different tools, at the rate their rule allows,
+//! and within the fuel their rule's quota allows a window (as the sandbox
+//! counted it, on a real plugin).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -201,14 +203,29 @@ async fn serve_with(
     AuthServer,
     toolhost::mcp::server::HttpServer,
 ) {
+    serve_registry_with(registry(), policy, options.stateless(true)).await
+}
+
+/// `registry` served as [`serve_with`] serves `registry()`, statelessly
+/// only if `options` says so.
+async fn serve_registry_with(
+    registry: Arc<ToolRegistry>,
+    policy: Policy,
+    options: ServerOptions,
+) -> (
+    String,
+    String,
+    AuthServer,
+    toolhost::mcp::server::HttpServer,
+) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let uri = format!("http://{addr}/mcp");
     let issuer = AuthServer::start(&[&uri]);
     let verifier = JwtVerifier::new(&issuer.issuer, &uri, &issuer.jwks_uri).unwrap();
     let auth = ResourceServer::new(&uri, verifier).authorization_server(&issuer.issuer);
-    let options = options.stateless(true).resource_server(auth).policy(policy);
-    let server = ToolServer::new(registry(), options)
+    let options = options.resource_server(auth).policy(policy);
+    let server = ToolServer::new(registry, options)
         .serve_http_on(listener)
         .expect("serves");
     (addr, uri, issuer, server)
@@ -443,4 +460,101 @@ async fn a_principals_tool_search_finds_only_what_its_policy_shows() {
     );
     assert_eq!(search(issuer.token("bob", &uri).await).await, ["hello"]);
     server.shutdown().await;
+
+    // In a session (where calls take the fast lane), the same.
+    let policy = Policy::new().rule(Rule::new(
+        "bob-hello",
+        Who::ClientId("bob".into()),
+        [any("hello"), any("tool_search")],
+    ));
+    let options = ServerOptions::new().tool_search([]);
+    let (addr, uri, issuer, server) = serve_registry_with(registry(), policy, options).await;
+    let bob = Session::open(&addr, &issuer.token("bob", &uri).await).await;
+    for _ in 0..20 {
+        let (answer, _) = bob.call("hello", json!({})).await;
+        assert!(answer["result"].is_object(), "{answer}");
+        let arguments = json!({"query": "says hello tells a secret", "limit": 5});
+        let (answer, _) = bob.call("tool_search", arguments).await;
+        let found = answer["result"]["structuredContent"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("not a search answer: {answer}"));
+        assert!(
+            found.iter().all(|t| t["name"] != "secret"),
+            "a search found what bob's tools/list hides: {answer}"
+        );
+    }
+    server.shutdown().await;
 }
+
+/// A 2025-11-25 session of `token`'s principal: its calls take the fast
+/// lane once the server has seen `notifications/initialized`.
+struct Session {
+    addr: String,
+    token: String,
+    id: String,
+}
+
+impl Session {
+    async fn open(addr: &str, token: &str) -> Self {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}});
+        let mut session = Self {
+            addr: addr.to_owned(),
+            token: token.to_owned(),
+            id: String::new(),
+        };
+        let answer = session.post(&init).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        session.id = answer.header("mcp-session-id").unwrap().to_owned();
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(session.post(&initialized).await.status, 202);
+        session
+    }
+
+    async fn post(&self, message: &Value) -> Answer {
+        let session = if self.id.is_empty() {
+            String::new()
+        } else {
+            format!("\r\nMcp-Session-Id: {}", self.id)
+        };
+        http(
+            &self.addr,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nContent-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\n\
+                 Authorization: Bearer {}{session}",
+                self.token
+            ),
+            &message.to_string(),
+        )
+        .await
+    }
+
+    /// A call's answer, and whether it came directly (one JSON body, not
+    /// rmcp's event stream).
+    async fn call(&self, tool: &str, arguments: Value) -> (Value, bool) {
+        let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                             "params": {"name": tool, "arguments": arguments}});
+        let answer = self.post(&request).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let direct = answer
+            .header("content-type")
+            .is_some_and(|t| t.starts_with("application/json"));
+        let body = answer.body.trim();
+        let json = match body.strip_prefix('{') {
+            Some(_) => body.to_owned(),
+            // Chunked or not, the event stream's message is one `data:` line.
+            None => body
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim)
+                .find(|d| d.contains(r#""id":7"#))
+                .unwrap_or_else(|| panic!("no answer in {body}"))
+                .to_owned(),
+        };
+        (serde_json::from_str(&json).unwrap(), direct)
+    }
+}
+
+mod quota;

@@ -22,6 +22,9 @@ use serde::Deserialize;
 /// per_minute = 60                               # optional rate, per principal per tool
 /// burst = 10
 /// max_concurrent = 4                            # optional: calls running at once, per principal
+/// fuel_per_window = 50_000_000_000              # optional quota per principal, all tools:
+/// wall_ms_per_window = 600_000                  #   fuel and wall time (ms) its calls may spend
+/// window_secs = 3600                            #   in a window (default 3600)
 /// ```
 ///
 /// With no rules, every accepted principal may see and call every tool;
@@ -76,6 +79,12 @@ pub struct AuthRule {
     pub burst: Option<u32>,
     /// Calls a principal may have running at once.
     pub max_concurrent: Option<u32>,
+    /// Fuel a principal's calls may spend in a window (all tools).
+    pub fuel_per_window: Option<u64>,
+    /// Milliseconds of wall time a principal's calls may spend in a window.
+    pub wall_ms_per_window: Option<u64>,
+    /// The quota's window, in seconds (default 3600).
+    pub window_secs: Option<u64>,
 }
 
 fn default_leeway() -> u64 {
@@ -132,7 +141,7 @@ impl AuthConfig {
     /// [`ConfigError::Value`](super::ConfigError::Value) for a rule with
     /// more than one of `subject`, `client_id`, `scope`, or a bad pattern.
     pub fn policy(&self) -> Result<Option<crate::mcp::server::auth::Policy>, super::ConfigError> {
-        use crate::mcp::server::auth::{Policy, Rate, Rule, Who};
+        use crate::mcp::server::auth::{Policy, Quota, Rate, Rule, Who};
         if self.rules.is_empty() {
             return Ok(None);
         }
@@ -173,6 +182,33 @@ impl AuthConfig {
             }
             if let Some(max) = rule.max_concurrent {
                 built = built.max_concurrent(max);
+            }
+            match (
+                rule.fuel_per_window,
+                rule.wall_ms_per_window,
+                rule.window_secs,
+            ) {
+                (None, None, None) => {}
+                (None, None, Some(_)) => {
+                    return Err(value(format!(
+                        "[[auth.rules]] {:?}: window_secs without a quota; add fuel_per_window \
+                         or wall_ms_per_window, or remove it",
+                        rule.name
+                    )));
+                }
+                (_, _, Some(0)) => {
+                    return Err(value(format!(
+                        "[[auth.rules]] {:?}: window_secs must be more than 0",
+                        rule.name
+                    )));
+                }
+                (fuel, wall_ms, window) => {
+                    built = built.quota(Quota {
+                        window: std::time::Duration::from_secs(window.unwrap_or(3600)),
+                        fuel,
+                        wall_time: wall_ms.map(std::time::Duration::from_millis),
+                    });
+                }
             }
             policy = policy.rule(built);
         }
@@ -217,5 +253,41 @@ mod tests {
         .unwrap();
         let err = config.policy().unwrap_err().to_string();
         assert!(err.contains("at most one of"), "{err}");
+    }
+
+    #[test]
+    fn a_rule_s_quota_is_read_and_checked() {
+        let parse = |rule: &str| -> AuthConfig {
+            toml::from_str(&format!(
+                r#"resource = "https://t.example/mcp"
+                   issuer = "https://login.example"
+                   jwks_uri = "https://login.example/jwks"
+                   [[rules]]
+                   name = "metered"
+                   tools = ["*"]
+                   {rule}"#
+            ))
+            .unwrap()
+        };
+        let policy = std::sync::Arc::new(
+            parse("fuel_per_window = 100\nwindow_secs = 60")
+                .policy()
+                .unwrap()
+                .unwrap(),
+        );
+        let who = crate::mcp::server::auth::Principal::new("alice");
+        policy
+            .admit(&who, "calc")
+            .unwrap()
+            .charge(100, std::time::Duration::ZERO);
+        let refused = policy.admit(&who, "calc").unwrap_err().to_string();
+        assert!(refused.contains("100 of fuel per 60s"), "{refused}");
+        for (rule, says) in [
+            ("window_secs = 60", "without a quota"),
+            ("wall_ms_per_window = 5\nwindow_secs = 0", "more than 0"),
+        ] {
+            let err = parse(rule).policy().unwrap_err().to_string();
+            assert!(err.contains(says), "{rule}: {err}");
+        }
     }
 }

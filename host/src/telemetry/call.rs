@@ -39,13 +39,31 @@ tokio::task_local! {
     static CALL: Cell<CallStats>;
 }
 
-/// Run `call` and return what the sandbox noted while it ran.
+/// Run `call` and return what the sandbox noted while it ran. A caller
+/// measuring around this one (the MCP server, charging a principal's
+/// quota around the registry's measured call) is noted the same.
 pub(crate) async fn measured<F: Future>(call: F) -> (F::Output, CallStats) {
-    CALL.scope(Cell::new(CallStats::default()), async {
-        let output = call.await;
-        (output, CALL.with(Cell::get))
-    })
-    .await
+    let (output, stats) = CALL
+        .scope(Cell::new(CallStats::default()), async {
+            let output = call.await;
+            (output, CALL.with(Cell::get))
+        })
+        .await;
+    note(|outer| outer.add(&stats));
+    (output, stats)
+}
+
+impl CallStats {
+    /// Count what `inner` measured in this call too.
+    fn add(&mut self, inner: &Self) {
+        if let Some(fuel) = inner.fuel_used {
+            self.fuel_used = Some(self.fuel_used.unwrap_or(0).saturating_add(fuel));
+        }
+        if let Some(memory) = inner.memory_bytes {
+            self.memory_bytes = Some(self.memory_bytes.unwrap_or(0).max(memory));
+        }
+        self.instance = inner.instance.or(self.instance);
+    }
 }
 
 /// Note what a sandboxed call used. Outside [`measured`] (a spare made in
@@ -69,4 +87,29 @@ pub(crate) fn note_usage(fuel_used: u64, memory_bytes: u64) {
 /// Note the instance a call ran on.
 pub(crate) fn note_instance(instance: Instance) {
     note(|stats| stats.instance = Some(instance));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_measured_call_inside_another_counts_in_both() {
+        let (((), inner), outer) = measured(async {
+            note_usage(10, 100);
+            measured(async {
+                note_usage(5, 300);
+                note_instance(Instance::Reused);
+            })
+            .await
+        })
+        .await;
+        assert_eq!(inner.fuel_used, Some(5));
+        assert_eq!(outer.fuel_used, Some(15));
+        assert_eq!(outer.memory_bytes, Some(300));
+        assert_eq!(outer.instance, Some(Instance::Reused));
+        // Outside any measured call, nothing is kept and nothing fails.
+        let ((), alone) = measured(async {}).await;
+        assert_eq!(alone, CallStats::default());
+    }
 }

@@ -41,6 +41,12 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PolicyLabels {
+    rule: String,
+    decision: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     status: u16,
 }
@@ -71,6 +77,7 @@ struct Inner {
     http: Family<StatusLabels, ShardedCounter>,
     /// The `200` series of `http`, looked up once: nearly every request.
     http_ok: std::sync::OnceLock<ShardedCounter>,
+    policy: Family<PolicyLabels, Counter>,
     upstream_up: Family<ServerLabels, Gauge>,
     upstream_restarts: Family<ServerLabels, Counter>,
     probes: Mutex<Vec<Probe>>,
@@ -211,6 +218,13 @@ impl Metrics {
             "HTTP requests the MCP server answered, by status",
             http.clone(),
         );
+        let policy = Family::<PolicyLabels, Counter>::default();
+        registry.register(
+            "policy_decisions",
+            "Tool calls the MCP server's access policy decided on, by rule and decision \
+             (allowed, or why not: no_rule, tool, rate_limited, quota, busy)",
+            policy.clone(),
+        );
         let upstream_up = Family::<ServerLabels, Gauge>::default();
         registry.register(
             "upstream_mcp_up",
@@ -237,6 +251,7 @@ impl Metrics {
                 sessions,
                 http,
                 http_ok: std::sync::OnceLock::new(),
+                policy,
                 upstream_up,
                 upstream_restarts,
                 probes: Mutex::new(Vec::new()),
@@ -394,6 +409,29 @@ impl Metrics {
         } else {
             counter(status).inc();
         }
+    }
+
+    /// Count one decision of the access policy on a call: `decision`
+    /// (`allowed`, or why not) under `rule` (empty when no rule matched).
+    pub fn record_policy(&self, rule: &str, decision: &str) {
+        self.inner
+            .policy
+            .get_or_create(&PolicyLabels {
+                rule: rule.to_owned(),
+                decision: decision.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Decisions `decision` of the access policy under `rule`.
+    pub fn policy_decisions(&self, rule: &str, decision: &str) -> u64 {
+        self.inner
+            .policy
+            .get(&PolicyLabels {
+                rule: rule.to_owned(),
+                decision: decision.to_owned(),
+            })
+            .map_or(0, |c| c.get())
     }
 
     /// HTTP requests answered with `status`.

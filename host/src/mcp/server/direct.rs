@@ -347,6 +347,9 @@ pub(super) struct Front {
     token: Option<Arc<str>>,
     /// The resource server the router's layer checks, checked here too.
     auth: Option<Arc<super::auth::ResourceServer>>,
+    /// The access policy over the principals `auth` verifies, applied
+    /// here as in rmcp's path (which refuses what it denies).
+    policy: Option<Arc<super::auth::Policy>>,
     /// Counts the HTTP status of direct answers (the router's layer counts
     /// the rest).
     metrics: Option<crate::telemetry::Metrics>,
@@ -359,6 +362,7 @@ impl Front {
         open: Arc<CappedSessions>,
         token: Option<Arc<str>>,
         auth: Option<Arc<super::auth::ResourceServer>>,
+        policy: Option<Arc<super::auth::Policy>>,
         metrics: Option<crate::telemetry::Metrics>,
     ) -> Self {
         Self {
@@ -367,6 +371,7 @@ impl Front {
             open,
             token,
             auth,
+            policy,
             metrics,
         }
     }
@@ -379,6 +384,7 @@ impl Front {
             .is_none_or(|token| super::token::authorized(request.headers(), token));
         // Checked only where the lane may answer; a refusal is the
         // router's to give (its layer checks again).
+        let mut principal = None;
         let authorized = authorized
             && match (&self.direct, &self.auth) {
                 (Some(_), Some(auth)) => {
@@ -386,13 +392,18 @@ impl Front {
                         .headers()
                         .get(header::AUTHORIZATION)
                         .and_then(|v| v.to_str().ok());
-                    auth.authorize(header).await.is_ok()
+                    principal = auth.authorize(header).await.ok();
+                    principal.is_some()
                 }
                 _ => true,
             };
+        let under = Under {
+            policy: self.policy.as_ref().zip(principal.as_ref()),
+            metrics: self.metrics.as_ref(),
+        };
         let request = match &self.direct {
             Some(direct) if authorized => {
-                match answer_directly(direct, &self.open, request).await {
+                match answer_directly(direct, &self.open, request, under).await {
                     Ok(response) => {
                         if let Some(metrics) = &self.metrics {
                             metrics.record_http(response.status().as_u16());
@@ -434,12 +445,21 @@ impl Lane for DirectSessions {
     }
 }
 
+/// The access policy a direct call is under, with the principal it was
+/// verified as, and where its decisions are counted.
+#[derive(Clone, Copy)]
+struct Under<'a> {
+    policy: Option<(&'a Arc<super::auth::Policy>, &'a super::auth::Principal)>,
+    metrics: Option<&'a crate::telemetry::Metrics>,
+}
+
 /// The answer to a plain `tools/call` POST of a registered session, or
 /// the request back to go through the router.
 async fn answer_directly(
     direct: &DirectSessions,
     open: &CappedSessions,
     request: Request,
+    under: Under<'_>,
 ) -> Result<Response, Request> {
     let Some((id, session)) = direct.session(request.headers()) else {
         return Err(request);
@@ -490,10 +510,33 @@ async fn answer_directly(
     if !session.used.load(Ordering::Relaxed) && !first_use(&session, open, &parts.headers) {
         return Err(Request::from_parts(parts, Body::from(bytes)));
     }
+    // Under a policy: a call it admits runs here, charged to its
+    // principal; one it refuses, and a principal's `tool_search` (whose
+    // answer the policy filters), go through rmcp, which answers them.
+    let permit = match under.policy {
+        None => None,
+        Some((policy, principal)) => {
+            let name = call.params.name.as_ref();
+            match policy.admit(principal, name) {
+                Ok(permit) if name != crate::tools::search::TOOL_SEARCH_NAME => {
+                    if let Some(metrics) = under.metrics {
+                        metrics.record_policy(policy.rule_name(principal).unwrap_or(""), "allowed");
+                    }
+                    Some(permit)
+                }
+                _ => {
+                    session.rmcp_saw.store(now, Ordering::Relaxed);
+                    return Err(Request::from_parts(parts, Body::from(bytes)));
+                }
+            }
+        }
+    };
     let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
-    let message = call
-        .answer(&conn, &tools, proof, trace_parent, CancellationToken::new())
-        .await;
+    let answer = call.answer(&conn, &tools, proof, trace_parent, CancellationToken::new());
+    let message = match permit {
+        Some(permit) => permit.charging(answer).await,
+        None => answer.await,
+    };
     Ok(json_response(&message))
 }
 

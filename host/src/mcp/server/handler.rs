@@ -442,15 +442,16 @@ impl ServerHandler for McpTools {
     ) -> Result<CallToolResponse, McpError> {
         // Held until the call is answered: it counts against the
         // principal's cap on calls at once.
-        let _permit = match (
+        let permit = match (
             &self.conn.tools.policy,
             super::auth::Principal::of(&context.extensions),
         ) {
-            (Some(policy), Some(principal)) => Some(
-                policy
-                    .admit(principal, &request.name)
-                    .map_err(|denied| super::auth::policy::refusal(&denied, principal))?,
-            ),
+            (Some(policy), Some(principal)) => {
+                let metrics = self.conn.tools.registry.metrics();
+                let decided =
+                    super::auth::policy::decide(policy, principal, &request.name, metrics.as_ref());
+                Some(decided.map_err(|denied| super::auth::refusal(&denied, principal))?)
+            }
             _ => None,
         };
         let trace_parent = super::metrics::trace_parent(&context);
@@ -474,16 +475,18 @@ impl ServerHandler for McpTools {
                 () = self.conn.stop.cancelled() => {}
             }
         };
-        self.conn
-            .call_tool(
-                &tools,
-                request,
-                &context.meta,
-                Reach::Client(&context),
-                trace_parent,
-                cancelled,
-            )
-            .await
+        let call = self.conn.call_tool(
+            &tools,
+            request,
+            &context.meta,
+            Reach::Client(&context),
+            trace_parent,
+            cancelled,
+        );
+        match permit {
+            Some(permit) => permit.charging(call).await,
+            None => call.await,
+        }
     }
 
     /// The level a client of a session wants plugin log lines from, for

@@ -64,13 +64,12 @@ pub(super) async fn serve(
     let (hosts, origins) = allowed(addr, &options);
     // Calls in a session skip rmcp's session worker (see `direct`); a
     // stateless server has no sessions.
-    let direct =
-        (!options.stateless && !options.rmcp_only && options.policy.is_none()).then(|| {
-            Arc::new(DirectSessions::new(
-                hosts.clone(),
-                options.sessions.idle_timeout,
-            ))
-        });
+    let direct = (!options.stateless && !options.rmcp_only).then(|| {
+        Arc::new(DirectSessions::new(
+            hosts.clone(),
+            options.sessions.idle_timeout,
+        ))
+    });
     tools.lane = direct.clone().map(|d| d as Arc<dyn super::handler::Lane>);
     let sessions = CancellationToken::new();
     let config = StreamableHttpServerConfig::default()
@@ -114,6 +113,7 @@ pub(super) async fn serve(
         Arc::clone(&session_manager),
         options.token.clone(),
         options.auth.clone(),
+        options.policy.clone(),
         metrics,
     );
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");

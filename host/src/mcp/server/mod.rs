@@ -258,10 +258,11 @@ impl ServerOptions {
     }
 
     /// Let each principal (see [`resource_server`](Self::resource_server))
-    /// see and call only the tools `policy` allows it, as often as it
-    /// allows. Requests without a principal (stdio) are not under it. The
-    /// fast lane is off under a policy: every call goes through rmcp,
-    /// where the principal is known.
+    /// see and call only the tools `policy` allows it, as often and for
+    /// as much fuel and wall time as it allows. Requests without a
+    /// principal (stdio) are not under it. A call it admits takes the fast
+    /// lane like any other (charged to its principal there); what it
+    /// refuses, and a principal's `tool_search`, go through rmcp.
     #[must_use]
     pub fn policy(mut self, policy: auth::Policy) -> Self {
         self.policy = Some(Arc::new(policy));

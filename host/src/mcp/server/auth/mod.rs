@@ -26,6 +26,7 @@
 //! to upstream servers (MCP or REST): a request's `Authorization` header
 //! stops here.
 
+mod denied;
 pub(super) mod http;
 mod jwt;
 pub mod policy;
@@ -36,8 +37,10 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
+pub(in crate::mcp::server) use denied::refusal;
+pub use denied::{Denied, RATE_LIMITED, Spent};
 pub use jwt::{Algorithm, Jwks, JwksError, JwtVerifier};
-pub use policy::{Denied, Permit, Policy, Rate, Rule, Who};
+pub use policy::{Permit, Policy, Quota, Rate, Rule, Who};
 
 /// Who sent a request, as its verified token says.
 #[derive(Clone, PartialEq, Eq)]

@@ -5,9 +5,12 @@
 //! principal decides for it. The rule's tool patterns say what the
 //! principal sees in `tools/list` and may call; its rate (a token bucket
 //! per principal, per tool) says how often; its cap how many calls a
-//! principal may have running at once. A principal no rule matches
-//! sees nothing and may call nothing. Requests without a principal (stdio,
-//! or HTTP without a verifier) are not under the policy.
+//! principal may have running at once; its [`Quota`] how much fuel and
+//! wall time the principal's calls may spend in a window, as the sandbox
+//! measured them (what no gateway in front of a server can know). A
+//! principal no rule matches sees nothing and may call nothing. Requests
+//! without a principal (stdio, or HTTP without a verifier) are not under
+//! the policy.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,10 +19,7 @@ use std::time::{Duration, Instant};
 use crate::approval::ToolPattern;
 
 use super::Principal;
-
-/// The JSON-RPC error code of a call over its rate limit (the one
-/// ToolHive answers), with `retryAfterSeconds` in the error's data.
-pub const RATE_LIMITED: i32 = -32029;
+use super::denied::{Denied, Spent};
 
 /// Which principals a [`Rule`] is for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +55,23 @@ pub struct Rate {
     pub burst: u32,
 }
 
+/// What a principal's calls may spend in a window, summed over its calls
+/// of every tool: fuel (what the sandbox counted of the guests' work) and
+/// wall time (from admission to answer, any tool). A call is admitted
+/// while what the window holds is under both; the call that crosses a
+/// line runs to its own limits, and the principal's next ones are refused
+/// until the window ends. A window starts when the first call after the
+/// last window is charged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quota {
+    /// How long a window lasts; more than zero.
+    pub window: Duration,
+    /// Fuel a window allows, if fuel is counted.
+    pub fuel: Option<u64>,
+    /// Wall time a window allows, if it is counted.
+    pub wall_time: Option<Duration>,
+}
+
 /// What a principal may do.
 #[derive(Debug, Clone)]
 pub struct Rule {
@@ -63,6 +80,7 @@ pub struct Rule {
     tools: Vec<ToolPattern>,
     rate: Option<Rate>,
     max_concurrent: Option<u32>,
+    quota: Option<Quota>,
 }
 
 impl Rule {
@@ -79,7 +97,15 @@ impl Rule {
             tools: tools.into_iter().collect(),
             rate: None,
             max_concurrent: None,
+            quota: None,
         }
+    }
+
+    /// Let each principal's calls spend at most `quota` in a window.
+    #[must_use]
+    pub fn quota(mut self, quota: Quota) -> Self {
+        self.quota = Some(quota);
+        self
     }
 
     /// Let each principal have at most `calls` calls running at once.
@@ -106,79 +132,16 @@ impl Rule {
     }
 }
 
-/// Why a call was refused. The text names the rule and what to do.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Denied {
-    /// No rule matches the principal.
-    #[error(
-        "no access rule covers principal {subject:?}; ask the server's operator to add one \
-         (a rule for the subject, client id or a scope)"
-    )]
-    NoRule {
-        /// The principal's subject.
-        subject: String,
-    },
-    /// The principal's rule does not allow the tool.
-    #[error(
-        "rule {rule:?} does not allow tool {tool:?} for principal {subject:?}; ask the \
-         server's operator to add the tool to the rule, or use a token a rule allows it to"
-    )]
-    Tool {
-        /// The rule.
-        rule: String,
-        /// The tool.
-        tool: String,
-        /// The principal's subject.
-        subject: String,
-    },
-    /// Over the rule's rate.
-    #[error(
-        "rule {rule:?} allows principal {subject:?} {per_minute} call(s) a minute of tool \
-         {tool:?}; retry after {retry_after:.1?}"
-    )]
-    RateLimited {
-        /// The rule.
-        rule: String,
-        /// The tool.
-        tool: String,
-        /// The principal's subject.
-        subject: String,
-        /// The rule's rate.
-        per_minute: u32,
-        /// When one more call will be allowed.
-        retry_after: Duration,
-    },
-    /// As many calls running as the rule allows at once.
-    #[error(
-        "rule {rule:?} allows principal {subject:?} {max} call(s) at once; retry once one \
-         of them has finished"
-    )]
-    Busy {
-        /// The rule.
-        rule: String,
-        /// The principal's subject.
-        subject: String,
-        /// The rule's cap.
-        max: u32,
-    },
-}
-
-impl Denied {
-    /// The rule that decided, if one did.
-    pub fn rule(&self) -> Option<&str> {
-        match self {
-            Self::NoRule { .. } => None,
-            Self::Tool { rule, .. } | Self::RateLimited { rule, .. } | Self::Busy { rule, .. } => {
-                Some(rule)
-            }
-        }
-    }
-}
-
 struct Bucket {
     tokens: f64,
     at: Instant,
+}
+
+/// What a principal's calls spent in its current window.
+struct Window {
+    since: Instant,
+    fuel: u64,
+    wall: Duration,
 }
 
 /// The rules, and the rate buckets of the principals they cover.
@@ -189,6 +152,9 @@ pub struct Policy {
     buckets: Mutex<HashMap<(usize, String, String), Bucket>>,
     /// (rule index, subject) → calls running, for rules with a cap.
     running: Mutex<HashMap<(usize, String), u32>>,
+    /// (rule index, subject) → what its calls spent, for rules with a
+    /// quota.
+    spent: Mutex<HashMap<(usize, String), Window>>,
 }
 
 /// A call admitted by a [`Policy`]: while it is held, the call counts
@@ -197,6 +163,70 @@ pub struct Policy {
 #[must_use = "the call counts as running while the permit is held"]
 pub struct Permit {
     held: Option<(Arc<Policy>, (usize, String))>,
+    /// The quota the call is charged to, if its rule has one.
+    charged: Option<(Arc<Policy>, (usize, String), Quota)>,
+}
+
+impl Permit {
+    /// Charge what the call spent (as the sandbox measured it: fuel, and
+    /// wall time) to its principal's quota, if its rule has one.
+    pub fn charge(&self, fuel: u64, wall: Duration) {
+        self.charge_at(fuel, wall, Instant::now());
+    }
+
+    fn charge_at(&self, fuel: u64, wall: Duration, now: Instant) {
+        let Some((policy, key, quota)) = &self.charged else {
+            return;
+        };
+        let mut spent = policy.spent.lock().unwrap_or_else(|e| e.into_inner());
+        let entry = spent.entry(key.clone()).or_insert(Window {
+            since: now,
+            fuel: 0,
+            wall: Duration::ZERO,
+        });
+        if now.duration_since(entry.since) >= quota.window {
+            // The window the call started in has ended: it counts in the next.
+            *entry = Window {
+                since: now,
+                fuel: 0,
+                wall: Duration::ZERO,
+            };
+        }
+        entry.fuel = entry.fuel.saturating_add(fuel);
+        entry.wall = entry.wall.saturating_add(wall);
+    }
+}
+
+impl Permit {
+    /// Run `call` and charge what the sandbox measured of it, and the wall
+    /// time it took, to the principal's quota.
+    pub(in crate::mcp::server) async fn charging<F: std::future::Future>(
+        self,
+        call: F,
+    ) -> F::Output {
+        let started = Instant::now();
+        let (output, used) = crate::telemetry::measured(call).await;
+        self.charge(used.fuel_used.unwrap_or(0), started.elapsed());
+        output
+    }
+}
+
+/// [`Policy::admit`], with the decision counted in `metrics` (by rule).
+pub(in crate::mcp::server) fn decide(
+    policy: &Arc<Policy>,
+    principal: &Principal,
+    tool: &str,
+    metrics: Option<&crate::telemetry::Metrics>,
+) -> Result<Permit, Denied> {
+    let decided = policy.admit(principal, tool);
+    if let Some(metrics) = metrics {
+        let rule = policy.rule_name(principal).unwrap_or("");
+        metrics.record_policy(
+            rule,
+            decided.as_ref().map_or_else(Denied::kind, |_| "allowed"),
+        );
+    }
+    decided
 }
 
 impl Drop for Permit {
@@ -245,6 +275,11 @@ impl Policy {
             .find(|(_, r)| r.who.matches(principal))
     }
 
+    /// The name of the rule that decides for `principal`, if one does.
+    pub fn rule_name(&self, principal: &Principal) -> Option<&str> {
+        self.rule_for(principal).map(|(_, rule)| rule.name())
+    }
+
     /// Whether `principal` sees `tool` in `tools/list`.
     pub fn visible(&self, principal: &Principal, tool: &str) -> bool {
         self.rule_for(principal)
@@ -268,18 +303,75 @@ impl Policy {
         tool: &str,
         now: Instant,
     ) -> Result<Permit, Denied> {
-        let permit = self.start(principal)?;
+        let charged = self.within_quota(principal, now)?;
+        let mut permit = self.start(principal)?;
         self.take_token(principal, tool, now)?;
+        permit.charged = charged;
         Ok(permit)
+    }
+
+    /// Whether what `principal`'s calls spent in its window leaves room for
+    /// one more (and where to charge it), for a rule with a quota.
+    #[allow(clippy::type_complexity)]
+    fn within_quota(
+        self: &Arc<Self>,
+        principal: &Principal,
+        now: Instant,
+    ) -> Result<Option<(Arc<Policy>, (usize, String), Quota)>, Denied> {
+        let Some((index, rule)) = self.rule_for(principal) else {
+            return Ok(None);
+        };
+        let Some(quota) = rule.quota else {
+            return Ok(None);
+        };
+        let key = (index, principal.subject().to_owned());
+        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
+        if spent.len() >= MAX_BUCKETS {
+            spent.retain(|_, s| now.duration_since(s.since) < quota.window);
+        }
+        if let Some(s) = spent.get(&key) {
+            let elapsed = now.duration_since(s.since);
+            if elapsed >= quota.window {
+                spent.remove(&key);
+            } else {
+                let over = match (quota.fuel, quota.wall_time) {
+                    (Some(limit), _) if s.fuel >= limit => Some(Spent::Fuel {
+                        limit,
+                        used: s.fuel,
+                    }),
+                    (_, Some(limit)) if s.wall >= limit => Some(Spent::WallTime {
+                        limit,
+                        used: s.wall,
+                    }),
+                    _ => None,
+                };
+                if let Some(spent) = over {
+                    return Err(Denied::QuotaSpent {
+                        rule: rule.name.clone(),
+                        subject: key.1,
+                        spent,
+                        window: quota.window,
+                        retry_after: quota.window - elapsed,
+                    });
+                }
+            }
+        }
+        Ok(Some((Arc::clone(self), key, quota)))
     }
 
     /// Count one more call of `principal` running, within its rule's cap.
     fn start(self: &Arc<Self>, principal: &Principal) -> Result<Permit, Denied> {
         let Some((index, rule)) = self.rule_for(principal) else {
-            return Ok(Permit { held: None });
+            return Ok(Permit {
+                held: None,
+                charged: None,
+            });
         };
         let Some(max) = rule.max_concurrent else {
-            return Ok(Permit { held: None });
+            return Ok(Permit {
+                held: None,
+                charged: None,
+            });
         };
         let key = (index, principal.subject().to_owned());
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
@@ -294,6 +386,7 @@ impl Policy {
         *n += 1;
         Ok(Permit {
             held: Some((Arc::clone(self), key)),
+            charged: None,
         })
     }
 
@@ -347,115 +440,6 @@ impl Policy {
     }
 }
 
-/// The JSON-RPC error a refused call is answered with: `-32029` and
-/// `retryAfterSeconds` for a rate limit, invalid-request (`-32600`)
-/// naming the rule otherwise. The decision is logged with the principal.
-pub(in crate::mcp::server) fn refusal(denied: &Denied, principal: &Principal) -> rmcp::ErrorData {
-    tracing::info!(
-        principal = principal.subject(),
-        client_id = principal.client_id().unwrap_or(""),
-        rule = denied.rule().unwrap_or(""),
-        "call refused by the access policy: {denied}"
-    );
-    let mut data = serde_json::json!({
-        "principal": principal.subject(),
-        "rule": denied.rule(),
-    });
-    let code = match denied {
-        Denied::RateLimited { retry_after, .. } => {
-            data["retryAfterSeconds"] = serde_json::json!(retry_after.as_secs_f64().ceil());
-            RATE_LIMITED
-        }
-        Denied::Busy { .. } => {
-            data["retryAfterSeconds"] = serde_json::json!(1);
-            RATE_LIMITED
-        }
-        Denied::NoRule { .. } | Denied::Tool { .. } => -32600,
-    };
-    rmcp::ErrorData::new(rmcp::model::ErrorCode(code), denied.to_string(), Some(data))
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pattern(p: &str) -> ToolPattern {
-        ToolPattern::new(p).unwrap()
-    }
-
-    fn policy() -> Arc<Policy> {
-        let policy = Policy::new()
-            .rule(Rule::new(
-                "admins",
-                Who::Scope("admin".into()),
-                [pattern("*")],
-            ))
-            .rule(
-                Rule::new("agents", Who::ClientId("agent".into()), [pattern("calc_*")]).rate(
-                    Rate {
-                        per_minute: 60,
-                        burst: 2,
-                    },
-                ),
-            );
-        Arc::new(policy)
-    }
-
-    #[test]
-    fn the_first_matching_rule_decides_what_is_seen() {
-        let p = policy();
-        let admin = Principal::new("root").with_scopes(["admin"]);
-        let agent = Principal::new("bot").with_client_id("agent");
-        let stranger = Principal::new("eve");
-        assert!(p.visible(&admin, "fs_delete"));
-        assert!(p.visible(&agent, "calc_add") && !p.visible(&agent, "fs_delete"));
-        assert!(!p.visible(&stranger, "calc_add"));
-        let denied = p.admit(&agent, "fs_delete").unwrap_err();
-        assert_eq!(denied.rule(), Some("agents"));
-        assert!(denied.to_string().contains("operator"), "{denied}");
-        assert!(matches!(
-            p.admit(&stranger, "calc_add"),
-            Err(Denied::NoRule { .. })
-        ));
-    }
-
-    #[test]
-    fn a_principal_over_its_rate_is_told_when_to_retry_while_others_are_served() {
-        let p = policy();
-        let bot = Principal::new("bot").with_client_id("agent");
-        let other = Principal::new("bot-2").with_client_id("agent");
-        let t0 = Instant::now();
-        assert!(p.admit_at(&bot, "calc_add", t0).is_ok());
-        assert!(p.admit_at(&bot, "calc_add", t0).is_ok());
-        let Err(Denied::RateLimited { retry_after, .. }) = p.admit_at(&bot, "calc_add", t0) else {
-            panic!("the third call in a burst of 2 is refused");
-        };
-        assert_eq!(retry_after.as_secs(), 1);
-        // Another principal, and another tool, have buckets of their own.
-        assert!(p.admit_at(&other, "calc_add", t0).is_ok());
-        assert!(p.admit_at(&bot, "calc_mul", t0).is_ok());
-        // One token a second comes back.
-        assert!(
-            p.admit_at(&bot, "calc_add", t0 + Duration::from_secs(1))
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn a_principal_at_its_cap_waits_for_a_call_to_finish_while_others_run() {
-        let p = Arc::new(
-            Policy::new()
-                .rule(Rule::new("one-at-a-time", Who::Anyone, [pattern("*")]).max_concurrent(1)),
-        );
-        let alice = Principal::new("alice");
-        let bob = Principal::new("bob");
-        let first = p.admit(&alice, "slow").unwrap();
-        let Err(busy) = p.admit(&alice, "other") else {
-            panic!("a second call at once is refused");
-        };
-        assert!(matches!(busy, Denied::Busy { max: 1, .. }), "{busy}");
-        let _bobs = p.admit(&bob, "slow").unwrap();
-        drop(first);
-        assert!(p.admit(&alice, "other").is_ok());
-    }
-}
+#[path = "policy_tests.rs"]
+mod tests;
