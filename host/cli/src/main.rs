@@ -33,7 +33,11 @@ use toolhost::tools::Observability;
 /// mimalloc, not the system allocator: a request to `serve` makes many
 /// small allocations, often freed on another thread than the one that
 /// made them (a span handed to the exporter's thread); mimalloc takes some
-/// 7% off the server's CPU per call (docs/mcp.md, "Speed").
+/// 7% off the server's CPU per call (docs/mcp.md, "Speed"). Built
+/// without transparent huge pages (the workspace's `no_thp`): asked for
+/// them, mimalloc backs every 2 MiB it touches with a whole huge page,
+/// which cost `serve` a quarter of its memory after a run and doubled
+/// the peak while compiling (docs/benchmarks.md, "Memory").
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
