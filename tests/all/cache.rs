@@ -1,7 +1,9 @@
 //! The compile cache is never trusted blindly: an entry that is cut short,
 //! belongs to another component, or is not a plain file of ours is rebuilt,
 //! never loaded; a component file that changed is hashed again, whatever
-//! the cache remembers about it.
+//! the cache remembers about it. A plugin the cache knows whole loads
+//! without its compiled code, and makes it on its first call, under the
+//! same checks.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -242,4 +244,78 @@ async fn a_changed_component_file_is_hashed_again_though_its_old_stamp_is_kept()
     let back = load(cache.path(), &wasm).await;
     assert_eq!(back.digest(), first.digest());
     counts_words(&back).await;
+}
+
+#[tokio::test]
+async fn a_known_plugin_loads_without_its_code_and_makes_it_on_its_first_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let wasm = dir.path().join("tool.wasm");
+    std::fs::copy(plugin_dir().join("text.wasm"), &wasm).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let load = async |wasm: &Path| {
+        PluginHost::new(own_cache(cache.path()).cache_stamp_settle(Duration::ZERO))
+            .unwrap()
+            .load_file(wasm)
+            .await
+            .unwrap()
+    };
+    let first = load(&wasm).await;
+    assert_eq!(first.cache_status(), CacheStatus::Compiled);
+    assert!(first.code_loaded());
+
+    // Known file, cached code, remembered tools: listed without the code.
+    let known = load(&wasm).await;
+    assert_eq!(known.cache_status(), CacheStatus::Hit);
+    assert!(!known.code_loaded(), "a warm load maps no compiled code");
+    assert!(known.tools_from_cache());
+    assert_eq!(known.tool_specs(), first.tool_specs());
+    assert_eq!(known.interface(), first.interface());
+    counts_words(&known).await;
+    assert!(known.code_loaded(), "the first call made it");
+
+    // The entry gone after the load: the first call compiles the file.
+    let known = load(&wasm).await;
+    assert!(!known.code_loaded());
+    for entry in entries(cache.path()) {
+        std::fs::remove_file(entry).unwrap();
+    }
+    counts_words(&known).await;
+    assert_eq!(entries(cache.path()).len(), 1, "written back");
+
+    // Another component's entry in its place: not run; the file is.
+    let calc = tempfile::tempdir().unwrap();
+    let calc_wasm = calc.path().join("calc.wasm");
+    std::fs::copy(plugin_dir().join("calc.wasm"), &calc_wasm).unwrap();
+    let known = load(&wasm).await;
+    assert!(!known.code_loaded());
+    let text_entry = entries(cache.path()).remove(0);
+    load(&calc_wasm).await;
+    let calc_entry = entries(cache.path())
+        .into_iter()
+        .find(|e| *e != text_entry)
+        .unwrap();
+    std::fs::copy(&calc_entry, &text_entry).unwrap();
+    counts_words(&known).await;
+
+    // The entry gone and the file changed since the load: refused, never
+    // the new component's code under the old component's tools.
+    let known = load(&wasm).await;
+    assert!(!known.code_loaded());
+    std::fs::remove_file(&text_entry).unwrap();
+    std::fs::copy(&calc_wasm, &wasm).unwrap();
+    let registry = ToolRegistry::new();
+    for t in known.tools() {
+        registry.register(t).unwrap();
+    }
+    let refused = registry
+        .call(
+            "text_stats",
+            json!({"text": "a b"}),
+            &CallContext::default(),
+        )
+        .await
+        .output
+        .unwrap_err();
+    assert_eq!(refused.kind, toolhost::tools::ToolErrorKind::PluginLoad);
+    assert!(refused.message.contains("changed since"), "{refused}");
 }

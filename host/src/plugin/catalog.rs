@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::loaded::ToolExtras;
+use super::loaded::{ComponentInterface, ToolExtras};
 use crate::sandbox::{Limits, Permissions, Sandbox};
 use crate::tools::ToolSpec;
 
@@ -47,6 +47,18 @@ struct Note {
     /// finding a tool's owner without loading the plugin needs to know
     /// whether it would load under this host's `max_instances`.
     slots: u32,
+    /// The component's imports and exports: with them, a plugin loads
+    /// without its compiled code (see `lazy`). Absent in older notes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    interface: Option<ComponentInterface>,
+}
+
+/// What a note holds for a plugin to load without its compiled code.
+pub(super) struct Remembered {
+    pub(super) tools: Vec<ToolSpec>,
+    pub(super) extras: Vec<ToolExtras>,
+    pub(super) slots: u32,
+    pub(super) interface: ComponentInterface,
 }
 
 /// A fingerprint of what a plugin's `describe` sees; `None` if it cannot be
@@ -69,13 +81,33 @@ pub(super) fn inputs_key(
 /// The tools remembered for this component and these inputs, if any.
 /// A remembered list gets the same checks as a fresh `describe` answer
 /// ([`check_tools`](super::check_tools)): a note is plugin-supplied data too.
+/// The last item says whether the note holds everything a load without
+/// the compiled code needs ([`recall_all`]).
 pub(super) fn recall(
     sandbox: &Sandbox,
     digest: &blake3::Hash,
     key: &str,
     budget: &crate::tools::PluginBudget,
-) -> Option<(Vec<ToolSpec>, Vec<ToolExtras>)> {
-    read(sandbox, digest, key, budget).map(|note| (note.tools, note.extras))
+) -> Option<(Vec<ToolSpec>, Vec<ToolExtras>, bool)> {
+    read(sandbox, digest, key, budget)
+        .map(|note| (note.tools, note.extras, note.interface.is_some()))
+}
+
+/// Everything remembered for this component and these inputs, if the note
+/// has it all (notes from before interfaces were kept do not).
+pub(super) fn recall_all(
+    sandbox: &Sandbox,
+    digest: &blake3::Hash,
+    key: &str,
+    budget: &crate::tools::PluginBudget,
+) -> Option<Remembered> {
+    let note = read(sandbox, digest, key, budget)?;
+    Some(Remembered {
+        tools: note.tools,
+        extras: note.extras,
+        slots: note.slots,
+        interface: note.interface?,
+    })
 }
 
 /// As [`recall`], with the instance slots one instance takes.
@@ -100,8 +132,11 @@ fn read(
     if note.inputs != key || crate::tools::check_tools(&note.tools, budget).is_err() {
         return None;
     }
-    // A note is plugin-supplied data: its extras get the checks a fresh
-    // answer gets, and belong one to each tool (or are absent).
+    // A note is plugin-supplied data: its extras get the budget checks a
+    // fresh answer gets, and belong one to each tool (or are absent). Its
+    // schemas compile where every tool's do, in the registry, which
+    // refuses one that does not (as it does an input schema); compiling
+    // them here too would cost a warm load most of its time.
     if !note.extras.is_empty() && note.extras.len() != note.tools.len() {
         return None;
     }
@@ -109,7 +144,6 @@ fn read(
         let schema_ok = extra.output_schema.as_ref().is_none_or(|s| {
             s.to_string().len() <= budget.max_schema_bytes
                 && crate::tools::check_schema(s, &crate::tools::SchemaBudget::default()).is_ok()
-                && jsonschema::validator_for(s).is_ok()
         });
         if !schema_ok {
             return None;
@@ -118,16 +152,17 @@ fn read(
     Some(note)
 }
 
-/// Remember what `describe` returned (already checked by the caller), and
-/// how many instance slots one instance takes.
+/// Remember what `describe` returned (already checked by the caller), how
+/// many instance slots one instance takes, and the component's interface.
 pub(super) fn remember(
     sandbox: &Sandbox,
     digest: &blake3::Hash,
     key: String,
-    tools: &[ToolSpec],
-    extras: &[ToolExtras],
+    described: (&[ToolSpec], &[ToolExtras]),
     slots: u32,
+    interface: &ComponentInterface,
 ) {
+    let (tools, extras) = described;
     // 0.1 components (every extra empty) keep the notes they had.
     let extras = if extras.iter().all(|e| e == &ToolExtras::default()) {
         Vec::new()
@@ -139,6 +174,7 @@ pub(super) fn remember(
         tools: tools.to_vec(),
         extras,
         slots,
+        interface: Some(interface.clone()),
     };
     if let Ok(bytes) = serde_json::to_vec(&note) {
         sandbox.keep_note(digest, NOTE, &bytes);

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::session;
-use crate::sandbox::{CacheStatus, CallSinks, Guest, Limits, Permissions};
+use crate::sandbox::{CacheStatus, CallSinks, Limits, Permissions};
 use crate::sandbox::{GuestContent, GuestOutput};
 use crate::tools::{
     CallContext, Content, ResourceContents, SessionId, Tool, ToolAnnotations, ToolError,
@@ -48,7 +48,9 @@ pub struct Plugin {
     /// Whether it imports `user` (contract 0.2): its calls may ask.
     pub(super) asks_user: bool,
     pub(super) sessions: session::Sessions,
-    pub(super) guest: Guest,
+    /// Made at load, or on the first call when the cache knew enough to
+    /// load without it (see `lazy`).
+    pub(super) guest: super::lazy::LazyGuest,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -112,6 +114,12 @@ impl Plugin {
     pub fn tool_specs(&self) -> &[ToolSpec] {
         &self.tools
     }
+    /// Whether its compiled code is loaded. A plugin whose file, compiled
+    /// code and tools the compile cache knew loads without it, and loads it
+    /// on its first call (or when its first call fails to, on the next).
+    pub fn code_loaded(&self) -> bool {
+        self.guest.is_ready()
+    }
     /// The component's imports and exports by name.
     pub fn interface(&self) -> &ComponentInterface {
         &self.interface
@@ -161,13 +169,12 @@ impl Plugin {
         session: Option<&SessionId>,
         sinks: &CallSinks,
     ) -> Result<GuestOutput, ToolError> {
+        let guest = self.guest.get().await?;
         match session {
             Some(session) if self.stateful => {
-                self.sessions
-                    .call(&self.guest, session, name, input, sinks)
-                    .await
+                self.sessions.call(guest, session, name, input, sinks).await
             }
-            _ => self.guest.call_fresh(name, input, sinks).await,
+            _ => guest.call_fresh(name, input, sinks).await,
         }
     }
 
@@ -189,7 +196,7 @@ impl Plugin {
 }
 
 /// A component's imports and exports by name.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ComponentInterface {
     /// Imported interfaces, e.g. `wasi:cli/environment@0.2.6`.
     pub imports: Vec<String>,

@@ -12,6 +12,7 @@ pub(crate) mod compile;
 mod error;
 mod inspect;
 pub mod integrity;
+mod lazy;
 mod loaded;
 mod manifest;
 mod plan;
@@ -226,6 +227,9 @@ impl PluginHost {
     pub async fn load_file(&self, path: &Path) -> Result<Arc<Plugin>, PluginError> {
         // The manifest first: a refused grant costs no compile.
         let settings = self.settings(path)?;
+        if let Some(known) = self.remembered(path, &settings) {
+            return Ok(self.load_known(path, settings, known));
+        }
         let compiled = self
             .compile_file(path, ManifestState::of(Some(&settings)))
             .await?;
@@ -278,7 +282,7 @@ impl PluginHost {
                 component,
                 identity,
                 resolved.limits,
-                resolved.permissions,
+                resolved.permissions.clone(),
                 self.config.spare_instances as usize,
             )
             .map_err(|error| PluginError::Component {
@@ -289,25 +293,67 @@ impl PluginHost {
             .as_deref()
             .and_then(|key| catalog::recall(&self.sandbox, &digest, key, &self.config.plugins));
         let tools_from_cache = remembered.is_some();
-        let (tools, extras) = match remembered {
+        let interface = ComponentInterface::of(component, self.sandbox.engine());
+        let (tools, extras, whole) = match remembered {
             Some(described) => described,
             None => {
                 let (tools, extras) = describe(&guest, path, &self.config.plugins).await?;
-                if let Some(key) = inputs {
-                    catalog::remember(&self.sandbox, &digest, key, &tools, &extras, guest.slots());
-                }
-                (tools, extras)
+                (tools, extras, false)
             }
         };
+        // A note from before interfaces were kept is completed, so that
+        // the next load can do without the compiled code.
+        if let (Some(key), false) = (inputs, whole) {
+            let described = (&tools[..], &extras[..]);
+            catalog::remember(
+                &self.sandbox,
+                &digest,
+                key,
+                described,
+                guest.slots(),
+                &interface,
+            );
+        }
+        let described = Described {
+            tools,
+            extras,
+            from_cache: tools_from_cache,
+            interface,
+        };
+        let settings = Settings {
+            manifest,
+            manifest_path,
+            manifest_sha256,
+            resolved,
+        };
+        let guest = lazy::LazyGuest::ready(guest);
+        Ok(self.assemble(path, settings, digest, cache, described, guest))
+    }
+
+    /// The plugin of these parts.
+    fn assemble(
+        &self,
+        path: &Path,
+        settings: Settings,
+        digest: blake3::Hash,
+        cache: CacheStatus,
+        described: Described,
+        guest: lazy::LazyGuest,
+    ) -> Arc<Plugin> {
+        let Settings {
+            manifest,
+            manifest_path,
+            manifest_sha256,
+            resolved,
+        } = settings;
         let idle_ttl = Duration::from_secs(
             manifest
                 .session
                 .idle_ttl_secs
                 .unwrap_or(self.config.session_idle_ttl_secs),
         );
-        let interface = ComponentInterface::of(component, self.sandbox.engine());
-        Ok(Arc::new(Plugin {
-            name,
+        Arc::new(Plugin {
+            name: plugin_name(path),
             path: path.to_owned(),
             manifest_path,
             digest,
@@ -317,15 +363,23 @@ impl PluginHost {
             task: manifest.task,
             exec: resolved.exec.clone(),
             cache,
-            tools,
-            extras,
-            tools_from_cache,
-            asks_user: interface.asks_user(),
-            interface,
+            tools: described.tools,
+            extras: described.extras,
+            tools_from_cache: described.from_cache,
+            asks_user: described.interface.asks_user(),
+            interface: described.interface,
             sessions: session::Sessions::new(idle_ttl, Arc::clone(&self.session_cap)),
             guest,
-        }))
+        })
     }
+}
+
+/// A plugin's tools and interface, and whether the cache remembered them.
+struct Described {
+    tools: Vec<ToolSpec>,
+    extras: Vec<loaded::ToolExtras>,
+    from_cache: bool,
+    interface: ComponentInterface,
 }
 
 /// Who owns each tool name in a directory: the first plugin, in file-name

@@ -173,6 +173,15 @@ impl CompileCache {
         open_entry(engine, &path, digest).ok().flatten()
     }
 
+    /// Whether the cache holds an entry for `digest` that looks whole: a
+    /// regular file of ours whose trailer names this component and the
+    /// entry's exact length (what [`hit`](Self::hit) checks before it maps
+    /// the entry), without mapping or deserializing it.
+    pub(crate) fn looks_whole(&self, digest: &blake3::Hash) -> bool {
+        self.entry_path(digest)
+            .is_some_and(|path| trailer_ok(&path, digest))
+    }
+
     /// The compiled component for `wasm`, from the cache or freshly compiled.
     pub(crate) fn load(
         &self,
@@ -281,6 +290,26 @@ fn open_entry(
     unsafe { Component::deserialize_file(engine, &checked) }
         .map(Some)
         .map_err(Unusable::Rejected)
+}
+
+/// Whether the entry at `path` is ours and its trailer is intact and names
+/// `digest` (see [`open_entry`]).
+#[cfg(unix)]
+fn trailer_ok(path: &Path, digest: &blake3::Hash) -> bool {
+    use std::os::unix::fs::FileExt;
+
+    let Ok(Some((file, len))) = open_own(path) else {
+        return false;
+    };
+    let mut trailer = [0; TRAILER];
+    len.checked_sub(TRAILER as u64)
+        .is_some_and(|at| file.read_exact_at(&mut trailer, at).is_ok())
+        && payload_len(&trailer, len, digest).is_some()
+}
+
+#[cfg(not(unix))]
+fn trailer_ok(_path: &Path, _digest: &blake3::Hash) -> bool {
+    false
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -330,6 +330,13 @@ impl Sandbox {
         self.inner.cache.hit(&self.inner.engine, digest)
     }
 
+    /// Whether the compile cache holds an entry for `digest` that looks
+    /// whole (its trailer checked, not its code: see
+    /// [`cached`](Self::cached) for that).
+    pub(crate) fn has_cached(&self, digest: &blake3::Hash) -> bool {
+        self.inner.cache.looks_whole(digest)
+    }
+
     /// The digest of the component file at `path` as `stamp` found it, if
     /// the cache remembers it (see `stamps`).
     pub(crate) fn known_digest(
