@@ -194,15 +194,16 @@ async fn call(addr: &str, token: &str, tool: &str) -> Value {
 /// `registry()` served statelessly over HTTP on loopback under `policy`
 /// and `options`, its tokens from a real authorization server: the
 /// address, the resource URI, the issuer and the server.
-async fn serve_with(
-    policy: Policy,
-    options: ServerOptions,
-) -> (
+/// A served registry: its address, its resource URI, the issuer of its
+/// tokens, and the server.
+type Served = (
     String,
     String,
     AuthServer,
     toolhost::mcp::server::HttpServer,
-) {
+);
+
+async fn serve_with(policy: Policy, options: ServerOptions) -> Served {
     serve_registry_with(registry(), policy, options.stateless(true)).await
 }
 
@@ -212,12 +213,7 @@ async fn serve_registry_with(
     registry: Arc<ToolRegistry>,
     policy: Policy,
     options: ServerOptions,
-) -> (
-    String,
-    String,
-    AuthServer,
-    toolhost::mcp::server::HttpServer,
-) {
+) -> Served {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let uri = format!("http://{addr}/mcp");

@@ -41,13 +41,15 @@ fn entries(cache: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// `text_stats` answers through `plugin`: the code that runs is text's.
-async fn counts_words(plugin: &std::sync::Arc<Plugin>) {
+/// What `text_stats` of "one two three" answers through `plugin`.
+async fn text_stats(
+    plugin: &std::sync::Arc<Plugin>,
+) -> Result<serde_json::Value, toolhost::tools::ToolError> {
     let registry = ToolRegistry::new();
     for t in plugin.tools() {
         registry.register(t).unwrap();
     }
-    let out = registry
+    registry
         .call(
             "text_stats",
             json!({"text": "one two three"}),
@@ -55,8 +57,11 @@ async fn counts_words(plugin: &std::sync::Arc<Plugin>) {
         )
         .await
         .output
-        .unwrap();
-    assert_eq!(out["words"], json!(3));
+}
+
+/// `text_stats` answers through `plugin`: the code that runs is text's.
+async fn counts_words(plugin: &std::sync::Arc<Plugin>) {
+    assert_eq!(text_stats(plugin).await.unwrap()["words"], json!(3));
 }
 
 /// A cache holding text's entry (returned) after one compile.
@@ -303,19 +308,7 @@ async fn a_known_plugin_loads_without_its_code_and_makes_it_on_its_first_call() 
     assert!(!known.code_loaded());
     std::fs::remove_file(&text_entry).unwrap();
     std::fs::copy(&calc_wasm, &wasm).unwrap();
-    let registry = ToolRegistry::new();
-    for t in known.tools() {
-        registry.register(t).unwrap();
-    }
-    let refused = registry
-        .call(
-            "text_stats",
-            json!({"text": "a b"}),
-            &CallContext::default(),
-        )
-        .await
-        .output
-        .unwrap_err();
+    let refused = text_stats(&known).await.unwrap_err();
     assert_eq!(refused.kind, toolhost::tools::ToolErrorKind::PluginLoad);
     assert!(refused.message.contains("changed since"), "{refused}");
 }

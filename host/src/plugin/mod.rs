@@ -12,6 +12,7 @@ pub(crate) mod compile;
 mod error;
 mod inspect;
 pub mod integrity;
+mod known;
 mod lazy;
 mod loaded;
 mod manifest;
@@ -264,17 +265,12 @@ impl PluginHost {
         component: &Component,
         cache: CacheStatus,
     ) -> Result<Arc<Plugin>, PluginError> {
-        let Settings {
-            manifest,
-            manifest_path,
-            manifest_sha256,
-            resolved,
-        } = settings;
-        let name = plugin_name(path);
-        let inputs = catalog::inputs_key(&manifest.config, &resolved.limits, &resolved.permissions);
+        let resolved = &settings.resolved;
+        let config = &settings.manifest.config;
+        let inputs = catalog::inputs_key(config, &resolved.limits, &resolved.permissions);
         let identity = Arc::new(PluginIdentity {
-            name: name.clone(),
-            config: manifest.config.clone(),
+            name: plugin_name(path),
+            config: config.clone(),
         });
         let guest = self
             .sandbox
@@ -319,12 +315,6 @@ impl PluginHost {
             extras,
             from_cache: tools_from_cache,
             interface,
-        };
-        let settings = Settings {
-            manifest,
-            manifest_path,
-            manifest_sha256,
-            resolved,
         };
         let guest = lazy::LazyGuest::ready(guest);
         Ok(self.assemble(path, settings, digest, cache, described, guest))
