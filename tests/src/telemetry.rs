@@ -44,6 +44,18 @@ pub fn http(
     headers: &[(&str, &str)],
     body: &str,
 ) -> (u16, String) {
+    let (status, _, body) = http_exchange(address, method, path, headers, body);
+    (status, body)
+}
+
+/// As [`http`], with the response's head (status line and headers) too.
+pub fn http_exchange(
+    address: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(address).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -75,7 +87,7 @@ pub fn http(
     } else {
         body.to_owned()
     };
-    (status, body)
+    (status, head.to_owned(), body)
 }
 
 fn dechunk(mut rest: &str) -> String {

@@ -52,9 +52,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Deserialize;
 
 mod run;
+mod served;
 mod sqlite;
 
 pub use run::{TaskControl, TaskOutcome, TaskRunner};
+pub use served::{STORE_FILE, TaskHost, iso8601};
 pub use sqlite::SqliteTaskStore;
 
 /// The reason a task that was running when its host stopped is `failed`.

@@ -16,6 +16,7 @@
 //! - `client`: `[[mcp]]` sources against real servers (mcp-server-time,
 //!   server-everything).
 //! - `untrusted`: `[[mcp]]` servers that misbehave.
+//! - `tasks`: calls that outlive a request (MCP tasks, both revisions).
 
 mod client;
 mod handles;
@@ -23,4 +24,5 @@ mod list_changed;
 mod peers;
 mod revisions;
 mod serve;
+mod tasks;
 mod untrusted;

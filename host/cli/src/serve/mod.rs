@@ -7,12 +7,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::Args;
 use toolhost::approval::ToolPattern;
 use toolhost::mcp::server::{
     ConnectionBudgets, ServeError, ServerOptions, SessionBudgets, ToolServer,
 };
 use toolhost::plugin::{DEFAULT_DEBOUNCE, PluginWatcher, WatchEvent};
+use toolhost::tasks::TaskHost;
 use toolhost::telemetry::Metrics;
 use toolhost::toolbox::Toolbox;
 use toolhost::tools::Observability;
@@ -133,6 +135,13 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .await?;
     say_cache(&toolbox);
     let mut options = options.approval(toolbox.host().config().approval.clone());
+    // Calls that outlive a request, kept in the cache's task store (the
+    // tasks its last process left running are failed, saying why).
+    let config = toolbox.host().config();
+    let tasks = TaskHost::open(config.tasks.clone(), config.cache_dir.as_deref()).context(
+        "cannot open the task store; set [tasks] store in the host config to a writable file",
+    )?;
+    options = options.tasks(tasks);
     if let (Some(auth), Some(addr)) = (&toolbox.host().config().auth, args.http) {
         options = options.resource_server(auth.resource_server()?);
         if let Some(policy) = auth.policy()? {

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -45,6 +45,10 @@ use rmcp::model::{
 };
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
+
+mod headers;
+
+use headers::{accepts_json_and_events, essence_is, host_accepted, json_response};
 
 use super::connections::App;
 use super::handler::{AnswerOnly, Client, Lane, Reach};
@@ -191,53 +195,6 @@ impl DirectSessions {
     }
 }
 
-/// `host` (a `Host` header: name or name:port) is one of `accepted`, or its
-/// name is one of those without a port.
-fn host_accepted(host: &str, accepted: &[String]) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
-        None => host.rsplit_once(':').map_or(host, |(name, port)| {
-            if port.bytes().all(|b| b.is_ascii_digit()) {
-                name
-            } else {
-                host
-            }
-        }),
-    };
-    accepted
-        .iter()
-        .any(|a| a.eq_ignore_ascii_case(host) || a.eq_ignore_ascii_case(name))
-}
-
-/// The media type of `value`, parameters aside, is `expected`.
-fn essence_is(value: &HeaderValue, expected: &str) -> bool {
-    value.to_str().is_ok_and(|v| {
-        v.split(';')
-            .next()
-            .is_some_and(|e| e.trim().eq_ignore_ascii_case(expected))
-    })
-}
-
-/// `Accept` names both `application/json` and `text/event-stream`, without
-/// parameters (a weight of 0 would refuse one: rmcp reads those).
-fn accepts_json_and_events(headers: &HeaderMap) -> bool {
-    let (mut json, mut events) = (false, false);
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(value) = value.to_str() else {
-            return false;
-        };
-        for media in value.split(',') {
-            let media = media.trim();
-            if media.contains(';') {
-                return false;
-            }
-            json |= media.eq_ignore_ascii_case("application/json");
-            events |= media.eq_ignore_ascii_case("text/event-stream");
-        }
-    }
-    json && events
-}
-
 /// A JSON-RPC `tools/call` request.
 #[derive(Deserialize)]
 struct CallRequest<'a> {
@@ -353,6 +310,9 @@ pub(super) struct Front {
     /// Counts the HTTP status of direct answers (the router's layer counts
     /// the rest).
     metrics: Option<crate::telemetry::Metrics>,
+    /// The server offers tasks: 2025-11-25's are answered here
+    /// (`direct_tasks`).
+    tasks: bool,
 }
 
 impl Front {
@@ -373,7 +333,14 @@ impl Front {
             auth,
             policy,
             metrics,
+            tasks: false,
         }
+    }
+
+    /// Answer 2025-11-25's task requests (the server offers tasks).
+    pub(super) fn with_tasks(mut self, tasks: bool) -> Self {
+        self.tasks = tasks;
+        self
     }
 
     /// The answer to `request`.
@@ -399,7 +366,9 @@ impl Front {
             };
         let under = Under {
             policy: self.policy.as_ref().zip(principal.as_ref()),
+            principal: principal.as_ref(),
             metrics: self.metrics.as_ref(),
+            tasks: self.tasks.then_some(&self.router),
         };
         let request = match &self.direct {
             Some(direct) if authorized => {
@@ -415,9 +384,21 @@ impl Front {
             }
             _ => request,
         };
-        match tower_service::Service::call(&mut self.router, request).await {
-            Ok(response) => response,
-            Err(infallible) => match infallible {},
+        match &self.direct {
+            // 2025-11-25 with tasks: rmcp's answers to `initialize` and
+            // `tools/list` get what that revision's server with tasks says.
+            Some(direct) if self.tasks => {
+                let conn = |headers: &HeaderMap| {
+                    direct
+                        .session(headers)
+                        .and_then(|(_, session)| session.conn.upgrade())
+                };
+                super::direct_tasks::routed_patched(&mut self.router, request, conn).await
+            }
+            _ => match tower_service::Service::call(&mut self.router, request).await {
+                Ok(response) => response,
+                Err(infallible) => match infallible {},
+            },
         }
     }
 }
@@ -450,7 +431,11 @@ impl Lane for DirectSessions {
 #[derive(Clone, Copy)]
 struct Under<'a> {
     policy: Option<(&'a Arc<super::auth::Policy>, &'a super::auth::Principal)>,
+    /// The principal the server verified, if it verifies any.
+    principal: Option<&'a super::auth::Principal>,
     metrics: Option<&'a crate::telemetry::Metrics>,
+    /// With tasks: the router, which keeps a session alive in rmcp.
+    tasks: Option<&'a Router>,
 }
 
 /// The answer to a plain `tools/call` POST of a registered session, or
@@ -479,10 +464,12 @@ async fn answer_directly(
         .and_then(|v| v.to_str().ok()?.parse::<usize>().ok())
         .filter(|n| *n <= LARGEST_CALL);
     let conn = session.conn.upgrade();
+    // With tasks, a request that is not fresh is read too: 2025-11-25's
+    // task requests are answered here whatever rmcp last saw.
     let (Some(conn), Some(length), true, true, true) = (
         conn,
         length,
-        fresh,
+        fresh || under.tasks.is_some(),
         request.method() == Method::POST && request.uri().path() == "/mcp",
         direct.plain(request.headers()),
     ) else {
@@ -494,6 +481,27 @@ async fn answer_directly(
         let ended = (StatusCode::BAD_REQUEST, "the request body ended early\n");
         return Ok(ended.into_response());
     };
+    if let Some(router) = under.tasks
+        && let Some(task) = super::legacy_tasks::TaskRequest::parse(&bytes)
+    {
+        if !fresh {
+            session.rmcp_saw.store(now, Ordering::Relaxed);
+            super::direct_tasks::keep_alive(router.clone(), &parts.headers);
+        }
+        let policy = under.policy.map(|(policy, _)| policy);
+        let message = super::direct_tasks::answer(
+            task,
+            &conn,
+            (under.principal, policy, under.metrics),
+            &parts.headers,
+        )
+        .await;
+        return Ok(json_response(&message));
+    }
+    if !fresh {
+        session.rmcp_saw.store(now, Ordering::Relaxed);
+        return Err(Request::from_parts(parts, Body::from(bytes)));
+    }
     let Some(call) = PlainCall::parse(&bytes) else {
         session.rmcp_saw.store(now, Ordering::Relaxed);
         return Err(Request::from_parts(parts, Body::from(bytes)));
@@ -550,28 +558,6 @@ fn first_use(session: &Session, open: &CappedSessions, headers: &HeaderMap) -> b
     }
     session.used.store(true, Ordering::Relaxed);
     true
-}
-
-/// `message` as a JSON response, or `500` should it not serialize.
-fn json_response(message: &impl serde::Serialize) -> Response {
-    match serde_json::to_vec(message) {
-        Ok(body) => (
-            [(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            )],
-            body,
-        )
-            .into_response(),
-        Err(e) => {
-            tracing::warn!("cannot serialize an MCP answer: {e}");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the answer could not be serialized; this is a bug, please report it\n",
-            )
-                .into_response()
-        }
-    }
 }
 
 #[cfg(test)]

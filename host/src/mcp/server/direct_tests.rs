@@ -1,3 +1,5 @@
+use axum::http::HeaderValue;
+
 use super::*;
 
 fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {

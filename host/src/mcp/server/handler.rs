@@ -27,10 +27,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotificationParam,
-    ContentBlock, Implementation, InitializeRequestParams, InitializeResult, JsonObject,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, RequestId, ServerCapabilities,
-    ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CancelledNotificationParam, ContentBlock, GetTaskParams, GetTaskResult, Implementation,
+    InitializeRequestParams, InitializeResult, JsonObject, ListToolsResult, PaginatedRequestParams,
+    ProtocolVersion, RequestId, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -40,10 +41,14 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod call;
 mod search;
+mod tasks;
 mod wire;
 
 use call::json_text;
 pub(super) use call::{AnswerOnly, Reach};
+pub(super) use tasks::{
+    Asked, failure, legacy_task, stored_object, support as task_support, task_error,
+};
 use wire::{mcp_result, mcp_tool};
 
 use super::approval;
@@ -92,6 +97,8 @@ pub(super) struct Tools {
     /// handshake is over, so that the fast lane may answer its plain calls
     /// (`None` on stdio, when stateless, or with the lane off).
     pub(super) lane: Option<Arc<dyn Lane>>,
+    /// Calls that outlive their request, when the server offers them.
+    pub(super) tasks: Option<Arc<crate::tasks::TaskHost>>,
 }
 
 /// A fast lane in front of the server: told of each HTTP session whose
@@ -163,6 +170,9 @@ pub(super) struct Client {
     calls: AtomicUsize,
     /// Told when the last running call ends.
     calls_ended: Notify,
+    /// Who owns this connection's tasks, when not its session
+    /// (`handler/tasks.rs`).
+    task_owner: OnceLock<&'static str>,
 }
 
 /// How long the end of a session waits for its cancelled calls to be
@@ -193,6 +203,7 @@ impl McpTools {
     pub(super) fn for_connection(tools: Tools) -> Self {
         let handler = Self::new(tools);
         handler.conn.lasting.store(true, Ordering::Relaxed);
+        handler.conn.own_tasks_as_stdio();
         handler
     }
 
@@ -216,6 +227,7 @@ impl McpTools {
                 log_level: SessionLevel::default(),
                 calls: AtomicUsize::new(0),
                 calls_ended: Notify::new(),
+                task_owner: OnceLock::new(),
             }),
             lane: OnceLock::new(),
         }
@@ -330,8 +342,13 @@ impl ServerHandler for McpTools {
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools()
-            .enable_tool_list_changed()
-            .build();
+            .enable_tool_list_changed();
+        // 2026-07-28's tasks extension (2025-11-25's capability is added
+        // to rmcp's answer in front of it: `legacy_tasks.rs`).
+        let capabilities = match self.conn.tools.tasks {
+            Some(_) => capabilities.enable_tasks().build(),
+            None => capabilities.build(),
+        };
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -466,6 +483,27 @@ impl ServerHandler for McpTools {
             let visible = |name: &str| policy.visible(principal, name);
             return Ok(search::answer(&tools, request.arguments.as_ref(), visible).into());
         }
+        // 2026-07-28: a client that declared the tasks extension gets a
+        // task for a tool that may run as one.
+        let declared = context
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks());
+        let asked = if declared { Asked::Declared } else { Asked::No };
+        if self.conn.runs_as_task(&tools, &request.name, asked)? {
+            let owner = self
+                .conn
+                .task_owner(super::auth::Principal::of(&context.extensions));
+            let task = self.conn.start_task(
+                Arc::clone(&tools),
+                request,
+                context.meta.clone(),
+                owner,
+                None,
+                trace_parent,
+            )?;
+            let poll = self.conn.tasks().map_or(0, |t| t.poll_interval_ms());
+            return Ok(tasks::created(&task, poll));
+        }
         // rmcp's token is the client's `notifications/cancelled` (whose
         // answer rmcp drops); the connection's is the session ending
         // (whose answer the client gets: see `Client::end_calls`).
@@ -502,6 +540,35 @@ impl ServerHandler for McpTools {
     ) -> Result<(), McpError> {
         self.conn.log_level.set(request.level);
         Ok(())
+    }
+
+    /// 2026-07-28 `tasks/get`: the task with its result or error once
+    /// it has one; another client's task is not found.
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.task_get(&request.task_id, &context)
+    }
+
+    /// 2026-07-28 `tasks/cancel`: the guest is stopped at its next epoch
+    /// check, and the task ends `cancelled`.
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_cancel(&request.task_id, &context)
+    }
+
+    /// 2026-07-28 `tasks/update`: toolhost's tasks ask for no input.
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.task_update(&request.task_id, &context)
     }
 
     /// rmcp cancels the calls it runs itself; the direct ones are ours.

@@ -84,6 +84,7 @@ pub(super) async fn serve(
         .with_json_response(options.stateless);
     let count = tools.registry.len();
     let metrics = tools.registry.metrics();
+    let tasks = tools.tasks.is_some();
     // One handler (and so one plugin session) per MCP session; rmcp drops
     // it, ending the plugin session, when the session is deleted or
     // expires (after the session idle timeout). A request of the
@@ -115,7 +116,8 @@ pub(super) async fn serve(
         options.auth.clone(),
         options.policy.clone(),
         metrics,
-    );
+    )
+    .with_tasks(tasks);
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
     let budgets = options.connections;
     let shutdown = async move {

@@ -62,8 +62,10 @@ mod approval;
 pub mod auth;
 mod connections;
 mod direct;
+mod direct_tasks;
 mod handler;
 mod http;
+mod legacy_tasks;
 mod metrics;
 mod notify;
 pub(crate) mod question;
@@ -115,6 +117,8 @@ pub struct ServerOptions {
     rmcp_only: bool,
     /// `tools/list` shows only the tools these name, plus `tool_search`.
     tool_search: Option<Arc<[ToolPattern]>>,
+    /// Calls that outlive their request (MCP tasks).
+    tasks: Option<Arc<crate::tasks::TaskHost>>,
 }
 
 impl std::fmt::Debug for ServerOptions {
@@ -134,6 +138,7 @@ impl std::fmt::Debug for ServerOptions {
             .field("approval", &self.approval)
             .field("fast_lane", &!self.rmcp_only)
             .field("tool_search", &self.tool_search)
+            .field("tasks", &self.tasks.is_some())
             .finish()
     }
 }
@@ -180,6 +185,19 @@ impl ServerOptions {
     #[must_use]
     pub fn exec_overrides(mut self, overrides: ExecOverrides) -> Self {
         self.overrides = overrides;
+        self
+    }
+
+    /// Offer `tasks`: a call of a tool that may run as a task (its
+    /// manifest's `[task] support`, the host's `[tasks.support]`) becomes
+    /// one for a client that asks (2025-11-25's `params.task`) or declares
+    /// the tasks extension (2026-07-28): kept in `tasks`' store before the
+    /// client hears of it, run in the background, polled with
+    /// `tasks/get` (and 2025-11-25's `tasks/result` and `tasks/list`),
+    /// stopped with `tasks/cancel`. See docs/tasks.md.
+    #[must_use]
+    pub fn tasks(mut self, tasks: crate::tasks::TaskHost) -> Self {
+        self.tasks = Some(Arc::new(tasks));
         self
     }
 
@@ -367,6 +385,7 @@ impl ToolServer {
                 tool_search: options.tool_search.clone(),
                 policy: options.policy.clone(),
                 lane: None,
+                tasks: options.tasks.clone(),
             },
             options,
         }
@@ -432,7 +451,10 @@ impl ToolServer {
         };
         // Plain calls skip rmcp's service loop once the handshake is done
         // (see `stdio_direct`); rmcp serves everything else.
-        let (front, rmcp_end) = stdio_direct::Front::start(reader, writer);
+        // With tasks and the lane, 2025-11-25's task requests are
+        // answered in front of rmcp too (`legacy_tasks`).
+        let tasks = self.tools.tasks.is_some() && !self.options.rmcp_only;
+        let (front, rmcp_end) = stdio_direct::Front::start(reader, writer, tasks);
         // One plugin session for the whole connection, on every revision:
         // the sessionless 2026-07-28 has no handshake, but a stdio
         // connection is one client all the same.

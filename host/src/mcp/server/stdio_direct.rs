@@ -29,9 +29,17 @@
 //! - the end of the input (or of serving) ends the handler, which cancels
 //!   the direct calls; nobody reads their answers then, so none is
 //!   written.
+//!
+//! With tasks, 2025-11-25's task requests are answered here too, and
+//! rmcp's answers to `initialize` and `tools/list` get what that revision
+//! says a server with tasks answers (see [`super::legacy_tasks`]).
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Duration;
+
+use rmcp::model::RequestId;
 
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 use tokio::sync::Mutex;
@@ -40,6 +48,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::direct::PlainCall;
 use super::handler::{AnswerOnly, Client};
+use super::legacy_tasks::{Patch, TaskRequest};
 use super::stdio::{EndSignalling, Writer};
 
 /// The longest line answered directly (as for HTTP bodies), and the most
@@ -56,29 +65,43 @@ const DRAIN: Duration = Duration::from_millis(500);
 /// The connection's output, shared by rmcp's lines and the direct answers.
 type Output = Arc<Mutex<Writer>>;
 
+/// The connection once the handshake is done (the direct path is open).
+type Conn = Arc<OnceLock<Weak<Client>>>;
+
+/// rmcp's answers to patch (2025-11-25 with tasks), by request id.
+#[derive(Debug, Default)]
+struct Patches {
+    pending: std::sync::Mutex<HashMap<RequestId, Patch>>,
+    /// The client speaks 2025-11-25 (`initialize` was patched).
+    legacy: AtomicBool,
+}
+
 /// The reading and writing tasks in front of rmcp.
 pub(super) struct Front {
     /// Set once the handshake is done: the direct path is open.
-    conn: Arc<OnceLock<Weak<Client>>>,
+    conn: Conn,
     reading: JoinHandle<()>,
     writing: JoinHandle<()>,
 }
 
 impl Front {
     /// Read `input` and write `output`; rmcp serves the returned end of
-    /// the pipe (its own input and output).
-    pub(super) fn start(input: EndSignalling, output: Writer) -> (Self, DuplexStream) {
+    /// the pipe (its own input and output). With `tasks`, 2025-11-25's
+    /// are served here.
+    pub(super) fn start(input: EndSignalling, output: Writer, tasks: bool) -> (Self, DuplexStream) {
         let (ours, theirs) = tokio::io::duplex(PIPE);
         let (from_rmcp, to_rmcp) = tokio::io::split(ours);
         let output: Output = Arc::new(Mutex::new(output));
-        let conn = Arc::new(OnceLock::new());
+        let conn: Conn = Arc::new(OnceLock::new());
+        let patches = tasks.then(|| Arc::new(Patches::default()));
         let reading = tokio::spawn(read(
             BufReader::new(input),
             to_rmcp,
             Arc::clone(&conn),
             Arc::clone(&output),
+            patches.clone(),
         ));
-        let writing = tokio::spawn(write_rmcp(from_rmcp, output));
+        let writing = tokio::spawn(write_rmcp(from_rmcp, output, Arc::clone(&conn), patches));
         let front = Self {
             conn,
             reading,
@@ -106,8 +129,9 @@ impl Front {
 async fn read(
     mut input: BufReader<EndSignalling>,
     mut to_rmcp: WriteHalf<DuplexStream>,
-    conn: Arc<OnceLock<Weak<Client>>>,
+    conn: Conn,
     output: Output,
+    patches: Option<Arc<Patches>>,
 ) {
     let mut line = Vec::with_capacity(4096);
     loop {
@@ -117,11 +141,27 @@ async fn read(
             Ok(Line::PassedOn) => continue,
             Ok(Line::End) | Err(_) => break,
         }
-        if let Some(conn) = conn.get().and_then(Weak::upgrade)
-            && let Some(call) = plain_call(&line, &conn)
+        if let Some(patches) = &patches
+            && let Some((id, patch)) = Patch::of(&line)
         {
-            tokio::spawn(answer(conn, call, Arc::clone(&output)));
-            continue;
+            let mut pending = patches.pending.lock().unwrap_or_else(|e| e.into_inner());
+            pending.insert(id, patch);
+        }
+        if let Some(conn) = conn.get().and_then(Weak::upgrade) {
+            if patches.is_some()
+                && let Some(request) = TaskRequest::parse(&line)
+            {
+                let output = Arc::clone(&output);
+                tokio::spawn(async move {
+                    let message = request.answer(&conn, None, None).await;
+                    write_line(&output, &message).await;
+                });
+                continue;
+            }
+            if let Some(call) = plain_call(&line, &conn) {
+                tokio::spawn(answer(conn, call, Arc::clone(&output)));
+                continue;
+            }
         }
         if to_rmcp.write_all(&line).await.is_err() {
             break;
@@ -208,7 +248,12 @@ async fn answer(
     if cancel.is_cancelled() || conn.stopped().is_cancelled() {
         return;
     }
-    let mut line = match serde_json::to_vec(&message) {
+    write_line(&output, &message).await;
+}
+
+/// Write `message` as one line of `output`.
+async fn write_line(output: &Output, message: &impl serde::Serialize) {
+    let mut line = match serde_json::to_vec(message) {
         Ok(line) => line,
         Err(e) => {
             tracing::warn!("cannot serialize an MCP answer: {e}");
@@ -224,8 +269,14 @@ async fn answer(
     let _ = output.flush().await;
 }
 
-/// rmcp's lines, each written whole.
-async fn write_rmcp(from_rmcp: ReadHalf<DuplexStream>, output: Output) {
+/// rmcp's lines, each written whole; an answer waited for in `patches`
+/// is patched first.
+async fn write_rmcp(
+    from_rmcp: ReadHalf<DuplexStream>,
+    output: Output,
+    conn: Conn,
+    patches: Option<Arc<Patches>>,
+) {
     let mut from_rmcp = BufReader::new(from_rmcp);
     let mut line = Vec::with_capacity(4096);
     loop {
@@ -234,9 +285,53 @@ async fn write_rmcp(from_rmcp: ReadHalf<DuplexStream>, output: Output) {
             Ok(0) | Err(_) => return,
             Ok(_) => {}
         }
+        if let Some(patches) = &patches {
+            patch(&mut line, patches, &conn);
+        }
         let mut output = output.lock().await;
         if output.write_all(&line).await.is_err() || output.flush().await.is_err() {
             return;
         }
     }
+}
+
+/// Patch `line` (one of rmcp's) if it answers a request in `patches`.
+fn patch(line: &mut Vec<u8>, patches: &Patches, conn: &Conn) {
+    let patch = {
+        let mut pending = patches.pending.lock().unwrap_or_else(|e| e.into_inner());
+        if pending.is_empty() {
+            return;
+        }
+        let Ok(Answered { id: Some(id) }) = serde_json::from_slice::<Answered>(line) else {
+            return;
+        };
+        match pending.remove(&id) {
+            Some(patch) => patch,
+            None => return,
+        }
+    };
+    if patch == Patch::ToolsList && !patches.legacy.load(Ordering::Relaxed) {
+        return;
+    }
+    let Ok(mut answer) = serde_json::from_slice::<serde_json::Value>(line) else {
+        return;
+    };
+    let conn = conn.get().and_then(Weak::upgrade);
+    if !patch.apply(&mut answer, conn.as_deref()) {
+        return;
+    }
+    if patch == Patch::Initialize {
+        patches.legacy.store(true, Ordering::Relaxed);
+    }
+    if let Ok(mut patched) = serde_json::to_vec(&answer) {
+        patched.push(b'\n');
+        *line = patched;
+    }
+}
+
+/// The id of one of rmcp's messages, if it has one.
+#[derive(serde::Deserialize)]
+struct Answered {
+    #[serde(default)]
+    id: Option<RequestId>,
 }

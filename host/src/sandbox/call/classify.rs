@@ -13,7 +13,7 @@ pub(super) fn timeout_error(limits: &Limits) -> ToolError {
         ToolErrorKind::Timeout,
         format!(
             "the call did not finish within its {} ms deadline",
-            limits.timeout.as_millis()
+            crate::sandbox::limits::call_timeout(limits).as_millis()
         ),
     )
 }

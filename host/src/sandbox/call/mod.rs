@@ -221,7 +221,7 @@ impl Inner {
 
     /// Arm fuel, epoch deadline and the store's own budgets for one call.
     fn start_call(&self, store: &mut Store<StoreState>) -> Result<Instant, ToolError> {
-        let deadline = Instant::now() + self.limits.timeout;
+        let deadline = Instant::now() + super::limits::call_timeout(&self.limits);
         store.data_mut().start_call(deadline);
         store
             .set_fuel(self.limits.fuel)

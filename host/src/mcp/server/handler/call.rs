@@ -54,8 +54,11 @@ impl Client {
         trace_parent: Option<TraceParent>,
         cancelled: impl Future<Output = ()>,
     ) -> Result<CallToolResponse, McpError> {
-        self.calls.fetch_add(1, Ordering::AcqRel);
-        let _running = RunningCall(self);
+        // A task's call is not the session's: its end waits for none.
+        let _running = (!matches!(reach, Reach::Task(_))).then(|| {
+            self.calls.fetch_add(1, Ordering::AcqRel);
+            RunningCall(self)
+        });
         let name = request.name.as_ref();
         if self.tools.tool_search.is_some() && name == crate::tools::search::TOOL_SEARCH_NAME {
             return Ok(super::search::answer(tools, request.arguments.as_ref(), |_| true).into());
@@ -67,6 +70,10 @@ impl Client {
                 .unknown_tool(tools, name, request.arguments, trace_parent)
                 .await);
         };
+        // A plain call of a tool that runs only as a task is refused.
+        if !matches!(reach, Reach::Task(_)) && self.tasks().is_some() {
+            self.runs_as_task(tools, name, super::Asked::No)?;
+        }
         let mut arguments = request.arguments.unwrap_or_default();
         let (mut cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
         cx.trace_parent = trace_parent;
@@ -76,6 +83,10 @@ impl Client {
         let client = match reach {
             Reach::Client(context) => Some((context, self.needs(tools, name, meta))),
             Reach::AnswerOnly(AnswerOnly(())) => None,
+            Reach::Task(progress) => {
+                cx = cx.with_progress(progress);
+                None
+            }
         };
         let mut notifier = None;
         if let Some((context, needs)) = client {
@@ -305,6 +316,10 @@ pub(in crate::mcp::server) enum Reach<'a> {
     Client(&'a RequestContext<RoleServer>),
     /// Not at all: the fast lane, for a call proven to need nothing.
     AnswerOnly(AnswerOnly),
+    /// Not at all: a task's call, which outlives its request. Its
+    /// progress goes to the task's status; it asks no one (a tool that
+    /// needs approval never runs as a task).
+    Task(crate::tools::ProgressSink),
 }
 
 /// `value` as JSON text. serde_json writes it into one buffer; `Value`'s

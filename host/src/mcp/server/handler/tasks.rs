@@ -1,0 +1,379 @@
+//! A `tools/call` run as an MCP task, in both revisions that have tasks:
+//! whether a call runs as one, its start on the host's
+//! [`TaskHost`](crate::tasks::TaskHost), its owner, and the task in each
+//! revision's shape (2026-07-28's extension through rmcp's types,
+//! 2025-11-25's as JSON: rmcp 3.11 no longer has them).
+
+use rmcp::model::{
+    CreateTaskResult, DetailedTask, ErrorCode, GetTaskResult, Task as WireTask, TaskPayload,
+    TaskStatus as WireStatus,
+};
+
+use super::*;
+use crate::mcp::server::auth::Principal;
+use crate::tasks::{
+    NewTask, TaskError, TaskHost, TaskOutcome, TaskRecord, TaskStatus, TaskSupport, iso8601,
+};
+use crate::tools::{Progress, ProgressSink};
+
+/// How a client asked for its call to be a task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::mcp::server) enum Asked {
+    /// 2025-11-25: the request's `params.task`. A task, or an error.
+    Explicitly,
+    /// 2026-07-28: the client declared the tasks extension, and the
+    /// server decides (a tool that may run as one does).
+    Declared,
+    /// Not at all: a plain call, or an error for a tool that runs only as
+    /// a task.
+    No,
+}
+
+/// The owner of the tasks of a stdio connection: the person who started
+/// the process, whose cache the store is in. A client that restarts its
+/// server finds its tasks again.
+const STDIO_OWNER: &str = "stdio";
+
+/// The owner of the tasks of a sessionless HTTP request on a server
+/// without authorization: anyone who knows a task's id (128 random bits).
+const ANONYMOUS_OWNER: &str = "anonymous";
+
+impl Client {
+    /// The tasks this server offers, if it does.
+    pub(in crate::mcp::server) fn tasks(&self) -> Option<&TaskHost> {
+        self.tools.tasks.as_deref()
+    }
+
+    /// This connection's tasks belong to the stdio client.
+    pub(in crate::mcp::server) fn own_tasks_as_stdio(&self) {
+        let _ = self.task_owner.set(STDIO_OWNER);
+    }
+
+    /// Who owns the tasks a request of this connection makes, and sees
+    /// them: the authenticated `principal`, else a stdio connection's
+    /// user, else an HTTP session (its tasks are gone with it), else
+    /// anyone with the id.
+    pub(in crate::mcp::server) fn task_owner(&self, principal: Option<&Principal>) -> String {
+        if let Some(principal) = principal {
+            return format!("principal:{}", principal.subject());
+        }
+        if let Some(owner) = self.task_owner.get() {
+            return (*owner).to_owned();
+        }
+        match &self.cx.session {
+            Some(session) if self.lasting.load(Ordering::Relaxed) => format!("session:{session}"),
+            _ => ANONYMOUS_OWNER.to_owned(),
+        }
+    }
+
+    /// Whether a call of `name` on `tools` runs as a task, as the client
+    /// `asked` and the tool's support (with the operator's word) allow.
+    ///
+    /// # Errors
+    ///
+    /// `-32601` for a task of a tool that forbids them, and for a plain
+    /// call of one that runs only as a task (as MCP says); `-32602` for a
+    /// task of a tool that needs a person's approval first, which a task
+    /// cannot ask for.
+    pub(in crate::mcp::server) fn runs_as_task(
+        &self,
+        tools: &ToolSet,
+        name: &str,
+        asked: Asked,
+    ) -> Result<bool, McpError> {
+        // Without tasks, or without the tool, the plain path answers.
+        let (Some(tasks), Some(tool)) = (self.tasks(), tools.get(name)) else {
+            return Ok(false);
+        };
+        let support = support(tasks, &**tool);
+        let approval = || tools.needs_approval(name, &self.tools.approval, &self.tools.overrides);
+        match (support, asked) {
+            (TaskSupport::Forbidden, Asked::Explicitly) => Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool `{name}` cannot run as a task (its taskSupport is `forbidden`); call it \
+                     without `task`"
+                ),
+                None,
+            )),
+            (TaskSupport::Required, Asked::No) => Err(McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!(
+                    "tool `{name}` runs only as a task (its taskSupport is `required`): ask for \
+                     one (`params.task` in 2025-11-25; declare the \
+                     `io.modelcontextprotocol/tasks` extension in 2026-07-28)"
+                ),
+                None,
+            )),
+            (TaskSupport::Forbidden, _) | (_, Asked::No) => Ok(false),
+            (support, asked) if approval() => {
+                if asked == Asked::Explicitly || support == TaskSupport::Required {
+                    Err(McpError::invalid_params(
+                        format!(
+                            "tool `{name}` needs a person's approval before each call, which a \
+                             task cannot ask for; call it without `task`"
+                        ),
+                        None,
+                    ))
+                } else {
+                    Ok(false)
+                }
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// Start the call `request` (its `_meta` in `meta`) on `tools` as a
+    /// task of `owner`, kept `ttl_ms` (the client's wish, never over the
+    /// host's TTL): written to the store before this returns, then run in
+    /// the background under the plugin's own limits and the task's
+    /// deadline. Its progress reports become the task's status; it asks
+    /// no one (approval was ruled out by
+    /// [`runs_as_task`](Self::runs_as_task); its questions get
+    /// `unavailable`).
+    ///
+    /// # Errors
+    ///
+    /// What the store refuses (the owner's budget, a failed write).
+    pub(in crate::mcp::server) fn start_task(
+        self: &Arc<Self>,
+        tools: Arc<ToolSet>,
+        request: CallToolRequestParams,
+        meta: rmcp::model::RequestMetaObject,
+        owner: String,
+        ttl_ms: Option<u64>,
+        trace_parent: Option<TraceParent>,
+    ) -> Result<TaskRecord, McpError> {
+        let (Some(tasks), Some(tool)) = (self.tasks(), tools.get(&request.name)) else {
+            return Err(McpError::internal_error(
+                "this server runs no tasks of this tool",
+                None,
+            ));
+        };
+        let deadline = tasks.config().deadline(tool.task_deadline_secs());
+        let ttl = ttl_ms.map_or(tasks.ttl_ms(), |asked| asked.min(tasks.ttl_ms()));
+        let name = request.name.to_string();
+        let conn = Arc::clone(self);
+        let task = NewTask::new(owner, name, ttl);
+        let started = tasks
+            .runner()
+            .start(task, deadline, move |control| async move {
+                let progress = ProgressSink::new(move |p: Progress| {
+                    control.working(p.message.as_deref(), Some((p.done, p.total)));
+                });
+                // The task ends only by its own end, its deadline or
+                // `tasks/cancel` (the runner drops this future): not with the
+                // request, nor with the session.
+                let never = std::future::pending::<()>();
+                let reach = Reach::Task(progress);
+                let call = conn.call_tool(&tools, request, &meta, reach, trace_parent, never);
+                // The guest may run as long as the task (a moment longer:
+                // the task's own deadline ends it first, saying so).
+                let guest_deadline = deadline + std::time::Duration::from_secs(1);
+                match crate::sandbox::with_task_deadline(guest_deadline, call).await {
+                    Ok(CallToolResponse::Complete(result)) => {
+                        TaskOutcome::Completed(json_text(&result))
+                    }
+                    Ok(_) => TaskOutcome::Failed {
+                        message: "the call asked the client for input, which a task cannot give"
+                            .to_owned(),
+                        error: None,
+                    },
+                    Err(error) => TaskOutcome::Failed {
+                        message: error.message.to_string(),
+                        error: Some(json_text(&error)),
+                    },
+                }
+            });
+        started.map_err(task_error)
+    }
+}
+
+impl McpTools {
+    /// The owner a task request of `context` acts for, and the tasks.
+    fn task_scope(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(String, &TaskHost), McpError> {
+        let tasks = self.conn.tasks().ok_or_else(|| {
+            McpError::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "this server offers no tasks",
+                None,
+            )
+        })?;
+        let owner = self.conn.task_owner(Principal::of(&context.extensions));
+        Ok((owner, tasks))
+    }
+
+    /// 2026-07-28 `tasks/get` of task `id`.
+    pub(super) fn task_get(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let (owner, tasks) = self.task_scope(context)?;
+        let task = tasks.runner().get(&owner, id).map_err(task_error)?;
+        Ok(GetTaskResult::new(detailed(
+            &task,
+            tasks.poll_interval_ms(),
+        )))
+    }
+
+    /// 2026-07-28 `tasks/cancel` of task `id`.
+    pub(super) fn task_cancel(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let (owner, tasks) = self.task_scope(context)?;
+        tasks.runner().cancel(&owner, id).map_err(task_error)?;
+        Ok(())
+    }
+
+    /// 2026-07-28 `tasks/update` of task `id`: toolhost's tasks ask for no
+    /// input (a tool's questions get `unavailable` in a task), so none is
+    /// awaited.
+    pub(super) fn task_update(
+        &self,
+        id: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let (owner, tasks) = self.task_scope(context)?;
+        let task = tasks.runner().get(&owner, id).map_err(task_error)?;
+        Err(McpError::invalid_params(
+            format!(
+                "task `{}` ({}) waits for no input: toolhost's tasks ask none",
+                task.id, task.status
+            ),
+            Some(serde_json::json!({ "taskId": task.id })),
+        ))
+    }
+}
+
+/// Whether `tool` may run as a task: the operator's `[tasks.support]`
+/// over the tool's own word.
+pub(in crate::mcp::server) fn support(
+    tasks: &TaskHost,
+    tool: &dyn crate::tools::Tool,
+) -> TaskSupport {
+    tasks
+        .config()
+        .support_for(&tool.spec().name, tool.task_support())
+}
+
+/// A store's refusal as MCP's error: an unknown (or another client's)
+/// task is `-32602` with `data.taskId`, as both revisions say.
+pub(in crate::mcp::server) fn task_error(error: TaskError) -> McpError {
+    let mut message = error.to_string();
+    if let Some(source) = std::error::Error::source(&error) {
+        message = format!("{message}: {source}");
+    }
+    match error {
+        TaskError::NotFound { id } | TaskError::Terminal { id, .. } => {
+            McpError::invalid_params(message, Some(serde_json::json!({ "taskId": id })))
+        }
+        TaskError::TooManyTasks { .. } | TaskError::ResultTooLarge { .. } => {
+            McpError::invalid_request(message, None)
+        }
+        _ => McpError::internal_error(message, None),
+    }
+}
+
+/// What the task says of its state: its message, else its progress.
+fn status_message(task: &TaskRecord) -> Option<String> {
+    task.status_message.clone().or_else(|| match task.progress {
+        Some((done, Some(total))) => Some(format!("{done} of {total} done")),
+        Some((done, None)) => Some(format!("{done} done")),
+        None => None,
+    })
+}
+
+/// The task as 2026-07-28 writes it (the extension's `Task`).
+pub(in crate::mcp::server) fn wire_task(task: &TaskRecord, poll_interval_ms: u64) -> WireTask {
+    let status = match task.status {
+        TaskStatus::Working => WireStatus::Working,
+        TaskStatus::InputRequired => WireStatus::InputRequired,
+        TaskStatus::Completed => WireStatus::Completed,
+        TaskStatus::Failed => WireStatus::Failed,
+        _ => WireStatus::Cancelled,
+    };
+    let mut wire = WireTask::new(
+        task.id.clone(),
+        status,
+        iso8601(task.created_at_ms),
+        iso8601(task.updated_at_ms),
+    )
+    .with_ttl_ms(task.ttl_ms)
+    .with_poll_interval_ms(poll_interval_ms);
+    wire.status_message = status_message(task);
+    wire
+}
+
+/// 2026-07-28's answer to a call that became a task.
+pub(in crate::mcp::server) fn created(
+    task: &TaskRecord,
+    poll_interval_ms: u64,
+) -> CallToolResponse {
+    CallToolResponse::Task(CreateTaskResult::new(wire_task(task, poll_interval_ms)))
+}
+
+/// The task with what its status carries, as 2026-07-28's `tasks/get`
+/// answers: the result of a completed one, the error of a failed one.
+pub(in crate::mcp::server) fn detailed(task: &TaskRecord, poll_interval_ms: u64) -> DetailedTask {
+    let payload = match task.status {
+        TaskStatus::Completed => TaskPayload::Completed {
+            result: stored_object(task.result.as_deref()).unwrap_or_default(),
+        },
+        TaskStatus::Failed => TaskPayload::Failed {
+            error: failure(task),
+        },
+        TaskStatus::Cancelled => TaskPayload::Cancelled,
+        // A task waits on no input it could hand over here: working.
+        _ => TaskPayload::Working,
+    };
+    DetailedTask::new(wire_task(task, poll_interval_ms), payload)
+}
+
+/// The JSON-RPC error a failed task ended with: the stored one, else one
+/// made of its status message.
+pub(in crate::mcp::server) fn failure(task: &TaskRecord) -> JsonObject {
+    stored_object(task.result.as_deref()).unwrap_or_else(|| {
+        let mut error = JsonObject::new();
+        error.insert("code".into(), Value::from(ErrorCode::INTERNAL_ERROR.0));
+        error.insert(
+            "message".into(),
+            Value::String(
+                task.status_message
+                    .clone()
+                    .unwrap_or_else(|| "the task failed".to_owned()),
+            ),
+        );
+        error
+    })
+}
+
+/// Stored JSON text as an object, if it is one.
+pub(in crate::mcp::server) fn stored_object(text: Option<&str>) -> Option<JsonObject> {
+    match serde_json::from_str(text?) {
+        Ok(Value::Object(object)) => Some(object),
+        _ => None,
+    }
+}
+
+/// The task as 2025-11-25 writes it (its `Task`: `ttl` and
+/// `pollInterval` in milliseconds).
+pub(in crate::mcp::server) fn legacy_task(task: &TaskRecord, poll_interval_ms: u64) -> Value {
+    let mut wire = serde_json::json!({
+        "taskId": task.id,
+        "status": task.status.as_str(),
+        "createdAt": iso8601(task.created_at_ms),
+        "lastUpdatedAt": iso8601(task.updated_at_ms),
+        "ttl": task.ttl_ms,
+        "pollInterval": poll_interval_ms,
+    });
+    if let (Some(message), Value::Object(object)) = (status_message(task), &mut wire) {
+        object.insert("statusMessage".into(), Value::String(message));
+    }
+    wire
+}

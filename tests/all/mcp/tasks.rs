@@ -1,0 +1,542 @@
+//! MCP tasks from `toolhost serve`, in both revisions that have them: the
+//! official Tasks client (`@modelcontextprotocol/ext-tasks` 0.2 on the
+//! TypeScript SDK 2 client, which speaks 2025-11-25's tasks) over stdio
+//! and HTTP, and raw JSON-RPC for what it does not cover: 2026-07-28's
+//! extension, another client's task, tools that forbid or require tasks,
+//! a 60 s task polled to its end, and a `kill -9` of the server with tasks
+//! running and finished.
+//!
+//! The tool is `hostile_sleep` (it sleeps in host waits and reports
+//! progress per step) with a manifest that lets it run as a task for up to
+//! two minutes, while a plain call of it stops at one second.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use toolhost_tests::mcp::{ServeHttp, ServeStdio, test_cache_dir};
+use toolhost_tests::plugins::{copy_plugin, copy_plugin_from, hostile_dir, toolhost_bin};
+use toolhost_tests::telemetry::{http_exchange, json_rpc_answer};
+
+use super::peers::{checkers, node};
+
+/// What a stopped task says (`toolhost::tasks::RESTART_REASON`).
+const RESTARTED: &str = "the host restarted while this task was running";
+
+/// A plugin directory: `hostile_sleep` may run as a task (deadline 120 s;
+/// a plain call stops at 1 s), `calc` and `text` may not; and a host config whose
+/// task store is a file of `dir`, with `[tasks]` keys `extra`. Returns
+/// the plugins and the config.
+fn setup(dir: &Path, extra: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    copy_plugin_from(hostile_dir(), "hostile_sleep", &plugins);
+    std::fs::write(
+        plugins.join("hostile_sleep.toml"),
+        "[limits]\ntimeout_ms = 1000\n[task]\nsupport = \"optional\"\ndeadline_secs = 120\n",
+    )
+    .unwrap();
+    copy_plugin("calc", &plugins);
+    copy_plugin("text", &plugins);
+    let config = dir.join("toolhost.toml");
+    let store = dir.join("tasks.sqlite3");
+    std::fs::write(
+        &config,
+        format!(
+            "[tasks]\nstore = {:?}\n{extra}",
+            store.display().to_string()
+        ),
+    )
+    .unwrap();
+    (plugins, config)
+}
+
+/// The official Tasks client's report (tests/mcp/checkers/tasks_client.mjs)
+/// against `target` over `transport`.
+fn tasks_client(transport: &str, target: &str) -> Value {
+    let out = Command::new(node())
+        .current_dir(checkers())
+        .args(["tasks_client.mjs", transport, target])
+        .output()
+        .expect("node starts");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the Tasks client failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("not a report ({e}): {stdout}"))
+}
+
+/// A run to its result, with progress seen on the way, and a cancel that
+/// stops a 60 s guest at once.
+fn check_client_report(report: &Value) {
+    assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
+    assert_eq!(
+        report["server_tasks"],
+        json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}),
+        "{report}"
+    );
+    assert_eq!(report["execution"]["hostile_sleep"], "optional", "{report}");
+    assert_eq!(report["execution"]["calc_eval"], Value::Null, "{report}");
+    assert_eq!(report["kind"], "task", "{report}");
+    assert_eq!(report["outcome"], "completed", "{report}");
+    let slept = report["result"]["structuredContent"]["slept_ms"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("a result: {report}"));
+    assert!(
+        slept >= 1500,
+        "past the plain call's 1 s deadline: {report}"
+    );
+    let updates = report["updates"].as_array().expect("updates");
+    assert!(
+        updates.iter().any(|u| u["status"] == "working"
+            && u["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("slept "))),
+        "the guest's progress reaches the client as the task's status: {report}"
+    );
+    assert_eq!(report["cancelled"]["status"], "cancelled", "{report}");
+    assert!(
+        report["cancelled"]["ms"]
+            .as_u64()
+            .is_some_and(|ms| ms < 5000),
+        "a cancelled task ends at once, not after its 60 s: {report}"
+    );
+}
+
+#[test]
+fn the_official_tasks_client_runs_watches_and_cancels_a_task_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "");
+    let command = format!(
+        "{} serve --config {} --wait-for-plugins --cache-dir {} --plugins {}",
+        toolhost_bin().display(),
+        config.display(),
+        test_cache_dir().display(),
+        plugins.display()
+    );
+    check_client_report(&tasks_client("stdio", &command));
+}
+
+#[test]
+fn the_official_tasks_client_runs_watches_and_cancels_a_task_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "");
+    let server = ServeHttp::start(&plugins, &["--config", config.to_str().unwrap()], &[]);
+    check_client_report(&tasks_client("http", &server.url));
+}
+
+/// One POST to `/mcp` of `addr` with `headers`: the session id the server
+/// gave, and the JSON-RPC answer (none for a notification).
+fn post(addr: &str, headers: &[(&str, &str)], message: &Value) -> (Option<String>, Value) {
+    let mut all = vec![
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    all.extend_from_slice(headers);
+    let (status, head, body) = http_exchange(addr, "POST", "/mcp", &all, &message.to_string());
+    let session = head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("mcp-session-id")
+            .then(|| value.trim().to_owned())
+    });
+    if status == 202 {
+        return (session, Value::Null);
+    }
+    assert!(matches!(status, 200 | 400 | 404), "{status}: {body}");
+    (session, json_rpc_answer(&body))
+}
+
+/// A 2025-11-25 session over HTTP: its id.
+fn open_session(addr: &str) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}}});
+    let (session, answer) = post(addr, &[], &init);
+    assert_eq!(
+        answer["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"],
+        json!({}),
+        "{answer}"
+    );
+    let session = session.expect("a session id");
+    let headers = [
+        ("Mcp-Session-Id", session.as_str()),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    post(
+        addr,
+        &headers,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    session
+}
+
+/// A request of 2025-11-25 session `session`: its answer.
+fn in_session(addr: &str, session: &str, id: u64, method: &str, params: Value) -> Value {
+    let headers = [
+        ("Mcp-Session-Id", session),
+        ("MCP-Protocol-Version", "2025-11-25"),
+    ];
+    let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    post(addr, &headers, &message).1
+}
+
+#[test]
+fn a_task_is_seen_only_by_its_session_and_tools_say_whether_they_run_as_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "[tasks.support]\ntext_stats = \"required\"\n");
+    let server = ServeHttp::start(&plugins, &["--config", config.to_str().unwrap()], &[]);
+    let (mine, theirs) = (open_session(&server.addr), open_session(&server.addr));
+    let listed = in_session(&server.addr, &mine, 1, "tools/list", json!({}));
+    let support = |name: &str| {
+        listed["result"]["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["name"] == name))
+            .map(|t| t["execution"]["taskSupport"].clone())
+            .unwrap_or_else(|| panic!("{name} listed: {listed}"))
+    };
+    assert_eq!(support("hostile_sleep"), "optional");
+    assert_eq!(support("text_stats"), "required", "the operator's word");
+    assert_eq!(support("calc_eval"), Value::Null, "forbidden: no execution");
+
+    let created = in_session(
+        &server.addr,
+        &mine,
+        2,
+        "tools/call",
+        json!({
+        "name": "hostile_sleep", "arguments": {"ms": 300}, "task": {"ttl": 60000}}),
+    );
+    let task = &created["result"]["task"];
+    let id = task["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"));
+    assert_eq!(task["status"], "working", "{created}");
+    assert_eq!(task["ttl"], 60000, "the client's shorter TTL: {created}");
+
+    // Another session: no such task, however it asks.
+    for (n, method) in ["tasks/get", "tasks/result", "tasks/cancel"]
+        .into_iter()
+        .enumerate()
+    {
+        let answer = in_session(
+            &server.addr,
+            &theirs,
+            10 + n as u64,
+            method,
+            json!({"taskId": id}),
+        );
+        assert_eq!(answer["error"]["code"], -32602, "{method}: {answer}");
+        assert_eq!(answer["error"]["data"]["taskId"], id, "{answer}");
+    }
+    let theirs_listed = in_session(&server.addr, &theirs, 13, "tasks/list", json!({}));
+    assert_eq!(
+        theirs_listed["result"]["tasks"],
+        json!([]),
+        "{theirs_listed}"
+    );
+
+    let result = in_session(
+        &server.addr,
+        &mine,
+        3,
+        "tasks/result",
+        json!({"taskId": id}),
+    );
+    assert!(
+        result["result"]["structuredContent"]["slept_ms"].as_u64() >= Some(300),
+        "{result}"
+    );
+    assert_eq!(
+        result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"], id,
+        "{result}"
+    );
+    let listed = in_session(&server.addr, &mine, 4, "tasks/list", json!({}));
+    assert_eq!(listed["result"]["tasks"][0]["taskId"], id, "{listed}");
+    assert_eq!(
+        listed["result"]["tasks"][0]["status"], "completed",
+        "{listed}"
+    );
+
+    // A tool that forbids tasks, asked for one; one that requires them,
+    // called plainly: -32601, as MCP says.
+    let forbidden = in_session(
+        &server.addr,
+        &mine,
+        5,
+        "tools/call",
+        json!({
+        "name": "calc_eval", "arguments": {"expression": "1 + 2"}, "task": {}}),
+    );
+    assert_eq!(forbidden["error"]["code"], -32601, "{forbidden}");
+    let words = json!({"text": "two words"});
+    let plain = in_session(
+        &server.addr,
+        &mine,
+        6,
+        "tools/call",
+        json!({
+        "name": "text_stats", "arguments": words}),
+    );
+    assert_eq!(plain["error"]["code"], -32601, "{plain}");
+    let as_task = in_session(
+        &server.addr,
+        &mine,
+        7,
+        "tools/call",
+        json!({
+        "name": "text_stats", "arguments": words, "task": {}}),
+    );
+    let id = as_task["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{as_task}"));
+    let result = in_session(
+        &server.addr,
+        &mine,
+        8,
+        "tasks/result",
+        json!({"taskId": id}),
+    );
+    assert_eq!(
+        result["result"]["structuredContent"]["words"], 2,
+        "{result}"
+    );
+}
+
+#[test]
+fn a_task_runs_past_the_deadline_of_a_plain_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "");
+    let mut server = ServeStdio::start(&plugins, &["--config", config.to_str().unwrap()]);
+    server.call(2, "hostile_sleep", json!({"ms": 2000}));
+    let plain = server.answer(2);
+    assert_eq!(
+        plain["result"]["isError"], true,
+        "its 1 s deadline: {plain}"
+    );
+    server.send(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "hostile_sleep", "arguments": {"ms": 2000}, "task": {}}}),
+    );
+    let created = server.answer(3);
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"));
+    server.send(&json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/result",
+        "params": {"taskId": id}}));
+    let result = server.answer(4);
+    assert!(
+        result["result"]["structuredContent"]["slept_ms"].as_u64() >= Some(2000),
+        "the task's deadline (120 s) instead: {result}"
+    );
+}
+
+/// `tools/call` of the stateless 2026-07-28 revision with the tasks
+/// extension declared (or not).
+fn call_2026(addr: &str, tool: &str, arguments: Value, declared: bool) -> Value {
+    let capabilities = if declared {
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    } else {
+        json!({})
+    };
+    let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": tool, "arguments": arguments, "_meta": meta_2026(capabilities)}});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", tool),
+    ];
+    post(addr, &headers, &message).1
+}
+
+fn meta_2026(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    })
+}
+
+/// A `tasks/*` request of the stateless 2026-07-28 revision.
+fn task_2026(addr: &str, method: &str, id: &str) -> Value {
+    let mut message = json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {
+        "taskId": id,
+        "_meta": meta_2026(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))}});
+    if method == "tasks/update" {
+        message["params"]["inputResponses"] = json!({});
+    }
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", method),
+        ("Mcp-Name", id),
+    ];
+    post(addr, &headers, &message).1
+}
+
+/// Poll task `id` until it ends (or `patience` passes): every status
+/// message seen, and the last answer.
+fn poll_2026(addr: &str, id: &str, patience: Duration) -> (Vec<String>, Value) {
+    let start = Instant::now();
+    let mut messages = Vec::new();
+    loop {
+        let answer = task_2026(addr, "tasks/get", id);
+        let status = answer["result"]["status"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(message) = answer["result"]["statusMessage"].as_str() {
+            messages.push(message.to_owned());
+        }
+        if !matches!(status.as_str(), "working" | "input_required") {
+            return (messages, answer);
+        }
+        assert!(
+            start.elapsed() < patience,
+            "task {id} still {status}: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+#[test]
+fn the_2026_07_28_extension_makes_a_task_only_for_a_client_that_declares_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "poll_interval_ms = 250\n");
+    let server = ServeHttp::start(
+        &plugins,
+        &["--stateless", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    let plain = call_2026(&server.addr, "hostile_sleep", json!({"ms": 10}), false);
+    assert_eq!(plain["result"]["resultType"], "complete", "{plain}");
+
+    let created = call_2026(
+        &server.addr,
+        "hostile_sleep",
+        json!({"ms": 1200, "steps": 4}),
+        true,
+    );
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    assert_eq!(created["result"]["pollIntervalMs"], 250, "{created}");
+    let id = created["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let (messages, done) = poll_2026(&server.addr, &id, Duration::from_secs(30));
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(
+        done["result"]["result"]["structuredContent"]["slept_ms"].as_u64() >= Some(1200),
+        "{done}"
+    );
+    assert!(
+        messages.iter().any(|m| m.starts_with("slept ")),
+        "{messages:?}"
+    );
+
+    // A tool that forbids tasks runs plainly for the same client.
+    let add = call_2026(
+        &server.addr,
+        "calc_eval",
+        json!({"expression": "1 + 2"}),
+        true,
+    );
+    assert_eq!(add["result"]["resultType"], "complete", "{add}");
+
+    // Cancelled mid-run: the guest stops, the task says so.
+    let long = call_2026(&server.addr, "hostile_sleep", json!({"ms": 60000}), true);
+    let id = long["result"]["taskId"]
+        .as_str()
+        .expect("a task id")
+        .to_owned();
+    let cancel = task_2026(&server.addr, "tasks/cancel", &id);
+    assert!(cancel.get("result").is_some(), "{cancel}");
+    let (_, ended) = poll_2026(&server.addr, &id, Duration::from_secs(5));
+    assert_eq!(ended["result"]["status"], "cancelled", "{ended}");
+    let again = task_2026(&server.addr, "tasks/cancel", &id);
+    assert_eq!(again["error"]["code"], -32602, "an ended task: {again}");
+    let update = task_2026(&server.addr, "tasks/update", &id);
+    assert!(update.get("error").is_some(), "{update}");
+    let unknown = task_2026(
+        &server.addr,
+        "tasks/get",
+        "t-00000000000000000000000000000000",
+    );
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+#[test]
+fn a_60_second_task_is_polled_to_its_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "poll_interval_ms = 2000\n");
+    let server = ServeHttp::start(
+        &plugins,
+        &["--stateless", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    let created = call_2026(
+        &server.addr,
+        "hostile_sleep",
+        json!({"ms": 60000, "steps": 6}),
+        true,
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let (messages, done) = poll_2026(&server.addr, &id, Duration::from_secs(120));
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert!(
+        done["result"]["result"]["structuredContent"]["slept_ms"].as_u64() >= Some(60000),
+        "{done}"
+    );
+    let distinct: std::collections::BTreeSet<_> = messages.iter().collect();
+    assert!(distinct.len() >= 3, "progress along the way: {messages:?}");
+}
+
+#[test]
+fn after_a_kill_9_finished_results_are_served_and_running_tasks_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "");
+    let flags = ["--stateless", "--config", config.to_str().unwrap()];
+    let mut server = ServeHttp::start(&plugins, &flags, &[]);
+    let quick = call_2026(&server.addr, "hostile_sleep", json!({"ms": 50}), true);
+    let quick = quick["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let (_, done) = poll_2026(&server.addr, &quick, Duration::from_secs(30));
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let long = call_2026(&server.addr, "hostile_sleep", json!({"ms": 60000}), true);
+    let long = long["result"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    // SIGKILL: nothing of the server runs after it.
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+
+    let server = ServeHttp::start(&plugins, &flags, &[]);
+    let finished = task_2026(&server.addr, "tasks/get", &quick);
+    assert_eq!(finished["result"]["status"], "completed", "{finished}");
+    assert!(
+        finished["result"]["result"]["structuredContent"]["slept_ms"].as_u64() >= Some(50),
+        "{finished}"
+    );
+    let stopped = task_2026(&server.addr, "tasks/get", &long);
+    assert_eq!(stopped["result"]["status"], "failed", "{stopped}");
+    assert!(
+        stopped["result"]["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.contains(RESTARTED)),
+        "{stopped}"
+    );
+    assert!(
+        stopped["result"]["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains(RESTARTED)),
+        "{stopped}"
+    );
+}
