@@ -25,7 +25,8 @@ use super::peers::{checkers, node};
 const RESTARTED: &str = "the host restarted while this task was running";
 
 /// A plugin directory: `hostile_sleep` may run as a task (deadline 120 s;
-/// a plain call stops at 1 s), `calc` and `text` may not; and a host config whose
+/// a plain call stops at 1 s), so may `hostile_ask` (which asks its user),
+/// `calc` and `text` may not; and a host config whose
 /// task store is a file of `dir`, with `[tasks]` keys `extra`. Returns
 /// the plugins and the config.
 fn setup(dir: &Path, extra: &str) -> (std::path::PathBuf, std::path::PathBuf) {
@@ -35,6 +36,12 @@ fn setup(dir: &Path, extra: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     std::fs::write(
         plugins.join("hostile_sleep.toml"),
         "[limits]\ntimeout_ms = 1000\n[task]\nsupport = \"optional\"\ndeadline_secs = 120\n",
+    )
+    .unwrap();
+    copy_plugin_from(hostile_dir(), "hostile_ask", &plugins);
+    std::fs::write(
+        plugins.join("hostile_ask.toml"),
+        "[limits]\ntimeout_ms = 1000\n[task]\nsupport = \"optional\"\n",
     )
     .unwrap();
     copy_plugin("calc", &plugins);
@@ -458,13 +465,98 @@ fn the_2026_07_28_extension_makes_a_task_only_for_a_client_that_declares_it() {
     let again = task_2026(&server.addr, "tasks/cancel", &id);
     assert_eq!(again["error"]["code"], -32602, "an ended task: {again}");
     let update = task_2026(&server.addr, "tasks/update", &id);
-    assert!(update.get("error").is_some(), "{update}");
+    assert_eq!(
+        update["error"]["code"], -32602,
+        "a task that asks nothing: {update}"
+    );
     let unknown = task_2026(
         &server.addr,
         "tasks/get",
         "t-00000000000000000000000000000000",
     );
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+#[test]
+fn a_task_that_asks_waits_in_input_required_until_tasks_update_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "poll_interval_ms = 100\n");
+    let server = ServeHttp::start(
+        &plugins,
+        &["--stateless", "--config", config.to_str().unwrap()],
+        &[],
+    );
+    let created = call_2026(
+        &server.addr,
+        "hostile_ask",
+        json!({"then_sleep_ms": 10}),
+        true,
+    );
+    let id = created["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{created}"))
+        .to_owned();
+    let start = Instant::now();
+    let asked = loop {
+        let answer = task_2026(&server.addr, "tasks/get", &id);
+        if answer["result"]["status"] == "input_required" {
+            break answer;
+        }
+        assert_eq!(answer["result"]["status"], "working", "{answer}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never asked: {answer}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // Past the plugin's own 1 s deadline: waiting for a person does not count.
+    std::thread::sleep(Duration::from_millis(1500));
+    let requests = asked["result"]["inputRequests"]
+        .as_object()
+        .expect("inputRequests");
+    let (key, request) = requests.iter().next().expect("one question");
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    assert_eq!(
+        request["params"]["message"], "Who is this order for?",
+        "{asked}"
+    );
+    assert_eq!(
+        asked["result"]["statusMessage"], "Who is this order for?",
+        "{asked}"
+    );
+
+    let wrong = update_2026(&server.addr, &id, json!({"nope": {"action": "accept"}}));
+    assert_eq!(
+        wrong["error"]["code"], -32602,
+        "an answer to another question: {wrong}"
+    );
+    let content = json!({"name": "Ada", "count": 2});
+    let answered = update_2026(
+        &server.addr,
+        &id,
+        json!({ key: {"action": "accept", "content": content} }),
+    );
+    assert!(answered.get("result").is_some(), "{answered}");
+    let (_, done) = poll_2026(&server.addr, &id, Duration::from_secs(30));
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    let answers = &done["result"]["result"]["structuredContent"]["answers"];
+    assert_eq!(answers[0]["action"], "accept", "{done}");
+    assert_eq!(answers[0]["content"]["name"], "Ada", "{done}");
+    assert_eq!(answers[0]["content"]["count"], 2, "{done}");
+}
+
+/// `tasks/update` of task `id` with `responses`.
+fn update_2026(addr: &str, id: &str, responses: Value) -> Value {
+    let message = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/update", "params": {
+        "taskId": id,
+        "inputResponses": responses,
+        "_meta": meta_2026(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))}});
+    let headers = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tasks/update"),
+        ("Mcp-Name", id),
+    ];
+    post(addr, &headers, &message).1
 }
 
 #[test]

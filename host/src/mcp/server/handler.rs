@@ -99,6 +99,8 @@ pub(super) struct Tools {
     pub(super) lane: Option<Arc<dyn Lane>>,
     /// Calls that outlive their request, when the server offers them.
     pub(super) tasks: Option<Arc<crate::tasks::TaskHost>>,
+    /// The questions those tasks wait on.
+    pub(super) task_inputs: Arc<tasks::TaskInputs>,
 }
 
 /// A fast lane in front of the server: told of each HTTP session whose
@@ -498,7 +500,7 @@ impl ServerHandler for McpTools {
                 request,
                 context.meta.clone(),
                 owner,
-                None,
+                (None, true),
                 trace_parent,
             )?;
             let poll = self.conn.tasks().map_or(0, |t| t.poll_interval_ms());
@@ -562,13 +564,13 @@ impl ServerHandler for McpTools {
         self.task_cancel(&request.task_id, &context)
     }
 
-    /// 2026-07-28 `tasks/update`: toolhost's tasks ask for no input.
+    /// 2026-07-28 `tasks/update`: the answer to a task's question.
     async fn update_task(
         &self,
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        self.task_update(&request.task_id, &context)
+        self.task_update(&request.task_id, &request.input_responses, &context)
     }
 
     /// rmcp cancels the calls it runs itself; the direct ones are ours.

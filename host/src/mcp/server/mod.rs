@@ -386,6 +386,7 @@ impl ToolServer {
                 policy: options.policy.clone(),
                 lane: None,
                 tasks: options.tasks.clone(),
+                task_inputs: Arc::default(),
             },
             options,
         }

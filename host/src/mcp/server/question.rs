@@ -284,7 +284,7 @@ impl Questions {
 
 /// The elicitation of `question`, when its schema is one rmcp takes (the
 /// sandbox checked its shape already).
-fn params(question: Question) -> Option<ElicitRequestParams> {
+pub(super) fn params(question: Question) -> Option<ElicitRequestParams> {
     let schema = serde_json::from_value::<ElicitationSchema>(Value::Object(question.schema))
         .map_err(|e| tracing::warn!(tool = %question.tool, "a question's schema could not be sent as an elicitation ({e}); the tool is told it was cancelled"))
         .ok()?;
@@ -295,7 +295,7 @@ fn params(question: Question) -> Option<ElicitRequestParams> {
     })
 }
 
-fn answer(result: ElicitResult) -> Answer {
+pub(super) fn answer(result: ElicitResult) -> Answer {
     match result.action {
         ElicitationAction::Accept => match result.content {
             Some(Value::Object(fields)) => Answer::Accept(fields),

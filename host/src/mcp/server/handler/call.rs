@@ -55,7 +55,7 @@ impl Client {
         cancelled: impl Future<Output = ()>,
     ) -> Result<CallToolResponse, McpError> {
         // A task's call is not the session's: its end waits for none.
-        let _running = (!matches!(reach, Reach::Task(_))).then(|| {
+        let _running = (!matches!(reach, Reach::Task(..))).then(|| {
             self.calls.fetch_add(1, Ordering::AcqRel);
             RunningCall(self)
         });
@@ -71,7 +71,7 @@ impl Client {
                 .await);
         };
         // A plain call of a tool that runs only as a task is refused.
-        if !matches!(reach, Reach::Task(_)) && self.tasks().is_some() {
+        if !matches!(reach, Reach::Task(..)) && self.tasks().is_some() {
             self.runs_as_task(tools, name, super::Asked::No)?;
         }
         let mut arguments = request.arguments.unwrap_or_default();
@@ -83,8 +83,9 @@ impl Client {
         let client = match reach {
             Reach::Client(context) => Some((context, self.needs(tools, name, meta))),
             Reach::AnswerOnly(AnswerOnly(())) => None,
-            Reach::Task(progress) => {
+            Reach::Task(progress, asks) => {
                 cx = cx.with_progress(progress);
+                questions.sink = asks;
                 None
             }
         };
@@ -317,9 +318,13 @@ pub(in crate::mcp::server) enum Reach<'a> {
     /// Not at all: the fast lane, for a call proven to need nothing.
     AnswerOnly(AnswerOnly),
     /// Not at all: a task's call, which outlives its request. Its
-    /// progress goes to the task's status; it asks no one (a tool that
-    /// needs approval never runs as a task).
-    Task(crate::tools::ProgressSink),
+    /// progress goes to the task's status, and its questions (when it
+    /// may ask: 2026-07-28) become the task's `input_required`; a tool
+    /// that needs approval never runs as a task.
+    Task(
+        crate::tools::ProgressSink,
+        Option<crate::tools::QuestionSink>,
+    ),
 }
 
 /// `value` as JSON text. serde_json writes it into one buffer; `Value`'s

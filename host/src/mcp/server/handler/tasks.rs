@@ -5,16 +5,19 @@
 //! 2025-11-25's as JSON: rmcp 3.11 no longer has them).
 
 use rmcp::model::{
-    CreateTaskResult, DetailedTask, ErrorCode, GetTaskResult, Task as WireTask, TaskPayload,
+    CreateTaskResult, DetailedTask, ElicitResult, ErrorCode, GetTaskResult, InputRequest,
+    InputRequests, InputResponses, Request as WireRequest, Task as WireTask, TaskPayload,
     TaskStatus as WireStatus,
 };
+use tokio::sync::oneshot;
 
 use super::*;
 use crate::mcp::server::auth::Principal;
+use crate::tasks::TaskControl;
 use crate::tasks::{
     NewTask, TaskError, TaskHost, TaskOutcome, TaskRecord, TaskStatus, TaskSupport, iso8601,
 };
-use crate::tools::{Progress, ProgressSink};
+use crate::tools::{Answer, Progress, ProgressSink, Question, QuestionSink};
 
 /// How a client asked for its call to be a task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +40,101 @@ const STDIO_OWNER: &str = "stdio";
 /// The owner of the tasks of a sessionless HTTP request on a server
 /// without authorization: anyone who knows a task's id (128 random bits).
 const ANONYMOUS_OWNER: &str = "anonymous";
+
+/// The questions tasks wait on (2026-07-28's `input_required`), by task
+/// id: what `tasks/get` shows as `inputRequests`, and where `tasks/update`
+/// sends the answer. In memory: a restart fails the tasks that asked.
+#[derive(Debug, Default)]
+pub(in crate::mcp::server) struct TaskInputs {
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+/// One task's question.
+#[derive(Debug)]
+struct Waiting {
+    key: String,
+    request: InputRequest,
+    answer: oneshot::Sender<Answer>,
+}
+
+impl TaskInputs {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What task `id` waits for, if anything.
+    fn requests(&self, id: &str) -> Option<InputRequests> {
+        let waiting = self.lock();
+        let waiting = waiting.get(id)?;
+        Some(InputRequests::from([(
+            waiting.key.clone(),
+            waiting.request.clone(),
+        )]))
+    }
+
+    /// Where task `control`'s questions go: each becomes the task's
+    /// `input_required` until `tasks/update` answers it.
+    fn sink(self: &Arc<Self>, control: TaskControl) -> QuestionSink {
+        let inputs = Arc::clone(self);
+        let asked = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        QuestionSink::new(move |question: Question| {
+            let (inputs, control) = (Arc::clone(&inputs), control.clone());
+            let n = asked.fetch_add(1, Ordering::Relaxed);
+            async move {
+                let message = question.message.clone();
+                let Some(params) = crate::mcp::server::question::params(question) else {
+                    return Answer::Cancel;
+                };
+                let (answer, answered) = oneshot::channel();
+                let key = format!("{}-{n}", crate::mcp::server::question::QUESTION_INPUT_KEY);
+                let request = InputRequest::Elicitation(WireRequest::new(params));
+                let id = control.id().to_owned();
+                inputs.lock().insert(
+                    id.clone(),
+                    Waiting {
+                        key,
+                        request,
+                        answer,
+                    },
+                );
+                control.input_required(&message);
+                let answer = answered.await.unwrap_or(Answer::Cancel);
+                inputs.lock().remove(&id);
+                control.working(None, None);
+                answer
+            }
+        })
+    }
+
+    /// Answer task `id`'s question with `responses` (`tasks/update`).
+    fn answer(&self, id: &str, responses: &InputResponses) -> Result<(), McpError> {
+        let mut waiting = self.lock();
+        let key = waiting.get(id).map(|w| w.key.clone()).ok_or_else(|| {
+            McpError::invalid_params(
+                format!("task `{id}` waits for no input"),
+                Some(serde_json::json!({ "taskId": id })),
+            )
+        })?;
+        let response = responses.get(&key).ok_or_else(|| {
+            McpError::invalid_params(
+                format!("task `{id}` waits for the answer to `{key}`, which inputResponses lacks"),
+                Some(serde_json::json!({ "taskId": id, "inputRequest": key })),
+            )
+        })?;
+        let result: ElicitResult = serde_json::from_value(response.clone()).map_err(|e| {
+            McpError::invalid_params(
+                format!("inputResponses.{key}: not an elicitation result: {e}"),
+                None,
+            )
+        })?;
+        if let Some(waiting) = waiting.remove(id) {
+            let _ = waiting
+                .answer
+                .send(crate::mcp::server::question::answer(result));
+        }
+        Ok(())
+    }
+}
 
 impl Client {
     /// The tasks this server offers, if it does.
@@ -127,10 +225,11 @@ impl Client {
     /// task of `owner`, kept `ttl_ms` (the client's wish, never over the
     /// host's TTL): written to the store before this returns, then run in
     /// the background under the plugin's own limits and the task's
-    /// deadline. Its progress reports become the task's status; it asks
-    /// no one (approval was ruled out by
-    /// [`runs_as_task`](Self::runs_as_task); its questions get
-    /// `unavailable`).
+    /// deadline. Its progress reports become the task's status. With
+    /// `ask` (2026-07-28), its questions become the task's
+    /// `input_required`, answered by `tasks/update`; without, they get
+    /// `unavailable`. Approval was ruled out by
+    /// [`runs_as_task`](Self::runs_as_task).
     ///
     /// # Errors
     ///
@@ -141,7 +240,7 @@ impl Client {
         request: CallToolRequestParams,
         meta: rmcp::model::RequestMetaObject,
         owner: String,
-        ttl_ms: Option<u64>,
+        (ttl_ms, ask): (Option<u64>, bool),
         trace_parent: Option<TraceParent>,
     ) -> Result<TaskRecord, McpError> {
         let (Some(tasks), Some(tool)) = (self.tasks(), tools.get(&request.name)) else {
@@ -154,10 +253,12 @@ impl Client {
         let ttl = ttl_ms.map_or(tasks.ttl_ms(), |asked| asked.min(tasks.ttl_ms()));
         let name = request.name.to_string();
         let conn = Arc::clone(self);
+        let inputs = Arc::clone(&self.tools.task_inputs);
         let task = NewTask::new(owner, name, ttl);
         let started = tasks
             .runner()
             .start(task, deadline, move |control| async move {
+                let asks = ask.then(|| inputs.sink(control.clone()));
                 let progress = ProgressSink::new(move |p: Progress| {
                     control.working(p.message.as_deref(), Some((p.done, p.total)));
                 });
@@ -165,7 +266,7 @@ impl Client {
                 // `tasks/cancel` (the runner drops this future): not with the
                 // request, nor with the session.
                 let never = std::future::pending::<()>();
-                let reach = Reach::Task(progress);
+                let reach = Reach::Task(progress, asks);
                 let call = conn.call_tool(&tools, request, &meta, reach, trace_parent, never);
                 // The guest may run as long as the task (a moment longer:
                 // the task's own deadline ends it first, saying so).
@@ -214,9 +315,11 @@ impl McpTools {
     ) -> Result<GetTaskResult, McpError> {
         let (owner, tasks) = self.task_scope(context)?;
         let task = tasks.runner().get(&owner, id).map_err(task_error)?;
+        let inputs = self.conn.tools.task_inputs.requests(&task.id);
         Ok(GetTaskResult::new(detailed(
             &task,
             tasks.poll_interval_ms(),
+            inputs,
         )))
     }
 
@@ -231,23 +334,17 @@ impl McpTools {
         Ok(())
     }
 
-    /// 2026-07-28 `tasks/update` of task `id`: toolhost's tasks ask for no
-    /// input (a tool's questions get `unavailable` in a task), so none is
-    /// awaited.
+    /// 2026-07-28 `tasks/update` of task `id`: the answer to the question
+    /// it waits on.
     pub(super) fn task_update(
         &self,
         id: &str,
+        responses: &InputResponses,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let (owner, tasks) = self.task_scope(context)?;
         let task = tasks.runner().get(&owner, id).map_err(task_error)?;
-        Err(McpError::invalid_params(
-            format!(
-                "task `{}` ({}) waits for no input: toolhost's tasks ask none",
-                task.id, task.status
-            ),
-            Some(serde_json::json!({ "taskId": task.id })),
-        ))
+        self.conn.tools.task_inputs.answer(&task.id, responses)
     }
 }
 
@@ -319,9 +416,17 @@ pub(in crate::mcp::server) fn created(
 }
 
 /// The task with what its status carries, as 2026-07-28's `tasks/get`
-/// answers: the result of a completed one, the error of a failed one.
-pub(in crate::mcp::server) fn detailed(task: &TaskRecord, poll_interval_ms: u64) -> DetailedTask {
+/// answers: the result of a completed one, the error of a failed one, the
+/// `inputs` one waits on.
+pub(in crate::mcp::server) fn detailed(
+    task: &TaskRecord,
+    poll_interval_ms: u64,
+    inputs: Option<InputRequests>,
+) -> DetailedTask {
     let payload = match task.status {
+        TaskStatus::InputRequired if inputs.is_some() => TaskPayload::InputRequired {
+            input_requests: inputs.unwrap_or_default(),
+        },
         TaskStatus::Completed => TaskPayload::Completed {
             result: stored_object(task.result.as_deref()).unwrap_or_default(),
         },
@@ -329,7 +434,7 @@ pub(in crate::mcp::server) fn detailed(task: &TaskRecord, poll_interval_ms: u64)
             error: failure(task),
         },
         TaskStatus::Cancelled => TaskPayload::Cancelled,
-        // A task waits on no input it could hand over here: working.
+        // Its question already answered (or none to hand over): working.
         _ => TaskPayload::Working,
     };
     DetailedTask::new(wire_task(task, poll_interval_ms), payload)
