@@ -307,6 +307,13 @@ impl Tool for WasmTool {
         self.plugin.is_stateful()
     }
 
+    /// The loader compiled both schemas (`compile::tool_specs`,
+    /// `check_extras`), on the component or before it wrote the note the
+    /// catalog now reads them from.
+    fn schemas_checked(&self) -> bool {
+        true
+    }
+
     fn task_support(&self) -> crate::tasks::TaskSupport {
         self.plugin.task.support
     }

@@ -4,26 +4,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-tokio::task_local! {
-    /// The wall-clock deadline of the guest calls of a task (see
-    /// [`with_task_deadline`]).
-    static TASK_DEADLINE: Duration;
-}
-
-/// Run `work` with each guest call in it under `deadline` instead of its
-/// plugin's `timeout_ms`: the calls of a task, which may run longer than
-/// a request may wait (how long: the plugin's `[task] deadline_secs`,
-/// bounded by the host's `[tasks] max_deadline_secs`). Fuel, memory and
-/// output caps stay the plugin's, and the watchdog still stops a guest at
-/// the deadline.
-pub async fn with_task_deadline<F: std::future::Future>(deadline: Duration, work: F) -> F::Output {
-    TASK_DEADLINE.scope(deadline, work).await
-}
-
 /// The deadline of a guest call under `limits`: its task's, inside
-/// [`with_task_deadline`].
+/// [`crate::tasks::with_guest_deadline`].
 pub(crate) fn call_timeout(limits: &Limits) -> Duration {
-    TASK_DEADLINE.try_with(|d| *d).unwrap_or(limits.timeout)
+    crate::tasks::guest_deadline().unwrap_or(limits.timeout)
 }
 
 /// The budget of one tool call. Hitting any of them ends the call with a

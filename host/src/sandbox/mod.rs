@@ -49,7 +49,7 @@ pub use cache::CacheStatus;
 pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
 pub use http::HttpGrant;
-pub use limits::{LimitError, Limits, OverCeiling, with_task_deadline};
+pub use limits::{LimitError, Limits, OverCeiling};
 pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;
 pub(crate) use state::CallSinks;

@@ -55,7 +55,7 @@ mod run;
 mod served;
 mod sqlite;
 
-pub use run::{TaskControl, TaskOutcome, TaskRunner};
+pub use run::{TaskControl, TaskOutcome, TaskRunner, guest_deadline, with_guest_deadline};
 pub use served::{STORE_FILE, TaskHost, iso8601};
 pub use sqlite::SqliteTaskStore;
 

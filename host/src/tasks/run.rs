@@ -10,6 +10,28 @@ use tokio::sync::watch;
 
 use super::{NewTask, TaskError, TaskRecord, TaskStatus, TaskStore};
 
+tokio::task_local! {
+    /// The wall-clock deadline of the guest calls of a task (see
+    /// [`with_guest_deadline`]).
+    static GUEST_DEADLINE: Duration;
+}
+
+/// Run `work` (a task's work) with each guest call in it under `deadline`
+/// instead of its plugin's `[limits] timeout_ms`: a task may run longer
+/// than a request may wait (how long: the plugin's `[task]
+/// deadline_secs`, bounded by the host's `[tasks] max_deadline_secs`).
+/// Fuel, memory and output caps stay the plugin's, and the watchdog
+/// still stops a guest at the deadline.
+pub async fn with_guest_deadline<F: Future>(deadline: Duration, work: F) -> F::Output {
+    GUEST_DEADLINE.scope(deadline, work).await
+}
+
+/// The guest deadline [`with_guest_deadline`] set around the running
+/// tokio task, if any.
+pub fn guest_deadline() -> Option<Duration> {
+    GUEST_DEADLINE.try_with(|d| *d).ok()
+}
+
 /// How a task's work ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -250,6 +250,16 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
+    /// Whether the tool's input and output schemas were already compiled
+    /// and checked as valid JSON Schema by whoever made it (a plugin's
+    /// loader does, from the component or when it wrote the compile
+    /// cache's note): the registry then still holds them to its budgets
+    /// at registration, but compiles them at the first call instead (a
+    /// process that lists tools, `toolhost list`, compiles none).
+    fn schemas_checked(&self) -> bool {
+        false
+    }
+
     /// Whether a call may ask its user questions through
     /// [`CallContext::questions`] (a plugin that imports `user`), so that a
     /// server sends it where a person can be reached.
@@ -312,6 +322,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn may_ask_user(&self) -> bool {
         (**self).may_ask_user()
+    }
+    fn schemas_checked(&self) -> bool {
+        (**self).schemas_checked()
     }
     fn origin(&self) -> ToolOrigin {
         (**self).origin()

@@ -24,8 +24,8 @@ pub use names::is_valid_version;
 use names::{insert, same_tools};
 
 pub use observe::Observability;
-use set::Entry;
 pub use set::ToolSet;
+use set::{Entry, Validators};
 
 /// All tools by name (and version). Validates input and applies
 /// [`ExecOptions`].
@@ -354,30 +354,35 @@ impl ToolRegistry {
                 message: e.to_string(),
             }
         })?;
-        let validator = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
-            RegistryError::InvalidSchema {
-                name: spec.name.clone(),
-                message: e.to_string(),
-            }
-        })?;
         // The output schema, when declared, under the same budget.
-        let output_validator = match tool.output_schema() {
-            None => None,
-            Some(schema) => {
-                let invalid = |message: String| RegistryError::InvalidSchema {
+        let invalid_output = |message: String| RegistryError::InvalidSchema {
+            name: spec.name.clone(),
+            message: format!("output schema: {message}"),
+        };
+        if let Some(schema) = tool.output_schema() {
+            check_schema(schema, &self.schema_budget).map_err(|e| invalid_output(e.to_string()))?;
+        }
+        // Compiled now, unless whoever made the tool compiled them already
+        // (then at its first call).
+        let validators = if tool.schemas_checked() {
+            Validators::default()
+        } else {
+            let input = jsonschema::validator_for(&spec.input_schema).map_err(|e| {
+                RegistryError::InvalidSchema {
                     name: spec.name.clone(),
-                    message: format!("output schema: {message}"),
-                };
-                check_schema(schema, &self.schema_budget).map_err(|e| invalid(e.to_string()))?;
-                let validator =
-                    jsonschema::validator_for(schema).map_err(|e| invalid(e.to_string()))?;
-                Some(Arc::new(validator))
-            }
+                    message: e.to_string(),
+                }
+            })?;
+            let output = tool
+                .output_schema()
+                .map(jsonschema::validator_for)
+                .transpose()
+                .map_err(|e| invalid_output(e.to_string()))?;
+            Validators::compiled(input, output)
         };
         Ok(Arc::new(Entry {
             tool,
-            validator: Arc::new(validator),
-            output_validator,
+            validators: Arc::new(validators),
             options,
             metrics: std::sync::OnceLock::new(),
         }))
@@ -417,8 +422,7 @@ impl ToolRegistry {
             };
             let replaced = Arc::new(Entry {
                 tool: Arc::clone(&entry.tool),
-                validator: Arc::clone(&entry.validator),
-                output_validator: entry.output_validator.clone(),
+                validators: Arc::clone(&entry.validators),
                 options: options.clone(),
                 metrics: entry.metrics.clone(),
             });

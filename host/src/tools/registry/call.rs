@@ -212,7 +212,12 @@ impl ToolSet {
         let checked = input.and_then(|input| {
             check_input(&input, &self.input_budget)
                 .map_err(|e| ToolError::invalid_input(e.to_string()))
-                .and_then(|()| validate(&entry.validator, &input))
+                .and_then(|()| {
+                    let validator = entry.validators.input(&*entry.tool).map_err(|e| {
+                        ToolError::invalid_input(format!("the tool's input schema: {e}"))
+                    })?;
+                    validate(validator, &input)
+                })
                 .map(|()| input)
         });
         let input = match checked {
@@ -228,9 +233,13 @@ impl ToolSet {
             }
         };
         let (output, attempts) = run(name, &entry, input, &options, cx).await;
-        let output = output.and_then(|out| match &entry.output_validator {
-            Some(validator) => check_output(name, validator, out),
-            None => Ok(out),
+        let output = output.and_then(|out| match entry.validators.output(&*entry.tool) {
+            Ok(Some(validator)) => check_output(name, validator, out),
+            Ok(None) => Ok(out),
+            Err(e) => Err(ToolError::new(
+                ToolErrorKind::OutputSchemaMismatch,
+                format!("tool `{name}` has an output schema that does not compile: {e}"),
+            )),
         });
         let (output, content, structured) = match output {
             // Moved out, not cloned: this runs on every call.

@@ -12,13 +12,58 @@ use super::observe::Observability;
 
 pub(super) struct Entry {
     pub(super) tool: Arc<dyn Tool>,
-    pub(super) validator: Arc<jsonschema::Validator>,
-    /// The tool's output schema, compiled, when it declares one.
-    pub(super) output_validator: Option<Arc<jsonschema::Validator>>,
+    /// The tool's schemas, compiled.
+    pub(super) validators: Arc<Validators>,
     pub(super) options: ExecOptions,
     /// The tool's series in the registry's metrics, looked up at its first
     /// counted call.
     pub(super) metrics: std::sync::OnceLock<crate::telemetry::ToolMetrics>,
+}
+
+/// A tool's schemas, compiled: at registration, or at its first call for
+/// a tool whose schemas were checked before ([`Tool::schemas_checked`]).
+#[derive(Default)]
+pub(super) struct Validators {
+    input: OnceLock<Result<jsonschema::Validator, String>>,
+    /// `None`: the tool declares no output schema.
+    output: OnceLock<Result<Option<jsonschema::Validator>, String>>,
+}
+
+impl Validators {
+    /// Compiled now: the errors are the registry's to report.
+    pub(super) fn compiled(
+        input: jsonschema::Validator,
+        output: Option<jsonschema::Validator>,
+    ) -> Self {
+        Self {
+            input: OnceLock::from(Ok(input)),
+            output: OnceLock::from(Ok(output)),
+        }
+    }
+
+    /// The input schema's validator (`tool`'s, compiled now if it is not
+    /// yet).
+    pub(super) fn input(&self, tool: &dyn Tool) -> Result<&jsonschema::Validator, String> {
+        self.input
+            .get_or_init(|| {
+                jsonschema::validator_for(&tool.spec().input_schema).map_err(|e| e.to_string())
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The output schema's validator, if `tool` declares one.
+    pub(super) fn output(&self, tool: &dyn Tool) -> Result<Option<&jsonschema::Validator>, String> {
+        self.output
+            .get_or_init(|| {
+                tool.output_schema()
+                    .map(|schema| jsonschema::validator_for(schema).map_err(|e| e.to_string()))
+                    .transpose()
+            })
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(Clone::clone)
+    }
 }
 
 /// One consistent view of a [`ToolRegistry`](super::ToolRegistry): the tools as they were when

@@ -271,7 +271,7 @@ impl Client {
                 // The guest may run as long as the task (a moment longer:
                 // the task's own deadline ends it first, saying so).
                 let guest_deadline = deadline + std::time::Duration::from_secs(1);
-                match crate::sandbox::with_task_deadline(guest_deadline, call).await {
+                match crate::tasks::with_guest_deadline(guest_deadline, call).await {
                     Ok(CallToolResponse::Complete(result)) => {
                         TaskOutcome::Completed(json_text(&result))
                     }
