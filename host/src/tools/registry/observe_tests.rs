@@ -142,8 +142,43 @@ fn attributes(span: &SpanData) -> BTreeMap<String, String> {
         .collect()
 }
 
-#[tokio::test]
-async fn a_tracer_makes_the_same_execute_tool_spans_as_the_tracing_layer() {
+/// Set in the process [`a_tracer_makes_the_same_execute_tool_spans_as_the_tracing_layer`]
+/// runs its checks in.
+const ALONE: &str = "TOOLHOST_OBSERVE_TEST_ALONE";
+
+/// `tracing` keeps each callsite's interest in one process-wide cache,
+/// which other tests' threads rebuild while this one runs (it once left
+/// the tracing layer's spans off in a fresh-clone run, after c601001's
+/// mitigation): the checks run alone, in a process of their own (this
+/// test binary again, with only this test).
+#[test]
+fn a_tracer_makes_the_same_execute_tool_spans_as_the_tracing_layer() {
+    if std::env::var_os(ALONE).is_some() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        return runtime.block_on(the_same_spans_either_way());
+    }
+    let module = module_path!();
+    let name = format!(
+        "{}::a_tracer_makes_the_same_execute_tool_spans_as_the_tracing_layer",
+        module.split_once("::").map_or(module, |(_, path)| path)
+    );
+    let out = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([name.as_str(), "--exact", "--test-threads", "1"])
+        .env(ALONE, "1")
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("1 passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+async fn the_same_spans_either_way() {
     let mut seen = Vec::new();
     for direct in [true, false] {
         let (spans, onward) = traced(direct).await;
