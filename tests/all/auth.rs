@@ -26,6 +26,7 @@ struct AuthServer {
     issuer: String,
     jwks_uri: String,
     token_endpoint: String,
+    introspection_endpoint: String,
 }
 
 impl Drop for AuthServer {
@@ -36,8 +37,14 @@ impl Drop for AuthServer {
 }
 
 impl AuthServer {
-    /// Issuing tokens for `resources`.
+    /// Issuing JWT access tokens for `resources`.
     fn start(resources: &[&str]) -> Self {
+        Self::start_issuing(resources, "jwt")
+    }
+
+    /// Issuing access tokens of `format` (`jwt` or `opaque`) for
+    /// `resources`.
+    fn start_issuing(resources: &[&str], format: &str) -> Self {
         let dir = workspace_root().join("tests/auth");
         assert!(
             dir.join("node_modules/oidc-provider").is_dir(),
@@ -47,6 +54,7 @@ impl AuthServer {
             .arg("server.mjs")
             .args(resources)
             .current_dir(&dir)
+            .env("ACCESS_TOKEN_FORMAT", format)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -62,6 +70,10 @@ impl AuthServer {
             issuer: started["issuer"].as_str().unwrap().to_owned(),
             jwks_uri: started["jwks_uri"].as_str().unwrap().to_owned(),
             token_endpoint: started["token_endpoint"].as_str().unwrap().to_owned(),
+            introspection_endpoint: started["introspection_endpoint"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
         }
     }
 
@@ -553,4 +565,6 @@ impl Session {
     }
 }
 
+mod introspection;
+mod owners;
 mod quota;

@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CallReport, SessionId, ToolErrorKind};
+use super::{CallContext, CallReport, SessionId, ToolErrorKind};
 
 /// The most bytes of a tool name kept in an entry: a model may call a tool
 /// by any name, and an unknown one is logged as it was called.
@@ -25,6 +25,9 @@ pub struct CallLogEntry {
     pub version: Option<String>,
     /// The conversation the call belonged to.
     pub session: Option<SessionId>,
+    /// Who the call was made for ([`CallContext::principal`]), if known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
     /// When the call started, in milliseconds since the Unix epoch.
     pub started_unix_ms: u64,
     /// How long it took, retries and their pauses included.
@@ -192,7 +195,7 @@ impl CallLog {
         &self,
         tool: &str,
         version: Option<&str>,
-        session: Option<&SessionId>,
+        cx: &CallContext,
         started: SystemTime,
         duration: Duration,
         report: &CallReport,
@@ -202,7 +205,11 @@ impl CallLog {
         let entry = CallLogEntry {
             tool: crate::text::clip(tool, MAX_NAME_BYTES).into_owned(),
             version: version.map(str::to_owned),
-            session: session.cloned(),
+            session: cx.session.clone(),
+            principal: cx
+                .principal
+                .as_deref()
+                .map(|p| crate::text::clip(p, MAX_NAME_BYTES).into_owned()),
             started_unix_ms: millis(started.duration_since(UNIX_EPOCH).unwrap_or_default()),
             duration_ms: millis(duration),
             status: match report.output {

@@ -155,6 +155,9 @@ pub struct CallContext {
     pub questions: Option<QuestionSink>,
     /// Who hears the call's log lines besides the host's log; none: no one.
     pub logs: Option<LogSink>,
+    /// Who the call is made for, when the caller knows (an MCP server's
+    /// verified principal: its subject): kept in the call log.
+    pub principal: Option<String>,
 }
 
 impl CallContext {

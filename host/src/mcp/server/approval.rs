@@ -44,16 +44,21 @@ pub(super) enum Gate {
 }
 
 /// What identifies a call for its approval and its questions' answers: a
-/// SHA-256 of the tool's name and its arguments (object keys sorted, so
+/// SHA-256 of who asked (`by`: the principal's
+/// [`owner_key`](super::auth::Principal::owner_key), when the server
+/// verifies tokens), the tool's name and its arguments (object keys sorted, so
 /// that a client that orders them differently in a later round is not
 /// asked again). A 2026-07-28 server keeps nothing between rounds, so the
 /// call a user was shown travels in `requestState`, and a round whose
 /// arguments differ from it is asked again: an accept or an answer is never
-/// taken for arguments the user did not see.
-pub(super) fn digest(tool: &str, arguments: &JsonObject) -> String {
+/// taken for arguments the user did not see, nor for another principal: a
+/// `requestState` one principal was given is no approval for another, who
+/// is asked again.
+pub(super) fn digest(by: Option<&str>, tool: &str, arguments: &JsonObject) -> String {
     use sha2::{Digest as _, Sha256};
     let mut text = String::new();
     for (key, value) in [
+        ("by", by.into()),
         ("tool", tool.into()),
         ("arguments", serde_json::Value::Object(arguments.clone())),
     ] {
@@ -235,35 +240,47 @@ mod tests {
     #[test]
     fn an_approval_is_for_one_tool_and_its_arguments_in_any_key_order() {
         let call = digest(
+            None,
             "pay",
             &object(json!({"to": "ada", "amount": {"eur": 5, "cents": 0}})),
         );
         let reordered = digest(
+            None,
             "pay",
             &object(json!({"amount": {"cents": 0, "eur": 5}, "to": "ada"})),
         );
         assert_eq!(call, reordered);
         for other in [
             digest(
+                None,
                 "pay",
                 &object(json!({"to": "eve", "amount": {"eur": 5, "cents": 0}})),
             ),
             digest(
+                None,
                 "pay",
                 &object(json!({"to": "ada", "amount": {"eur": 500, "cents": 0}})),
             ),
-            digest("pay", &object(json!({"to": "ada"}))),
+            digest(None, "pay", &object(json!({"to": "ada"}))),
             digest(
+                None,
                 "refund",
                 &object(json!({"to": "ada", "amount": {"eur": 5, "cents": 0}})),
             ),
         ] {
             assert_ne!(call, other);
         }
+        // Another principal's call, or one made without a principal, is
+        // another call.
+        let arguments = object(json!({"to": "ada", "amount": {"eur": 5, "cents": 0}}));
+        let alice = digest(Some("5:alicec1"), "pay", &arguments);
+        assert_ne!(alice, digest(Some("3:bobc1"), "pay", &arguments));
+        assert_ne!(alice, call);
+        assert_eq!(alice, digest(Some("5:alicec1"), "pay", &arguments));
         // A key or value that spells another's structure is still another call.
         assert_ne!(
-            digest("t", &object(json!({"a": "1,\"b\":2"}))),
-            digest("t", &object(json!({"a": "1", "b": 2})))
+            digest(None, "t", &object(json!({"a": "1,\"b\":2"}))),
+            digest(None, "t", &object(json!({"a": "1", "b": 2})))
         );
     }
 }

@@ -51,10 +51,9 @@ mod headers;
 use headers::{accepts_json_and_events, essence_is, host_accepted, json_response};
 
 use super::connections::App;
-use super::handler::{AnswerOnly, Client, Lane, Reach};
+use super::handler::{AnswerOnly, Client, Lane, Origin, Reach};
 use super::sessions::CappedSessions;
 use super::sessions::SessionEnd;
-use crate::telemetry::TraceParent;
 use crate::tools::ToolSet;
 
 /// The header that names a session (a `HeaderName` made once: looking one
@@ -254,7 +253,7 @@ impl PlainCall {
         conn: &Client,
         tools: &ToolSet,
         proof: AnswerOnly,
-        trace_parent: Option<TraceParent>,
+        origin: Origin,
         cancel: CancellationToken,
     ) -> ServerJsonRpcMessage {
         let Self { id, params, meta } = self;
@@ -272,7 +271,7 @@ impl PlainCall {
                 params,
                 &meta,
                 Reach::AnswerOnly(proof),
-                trace_parent,
+                origin,
                 cancelled,
             )
             .await
@@ -452,7 +451,9 @@ async fn answer_directly(
     // The handler (and so this entry) outlives the session's close by a
     // moment, and a session can be registered after its DELETE: rmcp
     // answers those (404).
-    if !open.is_open(id).await {
+    // A session serves only the principal that opened it: another's
+    // request is refused by the router's layer.
+    if !open.is_open(id).await || !open.serves(id, under.principal) {
         return Err(request);
     }
     let now = direct.now();
@@ -540,7 +541,8 @@ async fn answer_directly(
         }
     };
     let trace_parent = super::metrics::trace_parent_in(&call.meta, Some(&parts.headers));
-    let answer = call.answer(&conn, &tools, proof, trace_parent, CancellationToken::new());
+    let origin = Origin::new(trace_parent, under.principal);
+    let answer = call.answer(&conn, &tools, proof, origin, CancellationToken::new());
     let message = match permit {
         Some(permit) => permit.charging(answer).await,
         None => answer.await,

@@ -45,7 +45,7 @@ mod tasks;
 mod wire;
 
 use call::json_text;
-pub(super) use call::{AnswerOnly, Reach};
+pub(super) use call::{AnswerOnly, Origin, Reach};
 pub(super) use tasks::{
     Asked, failure, legacy_task, stored_object, support as task_support, task_error,
 };
@@ -474,6 +474,10 @@ impl ServerHandler for McpTools {
             _ => None,
         };
         let trace_parent = super::metrics::trace_parent(&context);
+        let origin = Origin::new(
+            trace_parent,
+            super::auth::Principal::of(&context.extensions),
+        );
         let tools = self.conn.snapshot();
         // A principal's search finds only what its policy shows it.
         if let (Some(policy), Some(principal)) = (
@@ -501,7 +505,7 @@ impl ServerHandler for McpTools {
                 context.meta.clone(),
                 owner,
                 (None, true),
-                trace_parent,
+                origin.clone(),
             )?;
             let poll = self.conn.tasks().map_or(0, |t| t.poll_interval_ms());
             return Ok(tasks::created(&task, poll));
@@ -520,7 +524,7 @@ impl ServerHandler for McpTools {
             request,
             &context.meta,
             Reach::Client(&context),
-            trace_parent,
+            origin,
             cancelled,
         );
         match permit {

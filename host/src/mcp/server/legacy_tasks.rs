@@ -200,7 +200,14 @@ async fn answer(
                 ));
             }
             conn.runs_as_task(&tools, &params.name, Asked::Explicitly)?;
-            let task = conn.start_task(tools, params, meta, owner, (ttl, false), trace_parent)?;
+            let task = conn.start_task(
+                tools,
+                params,
+                meta,
+                owner,
+                (ttl, false),
+                super::handler::Origin::new(trace_parent, principal),
+            )?;
             Ok(json!({ "task": legacy_task(&task, poll) }))
         }
         Request::Get(id) => {

@@ -21,7 +21,7 @@
 //! stops and frees its instance, a pending question or approval ends.
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,7 @@ use rmcp::transport::streamable_http_server::session::{
     RestoreOutcome, ServerSseMessage, SessionId, SessionManager,
 };
 
+use super::auth::Principal;
 use crate::telemetry::Metrics;
 
 /// The header that names a session.
@@ -115,29 +116,6 @@ pub(super) enum CappedSessionsError {
     Local(#[from] LocalSessionManagerError),
 }
 
-/// Who opens a session: the peer's address, an IPv6 one cut to its /64
-/// (one host's usual allocation, so rotating addresses within it does not
-/// make more clients).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) struct ClientKey(IpAddr);
-
-impl ClientKey {
-    pub(super) fn of(peer: SocketAddr) -> Self {
-        let ip = match peer.ip() {
-            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-                Some(v4) => IpAddr::V4(v4),
-                None if v6.is_loopback() => IpAddr::V6(v6),
-                None => {
-                    let prefix = u128::from(v6) & !((1u128 << 64) - 1);
-                    IpAddr::V6(prefix.into())
-                }
-            },
-            v4 => v4,
-        };
-        Self(ip)
-    }
-}
-
 /// What the cap knows of a live session.
 #[derive(Debug)]
 struct Booked {
@@ -150,10 +128,15 @@ struct Booked {
     used: bool,
     /// It is being ended to make room: its requests are refused.
     ending: bool,
+    /// The principal that opened it ([`Principal::owner_key`]), when the
+    /// server verifies tokens: only its requests are served in it.
+    owner: Option<String>,
 }
 
+mod client;
 mod until_answered;
 
+use client::ClientKey;
 use until_answered::UntilAnswered;
 
 tokio::task_local! {
@@ -166,6 +149,7 @@ tokio::task_local! {
 #[derive(Debug, Clone, Default)]
 struct Admission {
     client: Option<ClientKey>,
+    owner: Option<String>,
     refused: Arc<Mutex<Option<Refused>>>,
 }
 
@@ -257,6 +241,18 @@ impl CappedSessions {
         ending || !self.is_open(id).await
     }
 
+    /// Whether a request of `principal` (none: the server verifies no
+    /// tokens) may be served in session `id`: a session opened by a
+    /// principal serves that principal alone, so a session id that leaked
+    /// (a log, a proxy) is no way into another's calls, their approvals
+    /// or their questions' answers. An unknown session is left to rmcp.
+    pub(super) fn serves(&self, id: &str, principal: Option<&Principal>) -> bool {
+        match lock(&self.book).get(id).and_then(|b| b.owner.as_deref()) {
+            Some(owner) => principal.is_some_and(|p| p.owner_key() == owner),
+            None => true,
+        }
+    }
+
     /// Note that session `id` made a request after its handshake: it is
     /// never ended to make room. False when it is being ended to make
     /// room already: the request must not be served (as if it came just
@@ -345,6 +341,7 @@ impl SessionManager for CappedSessions {
                 initialized: false,
                 used: false,
                 ending: false,
+                owner: admission.owner,
             },
         );
         self.count_live().await;
@@ -473,6 +470,20 @@ pub(super) async fn refuse_over_cap(
             .get(SESSION_HEADER)
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        if let Some(id) = &session
+            && !sessions.serves(id, request.extensions().get::<Principal>())
+        {
+            tracing::info!(
+                session = %id,
+                "refused a request in an MCP session another principal opened"
+            );
+            return (
+                StatusCode::NOT_FOUND,
+                "Not Found: Session not found (no session of this access token's principal has \
+                 this id; initialize a new one)\n",
+            )
+                .into_response();
+        }
         let response = next.run(request).await;
         // rmcp answers `500` when the session ends between its check that
         // the session is open and taking the message (ended to make room,
@@ -522,6 +533,10 @@ pub(super) async fn refuse_over_cap(
     }
     let admission = Admission {
         client,
+        owner: request
+            .extensions()
+            .get::<Principal>()
+            .map(Principal::owner_key),
         refused: Arc::default(),
     };
     let refused = Arc::clone(&admission.refused);
@@ -561,17 +576,6 @@ impl Drop for CappedSessions {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_client_is_its_address_and_an_ipv6_one_its_64() {
-        let key = |s: &str| ClientKey::of(s.parse().unwrap());
-        assert_eq!(key("10.0.0.1:1"), key("10.0.0.1:2"));
-        assert_ne!(key("10.0.0.1:1"), key("10.0.0.2:1"));
-        assert_eq!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:2:ffff::9]:2"));
-        assert_ne!(key("[2001:db8:1:2::1]:1"), key("[2001:db8:1:3::1]:1"));
-        assert_eq!(key("[::ffff:10.0.0.1]:1"), key("10.0.0.1:1"));
-        assert_ne!(key("[::1]:1"), key("[::2]:1"));
-    }
 
     #[test]
     fn the_default_share_is_half_the_cap() {

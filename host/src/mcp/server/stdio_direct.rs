@@ -242,8 +242,10 @@ async fn answer(
 ) {
     let trace_parent = super::metrics::trace_parent_in(&call.meta, None);
     let cancel = CancellationToken::new();
+    // Over stdio there is no principal.
+    let origin = super::handler::Origin::new(trace_parent, None);
     let message = call
-        .answer(&conn, &tools, proof, trace_parent, cancel.clone())
+        .answer(&conn, &tools, proof, origin, cancel.clone())
         .await;
     if cancel.is_cancelled() || conn.stopped().is_cancelled() {
         return;

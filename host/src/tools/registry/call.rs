@@ -181,7 +181,7 @@ impl ToolSet {
         log.record(
             tool,
             version,
-            cx.session.as_ref(),
+            cx,
             started,
             clock.elapsed(),
             &report,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -259,6 +259,22 @@ impl Jwks {
     }
 }
 
+/// Whether the server may fetch from `url`: `https`, or plain `http` to
+/// loopback only.
+pub(super) fn fetchable(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let loopback = parsed.host_str().is_some_and(|h| {
+        h == "localhost"
+            || h.trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)
+}
+
 /// Where the keys come from.
 enum Keys {
     Fixed(Jwks),
@@ -370,15 +386,7 @@ impl JwtVerifier {
         jwks_uri: impl Into<String>,
     ) -> Result<Self, JwksError> {
         let url: String = jwks_uri.into();
-        let parsed = reqwest::Url::parse(&url).map_err(|_| JwksError::Insecure(url.clone()))?;
-        let loopback = parsed.host_str().is_some_and(|h| {
-            h == "localhost"
-                || h.trim_start_matches('[')
-                    .trim_end_matches(']')
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
-        });
-        if !(parsed.scheme() == "https" || (parsed.scheme() == "http" && loopback)) {
+        if !fetchable(&url) {
             return Err(JwksError::Insecure(url));
         }
         let client = crate::tls::http_client()
@@ -469,50 +477,16 @@ impl JwtVerifier {
         }
         let claims: serde_json::Map<String, serde_json::Value> =
             serde_json::from_slice(&decode(body)?).map_err(|_| Refusal::Malformed)?;
-        let wire: Claims = serde_json::from_value(serde_json::Value::Object(claims.clone()))
-            .map_err(|_| Refusal::Malformed)?;
-        if wire.iss.as_deref() != Some(self.issuer.as_str()) {
-            return Err(Refusal::Issuer);
-        }
-        let audience_ok = match &wire.aud {
-            Some(Audience::One(a)) => *a == self.audience,
-            Some(Audience::Many(all)) => all.contains(&self.audience),
-            None => false,
-        };
-        if !audience_ok {
-            return Err(Refusal::Audience);
-        }
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_secs_f64();
-        let leeway = self.leeway.as_secs_f64();
-        match wire.exp {
-            Some(exp) if now <= exp + leeway => {}
-            Some(_) => return Err(Refusal::Expired),
-            // An access token without an expiry is not accepted.
-            None => return Err(Refusal::Malformed),
-        }
-        if wire.nbf.is_some_and(|nbf| now + leeway < nbf) {
-            return Err(Refusal::NotYetValid);
-        }
-        let client_id = wire.client_id.or(wire.azp);
-        let subject = wire
-            .sub
-            .or_else(|| client_id.clone())
-            .ok_or(Refusal::Malformed)?;
-        let scopes: Vec<String> = match (wire.scope, wire.scp) {
-            (Some(scope), _) => scope.split_whitespace().map(str::to_owned).collect(),
-            (None, Some(scp)) => scp,
-            (None, None) => Vec::new(),
-        };
-        let mut principal = Principal::new(subject)
-            .with_scopes(scopes)
-            .with_claims(claims);
-        if let Some(id) = client_id {
-            principal = principal.with_client_id(id);
-        }
-        Ok(principal)
+        super::claims::principal(
+            claims,
+            &super::claims::Expected {
+                issuer: Some(&self.issuer),
+                issuer_required: true,
+                audience: &self.audience,
+                expiry_required: true,
+                leeway: self.leeway,
+            },
+        )
     }
 }
 
@@ -526,26 +500,6 @@ impl Verifier for JwtVerifier {
 struct Header {
     alg: String,
     kid: Option<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Audience {
-    One(String),
-    Many(Vec<String>),
-}
-
-#[derive(Deserialize)]
-struct Claims {
-    iss: Option<String>,
-    aud: Option<Audience>,
-    exp: Option<f64>,
-    nbf: Option<f64>,
-    sub: Option<String>,
-    client_id: Option<String>,
-    azp: Option<String>,
-    scope: Option<String>,
-    scp: Option<Vec<String>>,
 }
 
 #[cfg(test)]

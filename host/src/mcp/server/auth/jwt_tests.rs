@@ -3,6 +3,7 @@ use ring::signature::{
     ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _,
 };
 use serde_json::json;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::*;
 

@@ -2,10 +2,12 @@
 //! MCP authorization spec).
 //!
 //! A [`Verifier`] turns the bearer token of a request into a [`Principal`]
-//! or refuses it. Two come with the library: [`StaticToken`] (one shared
-//! secret, for simple setups) and [`JwtVerifier`] (access tokens of an
-//! authorization server, checked against its JWKS); a program may give its
-//! own. [`ResourceServer`] wraps a verifier with what the server publishes
+//! or refuses it. Three come with the library: [`StaticToken`] (one shared
+//! secret, for simple setups), [`JwtVerifier`] (access tokens of an
+//! authorization server, checked against its JWKS) and
+//! [`IntrospectionVerifier`] (opaque tokens, checked by asking their issuer,
+//! RFC 7662), with [`JwtOrOpaque`] for an issuer of both; a program may
+//! give its own. [`ResourceServer`] wraps a verifier with what the server publishes
 //! about itself: its canonical URI (the audience tokens must name), the
 //! authorization servers that issue them and the scopes it needs. Given to
 //! [`ServerOptions::resource_server`](super::ServerOptions::resource_server),
@@ -26,8 +28,10 @@
 //! to upstream servers (MCP or REST): a request's `Authorization` header
 //! stops here.
 
+mod claims;
 mod denied;
 pub(super) mod http;
+mod introspect;
 mod jwt;
 pub mod policy;
 
@@ -39,6 +43,7 @@ use futures::future::BoxFuture;
 
 pub(in crate::mcp::server) use denied::refusal;
 pub use denied::{Denied, RATE_LIMITED, Spent};
+pub use introspect::{IntrospectionError, IntrospectionVerifier, JwtOrOpaque};
 pub use jwt::{Algorithm, Jwks, JwksError, JwtVerifier};
 pub use policy::{Permit, Policy, Quota, Rate, Rule, Who};
 
@@ -126,6 +131,17 @@ impl Principal {
             .get::<Principal>()
     }
 
+    /// What identifies this principal as the owner of what it opened (an
+    /// HTTP session, an approval's round): its subject and its client, so
+    /// that neither another user of the same client nor the same user
+    /// through another client is taken for it.
+    pub fn owner_key(&self) -> String {
+        // The subject's length first: no subject and client pair spells
+        // another's.
+        let client = self.client_id.as_deref().unwrap_or("");
+        format!("{}:{}{client}", self.subject.len(), self.subject)
+    }
+
     /// A claim of the token, if it had claims (a JWT does).
     pub fn claim(&self, name: &str) -> Option<&serde_json::Value> {
         self.claims.get(name)
@@ -184,6 +200,10 @@ pub enum Refusal {
     /// Not the token the server knows (a static token).
     #[error("it is not the server's token")]
     Unknown,
+    /// Its issuer says it is not active (revoked, expired, or never
+    /// issued), through introspection.
+    #[error("its issuer says it is not active (revoked, expired or unknown)")]
+    Inactive,
 }
 
 /// What checks a bearer token: the JWT verifier, the static token, or a

@@ -33,6 +33,14 @@ pub enum Who {
     ClientId(String),
     /// Principals granted this scope.
     Scope(String),
+    /// Principals whose token's claim `name` is `value`, or a list that
+    /// holds it (e.g. `groups` holding `admins`).
+    Claim {
+        /// The claim's name.
+        name: String,
+        /// The string it must be, or hold.
+        value: String,
+    },
 }
 
 impl Who {
@@ -42,6 +50,11 @@ impl Who {
             Self::Subject(s) => principal.subject() == s,
             Self::ClientId(c) => principal.client_id() == Some(c.as_str()),
             Self::Scope(s) => principal.has_scope(s),
+            Self::Claim { name, value } => match principal.claim(name) {
+                Some(serde_json::Value::String(s)) => s == value,
+                Some(serde_json::Value::Array(all)) => all.iter().any(|v| v == value.as_str()),
+                _ => false,
+            },
         }
     }
 }

@@ -144,3 +144,30 @@ fn a_principal_past_its_fuel_or_time_quota_waits_for_the_window_while_others_are
     // A new window, a new allowance.
     assert!(p.admit_at(&alice, "calc", t0 + hour).is_ok());
 }
+
+#[test]
+fn a_claim_rule_matches_a_claim_that_is_or_holds_its_value() {
+    let p = Policy::new().rule(Rule::new(
+        "admins",
+        Who::Claim {
+            name: "groups".into(),
+            value: "admins".into(),
+        },
+        [pattern("*")],
+    ));
+    let claims = |value: serde_json::Value| {
+        let mut map = serde_json::Map::new();
+        map.insert("groups".into(), value);
+        Principal::new("someone").with_claims(map)
+    };
+    for (value, matches) in [
+        (serde_json::json!("admins"), true),
+        (serde_json::json!(["users", "admins"]), true),
+        (serde_json::json!(["users"]), false),
+        (serde_json::json!("admins-not"), false),
+        (serde_json::json!({"admins": true}), false),
+    ] {
+        assert_eq!(p.visible(&claims(value.clone()), "calc"), matches, "{value}");
+    }
+    assert!(!p.visible(&Principal::new("no-claims"), "calc"));
+}

@@ -51,7 +51,7 @@ impl Client {
         request: CallToolRequestParams,
         meta: &JsonObject,
         reach: Reach<'_>,
-        trace_parent: Option<TraceParent>,
+        origin: Origin,
         cancelled: impl Future<Output = ()>,
     ) -> Result<CallToolResponse, McpError> {
         // A task's call is not the session's: its end waits for none.
@@ -67,7 +67,7 @@ impl Client {
         // the MCP spec says; everything the tool itself does is a result.
         let Some(tool) = tools.get(name) else {
             return Err(self
-                .unknown_tool(tools, name, request.arguments, trace_parent)
+                .unknown_tool(tools, name, request.arguments, origin)
                 .await);
         };
         // A plain call of a tool that runs only as a task is refused.
@@ -76,7 +76,8 @@ impl Client {
         }
         let mut arguments = request.arguments.unwrap_or_default();
         let (mut cx, new_handle) = self.call_context(session_arg(&**tool), &mut arguments, meta)?;
-        cx.trace_parent = trace_parent;
+        cx.trace_parent = origin.trace_parent;
+        cx.principal = origin.principal;
         let mut questions = Questions::none();
         // What the call needs of the client, through rmcp's request; a
         // call of the fast lane is proven to need nothing.
@@ -132,7 +133,7 @@ impl Client {
     }
 
     /// The error for a call of `name`, which no tool of `tools` has (with
-    /// `arguments` and `trace_parent`). The registry still sees the call,
+    /// `arguments`, from `origin`). The registry still sees the call,
     /// so it is counted (under `(unknown)`), traced and logged exactly as a
     /// library caller's call of an unknown name; it runs nothing.
     async fn unknown_tool(
@@ -140,11 +141,12 @@ impl Client {
         tools: &ToolSet,
         name: &str,
         arguments: Option<JsonObject>,
-        trace_parent: Option<TraceParent>,
+        origin: Origin,
     ) -> McpError {
         let arguments = Value::Object(arguments.unwrap_or_default());
         let mut cx = self.cx.clone();
-        cx.trace_parent = trace_parent;
+        cx.trace_parent = origin.trace_parent;
+        cx.principal = origin.principal;
         let _unknown = tools.call(name, arguments, &cx).await;
         McpError::invalid_params(
             format!("no tool named `{name}`; tools/list names the tools this server has"),
@@ -227,7 +229,9 @@ async fn approve_and_ask(
     needs: Needs,
 ) -> Result<std::ops::ControlFlow<CallToolResponse, Questions>, McpError> {
     // 2026-07-28: what a round's approval and answers must be for.
-    let call = (needs.approval || needs.questions).then(|| approval::digest(name, arguments));
+    let by = crate::mcp::server::auth::Principal::of(&context.extensions).map(|p| p.owner_key());
+    let call = (needs.approval || needs.questions)
+        .then(|| approval::digest(by.as_deref(), name, arguments));
     let mut approved = None;
     if needs.approval {
         match approval::ask(
@@ -325,6 +329,27 @@ pub(in crate::mcp::server) enum Reach<'a> {
         crate::tools::ProgressSink,
         Option<crate::tools::QuestionSink>,
     ),
+}
+
+/// Where a call comes from: the span it continues (a client's
+/// `traceparent`) and who asked for it (the verified principal's subject,
+/// which the call log records).
+#[derive(Debug, Clone, Default)]
+pub(in crate::mcp::server) struct Origin {
+    pub trace_parent: Option<TraceParent>,
+    pub principal: Option<String>,
+}
+
+impl Origin {
+    pub(in crate::mcp::server) fn new(
+        trace_parent: Option<TraceParent>,
+        principal: Option<&crate::mcp::server::auth::Principal>,
+    ) -> Self {
+        Self {
+            trace_parent,
+            principal: principal.map(|p| p.subject().to_owned()),
+        }
+    }
 }
 
 /// `value` as JSON text. serde_json writes it into one buffer; `Value`'s

@@ -241,7 +241,7 @@ impl Client {
         meta: rmcp::model::RequestMetaObject,
         owner: String,
         (ttl_ms, ask): (Option<u64>, bool),
-        trace_parent: Option<TraceParent>,
+        origin: super::Origin,
     ) -> Result<TaskRecord, McpError> {
         let (Some(tasks), Some(tool)) = (self.tasks(), tools.get(&request.name)) else {
             return Err(McpError::internal_error(
@@ -267,7 +267,7 @@ impl Client {
                 // request, nor with the session.
                 let never = std::future::pending::<()>();
                 let reach = Reach::Task(progress, asks);
-                let call = conn.call_tool(&tools, request, &meta, reach, trace_parent, never);
+                let call = conn.call_tool(&tools, request, &meta, reach, origin, never);
                 // The guest may run as long as the task (a moment longer:
                 // the task's own deadline ends it first, saying so).
                 let guest_deadline = deadline + std::time::Duration::from_secs(1);
