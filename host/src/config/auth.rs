@@ -382,10 +382,9 @@ mod tests {
         assert!(parse(&set).resource_server().is_ok());
         let both = format!("{set}\njwks_uri = \"https://login.example/jwks\"");
         assert!(parse(&both).resource_server().is_ok());
-        let plain = format!(
-            "introspection_uri = \"http://login.example/i\"\nclient_id = \"rs\"\nclient_secret_env = \"PATH\""
-        );
-        assert!(says(parse(&plain)).contains("not https"));
+        let plain = "introspection_uri = \"http://login.example/i\"\nclient_id = \"rs\"\n\
+                     client_secret_env = \"PATH\"";
+        assert!(says(parse(plain)).contains("not https"));
         assert!(
             says(parse(
                 "jwks_uri = \"https://l.example/jwks\"\nclient_id = \"rs\""
