@@ -158,3 +158,65 @@ async fn in_a_session_the_policy_holds_on_the_fast_lane() {
 
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_charged_to_its_principal_as_a_plain_call_is() {
+    // calc's tools may run as tasks (the operator's word).
+    let mut config = toolhost::tasks::TasksConfig::default();
+    config
+        .support
+        .insert("calc_*".into(), toolhost::tasks::TaskSupport::Optional);
+    let tasks = toolhost::tasks::TaskHost::open(config, None).unwrap();
+    let metrics = toolhost::telemetry::Metrics::new();
+    let (addr, uri, issuer, server) = serve_registry_with(
+        metered_registry(&metrics).await,
+        metered_policy(),
+        ServerOptions::new().tasks(tasks),
+    )
+    .await;
+    let alice = Session::open(&addr, &issuer.token("alice", &uri).await).await;
+    let post = |message: Value| {
+        let alice = &alice;
+        async move {
+            let answer = alice.post(&message).await;
+            assert_eq!(answer.status, 200, "{}", answer.body);
+            let body = answer.body.trim();
+            let json = match body.strip_prefix('{') {
+                Some(_) => body.to_owned(),
+                None => body
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim)
+                    .find(|d| d.contains(r#""id":"#))
+                    .unwrap_or_else(|| panic!("no answer in {body}"))
+                    .to_owned(),
+            };
+            serde_json::from_str::<Value>(&json).unwrap()
+        }
+    };
+    // 2025-11-25: the call as a task, then its result.
+    let created = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "calc_eval", "arguments": {"expression": "6*7"}, "task": {"ttl": 60000}}}),
+    )
+    .await;
+    let id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no task: {created}"))
+        .to_owned();
+    let result = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+                             "params": {"taskId": id}}))
+    .await;
+    assert!(says_42(&result), "{result}");
+    // What the task spent counts: alice's quota is spent, by a task or
+    // a plain call alike.
+    let (refused, _) = alice.call("calc_eval", json!({"expression": "6*7"})).await;
+    assert_quota_refusal(&refused);
+    let again = post(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "calc_eval", "arguments": {"expression": "6*7"}, "task": {}}}),
+    )
+    .await;
+    assert_quota_refusal(&again);
+    server.shutdown().await;
+}

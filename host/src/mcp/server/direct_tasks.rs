@@ -45,13 +45,21 @@ pub(super) async fn answer(
 ) -> Value {
     let trace_parent: Option<TraceParent> =
         super::metrics::trace_parent_in(request.meta(), Some(headers));
-    if let (Some(policy), Some(principal), Some(tool)) = (policy, principal, request.tool())
-        && let Err(denied) = super::auth::policy::decide(policy, principal, tool, metrics)
-    {
-        let error = super::auth::refusal(&denied, principal);
-        return serde_json::json!({"jsonrpc": "2.0", "id": request.id, "error": error});
-    }
-    request.answer(conn, principal, trace_parent).await
+    // A task's call holds its permit while it runs, and is charged to its
+    // principal's quota, as a plain call is.
+    let permit = match (policy, principal, request.tool()) {
+        (Some(policy), Some(principal), Some(tool)) => {
+            match super::auth::policy::decide(policy, principal, tool, metrics) {
+                Ok(permit) => Some(permit),
+                Err(denied) => {
+                    let error = super::auth::refusal(&denied, principal);
+                    return serde_json::json!({"jsonrpc": "2.0", "id": request.id, "error": error});
+                }
+            }
+        }
+        _ => None,
+    };
+    request.answer(conn, principal, trace_parent, permit).await
 }
 
 /// Keep session `headers` names alive in rmcp, whose idle timer counts

@@ -505,7 +505,7 @@ impl ServerHandler for McpTools {
                 context.meta.clone(),
                 owner,
                 (None, true),
-                origin.clone(),
+                (origin, permit),
             )?;
             let poll = self.conn.tasks().map_or(0, |t| t.poll_interval_ms());
             return Ok(tasks::created(&task, poll));

@@ -155,15 +155,17 @@ impl TaskRequest {
     }
 
     /// The answer (a JSON-RPC message) of `conn`, for `principal` when the
-    /// server authenticated one.
+    /// server authenticated one; a task's call holds `permit` (the
+    /// principal's policy admitted it) until it ends, and is charged to it.
     pub(super) async fn answer(
         self,
         conn: &Arc<Client>,
         principal: Option<&Principal>,
         trace_parent: Option<TraceParent>,
+        permit: Option<super::auth::Permit>,
     ) -> Value {
         let id = self.id;
-        match answer(conn, self.request, principal, trace_parent).await {
+        match answer(conn, self.request, principal, trace_parent, permit).await {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err(error) => json!({"jsonrpc": "2.0", "id": id, "error": error}),
         }
@@ -175,6 +177,7 @@ async fn answer(
     request: Request,
     principal: Option<&Principal>,
     trace_parent: Option<TraceParent>,
+    permit: Option<super::auth::Permit>,
 ) -> Result<Value, McpError> {
     let Some(tasks) = conn.tasks() else {
         return Err(McpError::new(
@@ -206,7 +209,7 @@ async fn answer(
                 meta,
                 owner,
                 (ttl, false),
-                super::handler::Origin::new(trace_parent, principal),
+                (super::handler::Origin::new(trace_parent, principal), permit),
             )?;
             Ok(json!({ "task": legacy_task(&task, poll) }))
         }

@@ -153,7 +153,7 @@ async fn read(
             {
                 let output = Arc::clone(&output);
                 tokio::spawn(async move {
-                    let message = request.answer(&conn, None, None).await;
+                    let message = request.answer(&conn, None, None, None).await;
                     write_line(&output, &message).await;
                 });
                 continue;

@@ -229,7 +229,9 @@ impl Client {
     /// `ask` (2026-07-28), its questions become the task's
     /// `input_required`, answered by `tasks/update`; without, they get
     /// `unavailable`. Approval was ruled out by
-    /// [`runs_as_task`](Self::runs_as_task).
+    /// [`runs_as_task`](Self::runs_as_task). Under a policy, the call
+    /// holds `permit` until it ends and is charged to its principal's
+    /// quota, as a plain call is.
     ///
     /// # Errors
     ///
@@ -241,7 +243,7 @@ impl Client {
         meta: rmcp::model::RequestMetaObject,
         owner: String,
         (ttl_ms, ask): (Option<u64>, bool),
-        origin: super::Origin,
+        (origin, permit): (super::Origin, Option<crate::mcp::server::auth::Permit>),
     ) -> Result<TaskRecord, McpError> {
         let (Some(tasks), Some(tool)) = (self.tasks(), tools.get(&request.name)) else {
             return Err(McpError::internal_error(
@@ -268,6 +270,15 @@ impl Client {
                 let never = std::future::pending::<()>();
                 let reach = Reach::Task(progress, asks);
                 let call = conn.call_tool(&tools, request, &meta, reach, origin, never);
+                // Under a policy the task holds its principal's permit
+                // while it runs (its cap on calls at once), and what it
+                // spends is charged to the principal's quota.
+                let call = async move {
+                    match permit {
+                        Some(permit) => permit.charging(call).await,
+                        None => call.await,
+                    }
+                };
                 // The guest may run as long as the task (a moment longer:
                 // the task's own deadline ends it first, saying so).
                 let guest_deadline = deadline + std::time::Duration::from_secs(1);
