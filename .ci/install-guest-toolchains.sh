@@ -15,6 +15,8 @@
 #                            wasm-tools, go
 #   plugins/js/node_modules  jco and componentize-js, from package-lock.json
 #   tests/auth/node_modules  oidc-provider (an OAuth server for tests/all/auth.rs)
+#                            and the MCP TypeScript SDK (its OAuth client),
+#                            from package-lock.json
 #   tests/mcp/checkers/node_modules  the MCP Inspector and conformance suite,
 #                            from package-lock.json
 #   target/guest-toolchain   the WASI preview1 reactor adapter
@@ -226,9 +228,10 @@ if has mcp; then
     step "npm install (tests/mcp/checkers, from package-lock.json)"
     (cd "$checkers" && npm install --no-save --no-audit --no-fund --loglevel=error --engine-strict=false)
   fi
-  if [ ! -f "$root/tests/auth/node_modules/oidc-provider/package.json" ]; then
+  if [ ! -f "$root/tests/auth/node_modules/oidc-provider/package.json" ] \
+    || [ ! -f "$root/tests/auth/node_modules/@modelcontextprotocol/sdk/package.json" ]; then
     ensure_node
-    step "npm install (tests/auth: oidc-provider, from package-lock.json)"
+    step "npm install (tests/auth: oidc-provider and the MCP TypeScript SDK, from package-lock.json)"
     (cd "$root/tests/auth" && npm install --no-save --no-audit --no-fund --loglevel=error --engine-strict=false)
   fi
   step "mcp-server-time $MCP_SERVER_TIME (an MCP server, for tests/all/mcp/client.rs)"
@@ -268,6 +271,7 @@ if has mcp; then
   "$venv/bin/python3" -c 'import mcp.client.stdio, mcp.client.streamable_http, mcp_server_time'
   [ -f "$root/tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/package.json" ]
   [ -f "$root/tests/auth/node_modules/oidc-provider/package.json" ]
+  [ -f "$root/tests/auth/node_modules/@modelcontextprotocol/sdk/package.json" ]
 fi
 if has js; then [ -x "$root/plugins/js/node_modules/.bin/jco" ]; fi
 if has oci; then

@@ -566,5 +566,6 @@ impl Session {
 }
 
 mod introspection;
+mod oauth_flow;
 mod owners;
 mod quota;
