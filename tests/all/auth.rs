@@ -239,16 +239,19 @@ async fn serve_registry_with(
     (addr, uri, issuer, server)
 }
 
+/// A native tool that says hello.
+fn hello() -> NativeTool {
+    NativeTool::new(
+        "hello",
+        "Says hello.",
+        json!({"type": "object"}),
+        |_| async { Ok(json!({"hello": "world"})) },
+    )
+}
+
 fn registry() -> Arc<ToolRegistry> {
     let registry = Arc::new(ToolRegistry::new());
-    registry
-        .register(NativeTool::new(
-            "hello",
-            "Says hello.",
-            json!({"type": "object"}),
-            |_| async { Ok(json!({"hello": "world"})) },
-        ))
-        .unwrap();
+    registry.register(hello()).unwrap();
     registry
         .register(NativeTool::new(
             "secret",
@@ -544,7 +547,13 @@ impl Session {
     async fn call(&self, tool: &str, arguments: Value) -> (Value, bool) {
         let request = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
                              "params": {"name": tool, "arguments": arguments}});
-        let answer = self.post(&request).await;
+        self.request(&request).await
+    }
+
+    /// The answer to `request` (its `id` must be 7), and whether it came
+    /// directly (one JSON body, not rmcp's event stream).
+    async fn request(&self, request: &Value) -> (Value, bool) {
+        let answer = self.post(request).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         let direct = answer
             .header("content-type")

@@ -9,22 +9,15 @@ use serde_json::{Value, json};
 use toolhost::approval::{ApprovalPolicy, ToolPattern};
 use toolhost::mcp::server::ServerOptions;
 use toolhost::mcp::server::auth::{Policy, Rule, Who};
-use toolhost::tools::{CallLog, NativeTool, Observability, ToolRegistry};
+use toolhost::tools::{CallLog, Observability, ToolRegistry};
 
-use super::{Answer, Arc, Session, http, serve_registry_with, serve_with};
+use super::{Answer, Arc, Session, hello, http, serve_registry_with, serve_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_serves_only_the_principal_that_opened_it() {
     let log = Arc::new(CallLog::new(100, 1 << 20));
     let registry = ToolRegistry::new().observed(Observability::new().log(Arc::clone(&log)));
-    registry
-        .register(NativeTool::new(
-            "hello",
-            "Says hello.",
-            json!({"type": "object"}),
-            |_| async { Ok(json!({"hello": "world"})) },
-        ))
-        .unwrap();
+    registry.register(hello()).unwrap();
     let (addr, uri, issuer, server) =
         serve_registry_with(Arc::new(registry), everyone(), ServerOptions::new()).await;
     let alice = Session::open(&addr, &issuer.token("alice", &uri).await).await;

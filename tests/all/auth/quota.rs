@@ -175,28 +175,14 @@ async fn a_task_is_charged_to_its_principal_as_a_plain_call_is() {
     )
     .await;
     let alice = Session::open(&addr, &issuer.token("alice", &uri).await).await;
+    // Each request's id is 7, as `Session::request` reads.
     let post = |message: Value| {
         let alice = &alice;
-        async move {
-            let answer = alice.post(&message).await;
-            assert_eq!(answer.status, 200, "{}", answer.body);
-            let body = answer.body.trim();
-            let json = match body.strip_prefix('{') {
-                Some(_) => body.to_owned(),
-                None => body
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim)
-                    .find(|d| d.contains(r#""id":"#))
-                    .unwrap_or_else(|| panic!("no answer in {body}"))
-                    .to_owned(),
-            };
-            serde_json::from_str::<Value>(&json).unwrap()
-        }
+        async move { alice.request(&message).await.0 }
     };
     // 2025-11-25: the call as a task, then its result.
     let created = post(
-        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "calc_eval", "arguments": {"expression": "6*7"}, "task": {"ttl": 60000}}}),
     )
     .await;
@@ -204,7 +190,7 @@ async fn a_task_is_charged_to_its_principal_as_a_plain_call_is() {
         .as_str()
         .unwrap_or_else(|| panic!("no task: {created}"))
         .to_owned();
-    let result = post(json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/result",
+    let result = post(json!({"jsonrpc": "2.0", "id": 7, "method": "tasks/result",
                              "params": {"taskId": id}}))
     .await;
     assert!(says_42(&result), "{result}");
@@ -213,7 +199,7 @@ async fn a_task_is_charged_to_its_principal_as_a_plain_call_is() {
     let (refused, _) = alice.call("calc_eval", json!({"expression": "6*7"})).await;
     assert_quota_refusal(&refused);
     let again = post(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
         "name": "calc_eval", "arguments": {"expression": "6*7"}, "task": {}}}),
     )
     .await;
