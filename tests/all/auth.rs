@@ -574,6 +574,7 @@ impl Session {
     }
 }
 
+mod cors;
 mod introspection;
 mod oauth_flow;
 mod owners;

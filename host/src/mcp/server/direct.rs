@@ -312,6 +312,9 @@ pub(super) struct Front {
     /// The server offers tasks: 2025-11-25's are answered here
     /// (`direct_tasks`).
     tasks: bool,
+    /// Which browser pages may call the server (preflights answered here,
+    /// before any token is asked for).
+    cors: super::cors::Cors,
 }
 
 impl Front {
@@ -333,7 +336,14 @@ impl Front {
             policy,
             metrics,
             tasks: false,
+            cors: super::cors::Cors::default(),
         }
+    }
+
+    /// Let pages of `origins` call the server (CORS).
+    pub(super) fn with_cors(mut self, cors: super::cors::Cors) -> Self {
+        self.cors = cors;
+        self
     }
 
     /// Answer 2025-11-25's task requests (the server offers tasks).
@@ -342,8 +352,21 @@ impl Front {
         self
     }
 
+    /// The answer to `request`, readable by the page of an accepted
+    /// origin (a preflight answered here).
+    async fn respond(self, request: Request) -> Response {
+        if let Some(preflight) = self.cors.preflight(&request) {
+            return preflight;
+        }
+        let cors = self.cors.clone();
+        let origin = request.headers().get(header::ORIGIN).cloned();
+        let mut response = self.answer_request(request).await;
+        cors.allow_reading(origin, &mut response);
+        response
+    }
+
     /// The answer to `request`.
-    async fn respond(mut self, request: Request) -> Response {
+    async fn answer_request(mut self, request: Request) -> Response {
         let authorized = self
             .token
             .as_deref()

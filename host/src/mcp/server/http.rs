@@ -62,6 +62,7 @@ pub(super) async fn serve(
     stop: CancellationToken,
 ) {
     let (hosts, origins) = allowed(addr, &options);
+    let origins_allowed = origins.clone();
     // Calls in a session skip rmcp's session worker (see `direct`); a
     // stateless server has no sessions.
     let direct = (!options.stateless && !options.rmcp_only).then(|| {
@@ -117,7 +118,8 @@ pub(super) async fn serve(
         options.policy.clone(),
         metrics,
     )
-    .with_tasks(tasks);
+    .with_tasks(tasks)
+    .with_cors(super::cors::Cors::new(&origins_allowed));
     tracing::info!("serving {count} tools over MCP (streamable HTTP) on http://{addr}/mcp");
     let budgets = options.connections;
     let shutdown = async move {

@@ -61,6 +61,7 @@
 mod approval;
 pub mod auth;
 mod connections;
+mod cors;
 mod direct;
 mod direct_tasks;
 mod handler;
