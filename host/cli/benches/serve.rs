@@ -10,6 +10,7 @@
 //! cargo bench --bench serve -- --clients 1,8,64 --seconds 3
 //! cargo bench --bench serve -- --telemetry traces
 //! cargo test  --workspace --bench serve -- --bench --telemetry off,traces --seconds 5
+//! cargo test  --workspace --bench serve -- --bench --auth none,jwt,policy --rounds 40 --seconds 2
 //! ```
 //!
 //! `--telemetry MODE` sets what every `toolhost serve` records
@@ -29,6 +30,26 @@
 //! mode says (metrics, spans exported to the same sink): the telemetry's
 //! own CPU per call, without loopback TCP and without the server's threads
 //! and its clients' taking turns on the cores.
+//!
+//! `--auth none,jwt,policy` (module `auth`) runs only the HTTP rows (8
+//! clients unless `--clients` says otherwise) for each access mode of
+//! `serve --http` in alternating rounds, as a `--telemetry` list does
+//! (`--rounds N`, default 7; at the one `--telemetry` mode given, default
+//! metrics): `none` (no `[auth]`), `jwt` (`[auth]`: every request's ES256
+//! access token verified against a JWKS the bench serves on loopback) and
+//! `policy` (`[auth]` and an `[[auth.rules]]` that admits every call, its
+//! rate, concurrency cap and fuel and wall-time quota far above what the
+//! run uses, so that every check runs and none refuses). The bench signs
+//! one token per client; every client sends its `Authorization` header in
+//! every mode, so that the requests are the same bytes. Before the rounds
+//! it checks that each mode's server is what it says (a request without a
+//! token refused with `401` under `[auth]`, a tool outside the rule
+//! refused by the rule under the policy). It prints each mode's medians,
+//! the same-round ratios jwt / none (what verifying a token costs) and
+//! policy / jwt (what the policy adds), and issue 39's floor: the policy
+//! costs at most 5% of a plain call's server CPU at 8 clients. Each round
+//! also times both checks in this process, on one thread, built from the
+//! same config (each check's own CPU, without the server around it).
 //!
 //! The MCP client here is deliberately thin (newline-delimited JSON-RPC on
 //! stdio; HTTP/1.1 keep-alive written by hand, one connection and one MCP
@@ -81,6 +102,7 @@ use toolhost::config::HostConfig;
 use toolhost::plugin::PluginHost;
 use toolhost::tools::{CallContext, Observability, ToolRegistry};
 
+mod auth;
 #[path = "../../benches/common/mod.rs"]
 mod common;
 mod floor;
@@ -184,6 +206,7 @@ fn main() {
             Wassette::install(binary, &plugins.path().join("text.wasm"), components.path())
         }),
         floor: None,
+        tokens: Vec::new(),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -217,9 +240,25 @@ fn main() {
             },
             wassette: None,
             floor: None,
+            tokens: Vec::new(),
         };
         rt.block_on(compare_builds(
             &setup, &baseline, &clients, rounds, window, calls,
+        ));
+        return;
+    }
+    if let Some(list) = flag("--auth") {
+        assert_eq!(modes.len(), 1, "--auth takes one --telemetry mode");
+        let clients = flag("--clients").map_or(vec![8], |_| clients);
+        let rounds = flag("--rounds").map_or(7, |n| n.parse().expect("--rounds N"));
+        rt.block_on(auth::compare(
+            &mut setup,
+            &list,
+            &modes[0],
+            config.path(),
+            &clients,
+            rounds,
+            window,
         ));
         return;
     }
@@ -466,6 +505,9 @@ struct Setup {
     /// The `tools/call` result the floor server answers with (the full
     /// run's, taken from a call in process).
     floor: Option<String>,
+    /// Bearer tokens the HTTP clients send (client `i` the `i`-th, round
+    /// robin); none: no `Authorization` header (`--auth`).
+    tokens: Vec<String>,
 }
 
 /// What every `toolhost serve` of a run records (`--telemetry`).
@@ -949,6 +991,11 @@ impl Setup {
         command
     }
 
+    /// The bearer token HTTP client `i` sends, if any.
+    fn token(&self, i: usize) -> Option<String> {
+        (!self.tokens.is_empty()).then(|| self.tokens[i % self.tokens.len()].clone())
+    }
+
     fn wassette(&self) -> &Wassette {
         self.wassette.as_ref().expect("--wassette PATH was given")
     }
@@ -1356,8 +1403,8 @@ async fn http_rows(
     for &n in clients {
         // Open every client's session before the clock starts.
         let mut sessions = Vec::with_capacity(n);
-        for _ in 0..n {
-            sessions.push(McpHttpClient::connect(&server.addr, peer).await);
+        for i in 0..n {
+            sessions.push(McpHttpClient::connect(&server.addr, peer, setup.token(i)).await);
         }
         if n == 1 {
             let mut client = sessions.pop().unwrap();
@@ -1442,6 +1489,8 @@ struct McpHttpClient {
     stream: TcpStream,
     host: String,
     session: Option<String>,
+    /// Sent as `Authorization: Bearer TOKEN` on every request.
+    token: Option<String>,
     buffer: Vec<u8>,
 }
 
@@ -1453,16 +1502,22 @@ struct HttpResponse {
 }
 
 impl McpHttpClient {
-    async fn connect(addr: &str, peer: Peer) -> Self {
+    /// A connection to `addr`, no session yet.
+    async fn open(addr: &str, peer: Peer, token: Option<String>) -> Self {
         let stream = TcpStream::connect(addr).await.expect("connect to serve");
         stream.set_nodelay(true).unwrap();
-        let mut client = Self {
+        Self {
             peer,
             stream,
             host: addr.to_owned(),
             session: None,
+            token,
             buffer: Vec::new(),
-        };
+        }
+    }
+
+    async fn connect(addr: &str, peer: Peer, token: Option<String>) -> Self {
+        let mut client = Self::open(addr, peer, token).await;
         let response = client.post(&initialize(0)).await.expect("initialize");
         assert_eq!(
             response.status, 200,
@@ -1504,6 +1559,11 @@ impl McpHttpClient {
         if let Some(session) = &self.session {
             head.push_str("Mcp-Session-Id: ");
             head.push_str(session);
+            head.push_str("\r\n");
+        }
+        if let Some(token) = &self.token {
+            head.push_str("Authorization: Bearer ");
+            head.push_str(token);
             head.push_str("\r\n");
         }
         head.push_str("\r\n");
