@@ -13,14 +13,13 @@
 //! answer is dropped. [`JwtOrOpaque`] checks JWTs locally and introspects
 //! the rest.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
 
 use super::claims::{Expected, principal};
+use super::kept::{Kept, key};
 use super::{AuthError, JwtVerifier, Principal, Refusal, Verifier};
 
 /// The largest introspection answer read.
@@ -28,9 +27,6 @@ const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
 /// The largest token sent to be introspected.
 const MAX_TOKEN_BYTES: usize = 16 * 1024;
-
-/// Answers kept at most: past it, expired ones are dropped, then all.
-const MAX_KEPT: usize = 10_000;
 
 /// Why an introspection verifier could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -57,13 +53,7 @@ pub struct IntrospectionVerifier {
     leeway: Duration,
     keep_for: Duration,
     client: reqwest::Client,
-    kept: Mutex<HashMap<[u8; 32], Kept>>,
-}
-
-/// An introspection answer kept, until `until`.
-struct Kept {
-    until: Instant,
-    answer: Result<Principal, Refusal>,
+    kept: Kept<Result<Principal, Refusal>>,
 }
 
 impl fmt::Debug for IntrospectionVerifier {
@@ -118,7 +108,7 @@ impl IntrospectionVerifier {
             leeway: Duration::from_secs(60),
             keep_for: Duration::from_secs(60),
             client,
-            kept: Mutex::default(),
+            kept: Kept::default(),
         })
     }
 
@@ -149,35 +139,16 @@ impl IntrospectionVerifier {
         if token.len() > MAX_TOKEN_BYTES {
             return Err(AuthError::Invalid(Refusal::Malformed));
         }
-        let key: [u8; 32] = {
-            use sha2::Digest as _;
-            sha2::Sha256::digest(token.as_bytes()).into()
-        };
-        if let Some(kept) = self.lock().get(&key).filter(|k| k.until > Instant::now()) {
-            return kept.answer.clone().map_err(AuthError::Invalid);
+        let key = key(token);
+        if let Some(answer) = self.kept.get(&key) {
+            return answer.map_err(AuthError::Invalid);
         }
         let (answer, expires) = self.introspect(token).await?;
         let keep = expires.map_or(self.keep_for, |left| left.min(self.keep_for));
         if !keep.is_zero() {
-            let mut kept = self.lock();
-            if kept.len() >= MAX_KEPT {
-                let now = Instant::now();
-                kept.retain(|_, k| k.until > now);
-                if kept.len() >= MAX_KEPT {
-                    kept.clear();
-                }
-            }
-            let until = Instant::now() + keep;
-            let answer = answer.clone();
-            kept.insert(key, Kept { until, answer });
+            self.kept.keep(key, Instant::now() + keep, answer.clone());
         }
         answer.map_err(AuthError::Invalid)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Kept>> {
-        self.kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Ask the issuer about `token`: what it stands for and how long until

@@ -357,7 +357,15 @@ pub struct JwtVerifier {
     algorithms: BTreeSet<Algorithm>,
     leeway: Duration,
     keys: Keys,
+    /// Tokens verified already, until their `exp` (at most
+    /// [`KEEP_VERIFIED`]): a client's next requests with the same token
+    /// cost a hash, not a signature check.
+    verified: super::kept::Kept<Principal>,
 }
+
+/// The longest a verified token is taken as verified without checking it
+/// again.
+const KEEP_VERIFIED: Duration = Duration::from_secs(300);
 
 impl fmt::Debug for JwtVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -421,6 +429,7 @@ impl JwtVerifier {
             algorithms: Algorithm::ALL.into_iter().collect(),
             leeway: Duration::from_secs(60),
             keys,
+            verified: super::kept::Kept::default(),
         }
     }
 
@@ -492,7 +501,31 @@ impl JwtVerifier {
 
 impl Verifier for JwtVerifier {
     fn verify<'a>(&'a self, token: &'a str) -> BoxFuture<'a, Result<Principal, AuthError>> {
-        Box::pin(async move { self.check(token).await.map_err(AuthError::Invalid) })
+        Box::pin(async move {
+            let key = super::kept::key(token);
+            if let Some(principal) = self.verified.get(&key) {
+                return Ok(principal);
+            }
+            let principal = self.check(token).await.map_err(AuthError::Invalid)?;
+            // Until its expiry (checked: present and not past), and never
+            // longer than the keeping time.
+            let left = principal
+                .claim("exp")
+                .and_then(serde_json::Value::as_f64)
+                .map(|exp| {
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .unwrap_or_default()
+                        .as_secs_f64();
+                    Duration::from_secs_f64((exp - now).clamp(0.0, KEEP_VERIFIED.as_secs_f64()))
+                })
+                .unwrap_or_default();
+            if !left.is_zero() {
+                self.verified
+                    .keep(key, Instant::now() + left, principal.clone());
+            }
+            Ok(principal)
+        })
     }
 }
 

@@ -222,3 +222,18 @@ fn a_jwks_url_must_be_https_except_to_loopback() {
     assert!(JwtVerifier::new(ISS, AUD, "http://127.0.0.1:9/jwks").is_ok());
     assert!(JwtVerifier::new(ISS, AUD, "https://login.example.com/jwks").is_ok());
 }
+
+#[tokio::test]
+async fn a_verified_token_is_kept_no_longer_than_its_expiry() {
+    let signer = Signer::new("k1");
+    let v = verifier(&signer).leeway(Duration::ZERO);
+    let mut c = claims();
+    c["exp"] = json!(now() + 2);
+    let token = signer.sign(&c);
+    for _ in 0..3 {
+        assert_eq!(v.verify(&token).await.unwrap().subject(), "alice");
+    }
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let err = refusal(&v, &token).await;
+    assert_eq!(err, AuthError::Invalid(Refusal::Expired));
+}

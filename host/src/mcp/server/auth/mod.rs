@@ -33,6 +33,7 @@ mod denied;
 pub(super) mod http;
 mod introspect;
 mod jwt;
+mod kept;
 pub mod policy;
 
 use std::collections::BTreeSet;

@@ -167,7 +167,11 @@ fn a_claim_rule_matches_a_claim_that_is_or_holds_its_value() {
         (serde_json::json!("admins-not"), false),
         (serde_json::json!({"admins": true}), false),
     ] {
-        assert_eq!(p.visible(&claims(value.clone()), "calc"), matches, "{value}");
+        assert_eq!(
+            p.visible(&claims(value.clone()), "calc"),
+            matches,
+            "{value}"
+        );
     }
     assert!(!p.visible(&Principal::new("no-claims"), "calc"));
 }
