@@ -128,8 +128,18 @@ impl ServeHttp {
     ///
     /// When it exits before saying where it listens.
     pub fn start(plugins: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_on("127.0.0.1:0", plugins, extra, env)
+    }
+
+    /// As [`start`](Self::start), bound to `bind` (a port known before
+    /// it starts, for a config that names the server's URL).
+    ///
+    /// # Panics
+    ///
+    /// When it exits before saying where it listens.
+    pub fn start_on(bind: &str, plugins: &Path, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--wait-for-plugins", "--http", "127.0.0.1:0"])
+            .args(["serve", "--wait-for-plugins", "--http", bind])
             .arg("--cache-dir")
             .arg(test_cache_dir())
             .arg("--plugins")

@@ -747,6 +747,25 @@ async fn http_round(
 }
 
 /// The median of `values` (the upper one of an even count).
+/// Each row's median calls/s and server CPU per call (seconds) over its
+/// rounds: `results[row][clients]` holds one `(calls/s, CPU per call)`
+/// per round.
+fn medians(results: &[Vec<Vec<(f64, Duration)>>]) -> Vec<Vec<(f64, f64)>> {
+    results
+        .iter()
+        .map(|rows| {
+            rows.iter()
+                .map(|rounds| {
+                    (
+                        median(rounds.iter().map(|r| r.0).collect()),
+                        median(rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
+                    )
+                })
+                .collect()
+        })
+        .collect()
+}
+
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     values[values.len() / 2]
@@ -800,19 +819,7 @@ async fn compare_builds(
         "| build | clients | calls/s (median) | server CPU per call (median) | calls/s vs baseline | CPU vs baseline |"
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    let medians: Vec<Vec<(f64, f64)>> = results
-        .iter_mut()
-        .map(|rows| {
-            rows.iter()
-                .map(|rounds| {
-                    (
-                        median(rounds.iter().map(|r| r.0).collect()),
-                        median(rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let medians = medians(&results);
     for (b, (name, _)) in builds.iter().enumerate() {
         for (c, &n) in clients.iter().enumerate() {
             let (rate, cpu) = medians[b][c];

@@ -15,72 +15,17 @@
 //! one. The same client asking for a token for another resource gets one
 //! from the authorization server, and the server refuses it.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use serde_json::Value;
-use toolhost_tests::mcp::test_cache_dir;
-use toolhost_tests::plugins::{plugin_subset, toolhost_bin, workspace_root};
+use toolhost_tests::mcp::ServeHttp;
+use toolhost_tests::plugins::{plugin_subset, workspace_root};
 use toolhost_tests::telemetry::{free_port, host_config};
-use toolhost_tests::wait::LogLines;
 
 use super::AuthServer;
 
 /// Another resource the authorization server issues tokens for.
 const OTHER_RESOURCE: &str = "https://other.example/mcp";
-
-/// `toolhost serve --http 127.0.0.1:PORT --config CONFIG`, killed when
-/// dropped.
-struct Serve {
-    child: Child,
-    log: LogLines,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    /// Serving `plugins` on `port` under `config`; returns once it
-    /// listens.
-    fn start(plugins: &Path, port: u16, config: &Path) -> Self {
-        let mut child = Command::new(toolhost_bin())
-            .args(["serve", "--wait-for-plugins", "--http"])
-            .arg(format!("127.0.0.1:{port}"))
-            .arg("--cache-dir")
-            .arg(test_cache_dir())
-            .arg("--plugins")
-            .arg(plugins)
-            .arg("--config")
-            .arg(config)
-            .env_remove("TOOLHOST_CONFIG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("toolhost starts");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
-        let mut before = Vec::new();
-        loop {
-            let Some(Ok(line)) = lines.next() else {
-                panic!(
-                    "toolhost serve exited before listening:\n{}",
-                    before.join("\n")
-                );
-            };
-            if line.starts_with("toolhost serve: listening on ") {
-                break;
-            }
-            before.push(line);
-        }
-        let log = LogLines::from_lines(lines.map_while(Result::ok));
-        Self { child, log }
-    }
-}
 
 /// What oauth_client.mjs reported for a run against `url` (with `extra`
 /// arguments), and whether it exited 0.
@@ -141,7 +86,12 @@ fn the_official_typescript_sdk_logs_in_by_oauth_and_calls_a_tool() {
         ),
     );
     let plugins = plugin_subset(&["calc"]);
-    let serve = Serve::start(plugins.path(), port, &config);
+    let serve = ServeHttp::start_on(
+        &format!("127.0.0.1:{port}"),
+        plugins.path(),
+        &["--config", config.to_str().unwrap()],
+        &[],
+    );
     let server_log = || serve.log.lines().join("\n");
 
     let (report, ok) = oauth_client(&uri, &[]);

@@ -180,6 +180,14 @@ async fn a_task_is_charged_to_its_principal_as_a_plain_call_is() {
         let alice = &alice;
         async move { alice.request(&message).await.0 }
     };
+    // Once the fast lane knows the session (it learns of it just after
+    // `notifications/initialized`; until then rmcp, which drops
+    // 2025-11-25's `params.task`, answers): `hello` costs no fuel.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !alice.call("hello", json!({})).await.1 {
+        assert!(std::time::Instant::now() < deadline, "never went direct");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     // 2025-11-25: the call as a task, then its result.
     let created = post(
         json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {

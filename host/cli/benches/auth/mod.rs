@@ -327,19 +327,7 @@ pub(super) async fn compare(
         "| auth | clients | calls/s (median) | server CPU per call (median) | calls/s vs {base} | CPU vs {base} |"
     );
     println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    let medians: Vec<Vec<(f64, f64)>> = results
-        .iter()
-        .map(|rows| {
-            rows.iter()
-                .map(|rounds| {
-                    (
-                        median(rounds.iter().map(|r| r.0).collect()),
-                        median(rounds.iter().map(|r| r.1.as_secs_f64()).collect()),
-                    )
-                })
-                .collect()
-        })
-        .collect();
+    let medians = super::medians(&results);
     for (m, mode) in modes.iter().enumerate() {
         for (c, &n) in clients.iter().enumerate() {
             let ((rate, cpu), (base_rate, base_cpu)) = (medians[m][c], medians[0][c]);

@@ -128,9 +128,9 @@ struct Booked {
     used: bool,
     /// It is being ended to make room: its requests are refused.
     ending: bool,
-    /// The principal that opened it ([`Principal::owner_key`]), when the
+    /// The principal that opened it (its subject and client), when the
     /// server verifies tokens: only its requests are served in it.
-    owner: Option<String>,
+    owner: Option<Principal>,
 }
 
 mod client;
@@ -149,7 +149,7 @@ tokio::task_local! {
 #[derive(Debug, Clone, Default)]
 struct Admission {
     client: Option<ClientKey>,
-    owner: Option<String>,
+    owner: Option<Principal>,
     refused: Arc<Mutex<Option<Refused>>>,
 }
 
@@ -247,8 +247,11 @@ impl CappedSessions {
     /// (a log, a proxy) is no way into another's calls, their approvals
     /// or their questions' answers. An unknown session is left to rmcp.
     pub(super) fn serves(&self, id: &str, principal: Option<&Principal>) -> bool {
-        match lock(&self.book).get(id).and_then(|b| b.owner.as_deref()) {
-            Some(owner) => principal.is_some_and(|p| p.owner_key() == owner),
+        // Compared in place: this runs for every request in a session.
+        match lock(&self.book).get(id).and_then(|b| b.owner.as_ref()) {
+            Some(owner) => principal.is_some_and(|p| {
+                p.subject() == owner.subject() && p.client_id() == owner.client_id()
+            }),
             None => true,
         }
     }
@@ -533,10 +536,7 @@ pub(super) async fn refuse_over_cap(
     }
     let admission = Admission {
         client,
-        owner: request
-            .extensions()
-            .get::<Principal>()
-            .map(Principal::owner_key),
+        owner: request.extensions().get::<Principal>().cloned(),
         refused: Arc::default(),
     };
     let refused = Arc::clone(&admission.refused);

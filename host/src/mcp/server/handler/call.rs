@@ -229,9 +229,12 @@ async fn approve_and_ask(
     needs: Needs,
 ) -> Result<std::ops::ControlFlow<CallToolResponse, Questions>, McpError> {
     // 2026-07-28: what a round's approval and answers must be for.
-    let by = crate::mcp::server::auth::Principal::of(&context.extensions).map(|p| p.owner_key());
-    let call = (needs.approval || needs.questions)
-        .then(|| approval::digest(by.as_deref(), name, arguments));
+    // Also whose: a principal's round is no approval for another.
+    let call = (needs.approval || needs.questions).then(|| {
+        let by =
+            crate::mcp::server::auth::Principal::of(&context.extensions).map(|p| p.owner_key());
+        approval::digest(by.as_deref(), name, arguments)
+    });
     let mut approved = None;
     if needs.approval {
         match approval::ask(
