@@ -364,6 +364,7 @@ impl HostConfig {
         McpRules {
             env: self.allow.env_values.clone(),
             budget: self.plugins,
+            tasks: self.tasks.clone(),
         }
     }
 

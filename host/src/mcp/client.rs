@@ -2,8 +2,9 @@
 //! process) or streamable HTTP, on the official SDK (rmcp).
 //!
 //! This module only talks MCP: it connects, lists tools page by page within
-//! a budget, calls a tool, and reports `notifications/tools/list_changed`
-//! and the end of the connection. What the tools become (names, budgets,
+//! a budget, calls a tool (following the call to its end when the server
+//! runs it as a task: [`tasks`]), and reports
+//! `notifications/tools/list_changed` and the end of the connection. What the tools become (names, budgets,
 //! restarts, the registry) is the tool source's job ([`McpServer`](super::McpServer)).
 //!
 //! Everything a server sends is untrusted: each message is bounded by a
@@ -17,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, PaginatedRequestParams};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ClientConfig, JsonObject, PaginatedRequestParams,
+};
 use rmcp::service::{MaybeSendFuture, NotificationContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -29,6 +32,10 @@ use tokio::sync::Notify;
 use crate::tools::secrets::Secrets;
 
 pub(crate) use super::frames::too_large;
+pub(crate) use tasks::{TaskEnd, TaskWatch};
+
+mod offers;
+mod tasks;
 
 /// How long connecting (spawning or reaching the server, and the MCP
 /// handshake) may take.
@@ -121,9 +128,22 @@ pub(crate) struct Connected {
     pub(crate) closed: BoxFuture<'static, ()>,
 }
 
+/// Where what a server says without being asked goes: its lists changed
+/// (each coalesced into one pending refresh), and resources updated.
+#[derive(Clone)]
+pub(crate) struct Heard {
+    /// `notifications/tools/list_changed`.
+    pub(crate) tools_changed: Arc<Notify>,
+    /// `notifications/resources/list_changed` or
+    /// `notifications/prompts/list_changed`.
+    pub(crate) offers_changed: Arc<Notify>,
+    /// `notifications/resources/updated`, with the resource's URI.
+    pub(crate) updated: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
 /// Hears what the server tells us without being asked.
 struct Listener {
-    tools_changed: Arc<Notify>,
+    heard: Heard,
 }
 
 impl ClientHandler for Listener {
@@ -132,8 +152,45 @@ impl ClientHandler for Listener {
         _context: NotificationContext<RoleClient>,
     ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
         // A flood of notifications coalesces into one pending refresh.
-        self.tools_changed.notify_one();
+        self.heard.tools_changed.notify_one();
         std::future::ready(())
+    }
+
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.heard.offers_changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        self.heard.offers_changed.notify_one();
+        std::future::ready(())
+    }
+
+    fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + MaybeSendFuture + '_ {
+        (self.heard.updated)(&params.uri);
+        std::future::ready(())
+    }
+
+    /// The tasks extension (SEP-2663) is declared: a server that has it
+    /// may answer a long call with a task, which [`tasks`] follows to its
+    /// end, so that the call is not held to one request's timeout.
+    fn get_info(&self) -> ClientConfig {
+        let mut info = ClientConfig::default();
+        info.capabilities.extensions.get_or_insert_default().insert(
+            rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+            JsonObject::default(),
+        );
+        info
     }
 }
 
@@ -146,15 +203,15 @@ pub(crate) struct Bounds {
     pub(crate) redact: Secrets,
 }
 
-/// Connect to `endpoint`; `tools_changed` is notified on each
-/// `notifications/tools/list_changed`. `server` names it in log lines.
+/// Connect to `endpoint`; what the server says unasked goes to `heard`.
+/// `server` names it in log lines.
 pub(crate) async fn connect(
     endpoint: &Endpoint,
     server: &str,
-    tools_changed: Arc<Notify>,
+    heard: Heard,
     bounds: &Bounds,
 ) -> Result<Connected, ConnectError> {
-    let listener = Listener { tools_changed };
+    let listener = Listener { heard };
     let cap = bounds.max_message_bytes;
     let attempt = async {
         match endpoint {
@@ -307,12 +364,13 @@ impl Upstream {
         Ok(tools)
     }
 
-    /// Call tool `name` with `arguments`.
+    /// Call tool `name` with `arguments`: its result, or the task the
+    /// server runs it as (follow it with [`Upstream::follow_task`]).
     pub(crate) async fn call(
         &self,
         name: &str,
         arguments: JsonObject,
-    ) -> Result<CallToolResult, ServiceError> {
+    ) -> Result<CallToolResponse, ServiceError> {
         let mut params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         // The call's trace goes on to the server (SEP-414).
         let trace = crate::telemetry::current_w3c();
@@ -323,6 +381,7 @@ impl Upstream {
             }
             params.meta = Some(meta);
         }
-        self.peer.call_tool(params).await
+        self.peer.call_tool_once(params).await
     }
 }
+

@@ -73,4 +73,4 @@ pub use source::{
     McpSummary, McpTool,
 };
 
-pub(crate) use client::{Bounds, CONNECT_TIMEOUT, Endpoint, Upstream, connect, too_large};
+pub(crate) use client::{Bounds, CONNECT_TIMEOUT, Endpoint, Heard, Upstream, connect, too_large};

@@ -30,6 +30,8 @@
 //! # Ok(()) }
 //! ```
 
+mod offers;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,6 +123,7 @@ pub struct ToolboxBuilder {
     observer: Option<LoadObserver>,
     observability: Observability,
     compile_later: bool,
+    offers: Vec<offers::Add>,
 }
 
 impl std::fmt::Debug for ToolboxBuilder {
@@ -227,6 +230,7 @@ impl ToolboxBuilder {
             observer,
             observability,
             compile_later,
+            offers,
         } = self;
         let rest_policy = RestPolicy::new(config.rest_rules()).map_err(ToolboxError::RestPolicy)?;
         let mcp_rules = config.mcp_rules();
@@ -271,6 +275,7 @@ impl ToolboxBuilder {
         let metrics = observability.call_metrics().cloned();
         let registry = Arc::new(ToolRegistry::new().observed(observability));
         register(&registry, &report, &rest, native)?;
+        offers::add(&registry, offers);
         let mut refused = Vec::new();
         for server in &mcp {
             // Each refusal is also logged by the server, naming it.
@@ -464,6 +469,7 @@ impl Toolbox {
             observer: None,
             observability: Observability::default(),
             compile_later: false,
+            offers: Vec::new(),
         }
     }
 

@@ -14,6 +14,7 @@ mod error;
 mod log;
 mod log_sink;
 mod native;
+mod offers;
 mod options;
 mod output;
 mod progress;
@@ -38,6 +39,12 @@ pub use error::{ToolError, ToolErrorKind};
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use log_sink::{LogLevel, LogLine, LogSink};
 pub use native::NativeTool;
+pub use offers::{
+    CompleteFn, Completion, CompletionRef, CompletionRequest, GetFn, OfferBudget, OfferError,
+    Offers, PromptArg, PromptEntry, PromptMessage, PromptReply, PromptRole, PromptSpec, ReadFn,
+    ReadRequest, ResourceEntry, ResourcePart, ResourceSpec, SubscribeFn, TemplateEntry,
+    TemplateSpec, complete_fn, get_fn, read_fn,
+};
 pub use options::{Backoff, ExecError, ExecOptions, ExecOverrides, MAX_RETRY_PAUSE};
 pub use output::{Content, ResourceContents, ToolAnnotations, ToolOutput};
 pub use progress::{Progress, ProgressSink};

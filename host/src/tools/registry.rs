@@ -98,6 +98,8 @@ pub struct ToolRegistry {
     schema_budget: SchemaBudget,
     /// The generation of the tool set: bumped on every change to it.
     generation: watch::Sender<u64>,
+    /// Resources, templates and prompts, beside the tools.
+    offers: super::Offers,
 }
 
 impl Default for ToolRegistry {
@@ -128,7 +130,14 @@ impl ToolRegistry {
             current: RwLock::new(Arc::new(ToolSet::empty(input, Observability::default()))),
             schema_budget: schema,
             generation: watch::Sender::new(0),
+            offers: super::Offers::default(),
         }
+    }
+
+    /// The resources, resource templates and prompts this registry holds
+    /// beside its tools, with their own change feeds (see [`Offers`](super::Offers)).
+    pub fn offers(&self) -> &super::Offers {
+        &self.offers
     }
 
     /// The change feed: a receiver of the tool set's generation, a number

@@ -17,12 +17,15 @@
 //!   server-everything).
 //! - `untrusted`: `[[mcp]]` servers that misbehave.
 //! - `tasks`: calls that outlive a request (MCP tasks, both revisions).
+//! - `upstream_tasks`: an `[[mcp]]` upstream's tasks, followed to their end.
 
 mod client;
 mod handles;
 mod list_changed;
+mod offers;
 mod peers;
 mod revisions;
 mod serve;
 mod tasks;
 mod untrusted;
+mod upstream_tasks;

@@ -120,7 +120,10 @@ pub(super) trait Lane: Send + Sync + std::fmt::Debug {
 /// Wait for the next change to the tool set (and the changes that follow
 /// it within [`COALESCE`]); false when the registry is gone or `stop` is
 /// cancelled.
-async fn next_change(changes: &mut watch::Receiver<u64>, stop: &CancellationToken) -> bool {
+pub(super) async fn next_change(
+    changes: &mut watch::Receiver<u64>,
+    stop: &CancellationToken,
+) -> bool {
     tokio::select! {
         () = stop.cancelled() => return false,
         changed = changes.changed() => if changed.is_err() {
@@ -153,7 +156,9 @@ pub(super) struct McpTools {
 /// calls, through rmcp or directly (the fast lane, `direct.rs`).
 #[derive(Debug)]
 pub(super) struct Client {
-    tools: Tools,
+    pub(super) tools: Tools,
+    /// The URIs it subscribed to (`offers.rs`).
+    pub(super) subscribed: super::offers::Subscriptions,
     cx: CallContext,
     stop: CancellationToken,
     /// Whether this handler serves a connection whose plugin session
@@ -224,6 +229,7 @@ impl McpTools {
                 cx: CallContext::in_session(session).with_overrides(tools.overrides.clone()),
                 stop,
                 tools,
+                subscribed: super::offers::Subscriptions::default(),
                 lasting: AtomicBool::new(false),
                 direct_calls: Mutex::default(),
                 log_level: SessionLevel::default(),
@@ -347,10 +353,11 @@ impl ServerHandler for McpTools {
             .enable_tool_list_changed();
         // 2026-07-28's tasks extension (2025-11-25's capability is added
         // to rmcp's answer in front of it: `legacy_tasks.rs`).
-        let capabilities = match self.conn.tools.tasks {
+        let mut capabilities = match self.conn.tools.tasks {
             Some(_) => capabilities.enable_tasks().build(),
             None => capabilities.build(),
         };
+        super::offers::declare(&mut capabilities, &self.conn);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -383,6 +390,7 @@ impl ServerHandler for McpTools {
         {
             let _ = self.lane.set(entry);
         }
+        super::offers::forward(&self.conn, context.peer.clone());
         let mut changes = self.conn.tools.registry.changes();
         let (peer, stop) = (context.peer, self.conn.stop.clone());
         tokio::spawn(async move {
@@ -396,33 +404,20 @@ impl ServerHandler for McpTools {
     }
 
     /// The stateless revision's way to hear of changes: a
-    /// `subscriptions/listen` stream asking for tool list changes.
+    /// `subscriptions/listen` stream asking for tool (and resource and
+    /// prompt) list changes and resource updates (`offers.rs`).
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        Some(super::offers::accepted(&self.conn, requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        let mut changes = self.conn.tools.registry.changes();
-        // The listener ends with `context`: nothing else stops it.
-        let never = CancellationToken::new();
-        loop {
-            tokio::select! {
-                () = context.cancelled() => return Ok(()),
-                changed = next_change(&mut changes, &never) => {
-                    if !changed {
-                        return Ok(());
-                    }
-                    if let Err(e) = context.sink().notify_tool_list_changed().await {
-                        tracing::debug!("cannot tell an MCP listener that the tools changed: {e}");
-                        return Ok(());
-                    }
-                }
-            }
-        }
+        super::offers::listen(&self.conn, context).await
     }
+
+    super::offers::methods!();
 
     async fn list_tools(
         &self,

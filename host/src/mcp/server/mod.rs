@@ -69,6 +69,7 @@ mod http;
 mod legacy_tasks;
 mod metrics;
 mod notify;
+mod offers;
 pub(crate) mod question;
 mod sessions;
 mod sse;

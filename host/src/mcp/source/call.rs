@@ -1,21 +1,41 @@
 //! One call to a server's tool, and what its answer or failure becomes.
 
+use std::time::Duration;
+
 use rmcp::ServiceError;
+use rmcp::model::CallToolResponse;
 use serde_json::Value;
 
 use super::{Link, output};
-use crate::tools::{ToolError, ToolErrorKind, ToolOutput};
+use crate::mcp::Upstream;
+use crate::mcp::client::{TaskEnd, TaskWatch};
+use crate::tools::{CallContext, ToolError, ToolErrorKind, ToolOutput};
 
 impl Link {
     /// Call the server's tool `remote` with `input`. What comes back (the
     /// output, or an error quoting the server) has the secrets sent to the
     /// server redacted.
-    pub(super) async fn call(&self, remote: &str, input: Value) -> Result<ToolOutput, ToolError> {
-        let result = self.call_unredacted(remote, input).await;
+    ///
+    /// Each request is held to the declaration's `exec.timeout_ms`
+    /// (unless the caller set its own timeout, which the registry applies
+    /// to the whole call); a call the server runs as a task is followed to
+    /// its end, up to `task_timeout_secs` (the registry's deadline).
+    pub(super) async fn call(
+        &self,
+        remote: &str,
+        input: Value,
+        cx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let result = self.call_unredacted(remote, input, cx).await;
         self.plan.bounds.redact.redact_output(result)
     }
 
-    async fn call_unredacted(&self, remote: &str, input: Value) -> Result<ToolOutput, ToolError> {
+    async fn call_unredacted(
+        &self,
+        remote: &str,
+        input: Value,
+        cx: &CallContext,
+    ) -> Result<ToolOutput, ToolError> {
         let server = &self.plan.name;
         let (connection, down) = {
             let state = self.state();
@@ -36,10 +56,97 @@ impl Link {
                 "an MCP tool takes a JSON object as its input",
             ));
         };
-        match connection.call(remote, arguments).await {
-            Ok(result) => output::output_of(server, result, self.plan.max_result_bytes),
+        // The caller's own timeout is the registry's for the whole call.
+        let request_timeout = if cx.overrides.timeout.is_some() {
+            None
+        } else {
+            self.plan.request_timeout
+        };
+        let request = connection.call(remote, arguments);
+        let answer = match request_timeout {
+            Some(limit) => match tokio::time::timeout(limit, request).await {
+                Ok(answer) => answer,
+                Err(_) => return Err(self.request_timed_out(remote, limit)),
+            },
+            None => request.await,
+        };
+        match answer {
+            Ok(CallToolResponse::Complete(result)) => {
+                output::output_of(server, result, self.plan.max_result_bytes)
+            }
+            Ok(CallToolResponse::Task(created)) => {
+                let watch = TaskWatch {
+                    request_timeout,
+                    progress: cx.progress.clone(),
+                    redact: self.plan.bounds.redact.clone(),
+                };
+                let end = connection.follow_task(created.task, &watch).await;
+                self.task_ended(remote, end)
+            }
+            Ok(CallToolResponse::InputRequired(_)) => Err(ToolError::failed(format!(
+                "MCP server `{server}` asks for input before it answers `{remote}`, which toolhost cannot give an upstream yet"
+            ))),
+            Ok(_) => Err(ToolError::failed(format!(
+                "MCP server `{server}` answered `{remote}` with a kind of result toolhost does not know"
+            ))),
             Err(e) => Err(self.failure(e)),
         }
+    }
+
+    /// What the end of a call the server ran as a task becomes.
+    fn task_ended(&self, remote: &str, end: TaskEnd) -> Result<ToolOutput, ToolError> {
+        let server = &self.plan.name;
+        let secrets = &self.plan.bounds.redact;
+        match end {
+            TaskEnd::Completed(result) => {
+                output::output_of(server, result, self.plan.max_result_bytes)
+            }
+            TaskEnd::Failed(e) => Err(self.failure(ServiceError::McpError(e))),
+            TaskEnd::Cancelled(message) => Err(ToolError::failed(format!(
+                "MCP server `{server}` cancelled the task running `{remote}`{}",
+                message.map_or_else(String::new, |m| format!(
+                    ": {}",
+                    crate::text::untrusted(&secrets.redact(&m), 512)
+                ))
+            ))),
+            TaskEnd::InputRequired => Err(ToolError::failed(format!(
+                "MCP server `{server}`'s task running `{remote}` asks for input, which toolhost cannot give an upstream's task yet; the task was cancelled"
+            ))),
+            TaskEnd::Malformed(what) => Err(ToolError::failed(format!(
+                "MCP server `{server}` answered `{remote}` with a task that is not valid ({})",
+                crate::text::untrusted(&secrets.redact(&what), 512)
+            ))),
+            TaskEnd::Poll(e) => Err(self.failure(e)),
+            TaskEnd::PollTimeout(limit) => Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "MCP server `{server}` did not answer a poll of the task running `{remote}` within {} ms (`exec.timeout_ms` in its [[mcp]] declaration); the task was cancelled",
+                    limit.as_millis()
+                ),
+            )),
+        }
+    }
+
+    /// A request of tool `remote` got no answer within `limit`.
+    fn request_timed_out(&self, remote: &str, limit: Duration) -> ToolError {
+        let server = &self.plan.name;
+        let tasks = if self
+            .state()
+            .connection
+            .as_ref()
+            .is_some_and(Upstream::offers_tasks)
+        {
+            "; it offers tasks, but did not run this call as one"
+        } else {
+            "; it does not offer MCP tasks, which would let a long call outlive one request"
+        };
+        ToolError::new(
+            ToolErrorKind::Timeout,
+            format!(
+                "MCP server `{server}` did not answer `{remote}` within {} ms{tasks}: allow it more time (`exec.timeout_ms` in its [[mcp]] declaration) or ask for less work",
+                limit.as_millis()
+            ),
+        )
     }
 
     /// What a call that failed with `error` becomes: the kind the model

@@ -2,6 +2,7 @@
 //! `toolhost.toml` (`[[mcp]]`), and its checks.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -69,6 +70,13 @@ pub struct McpDecl {
     /// [`DEFAULT_LIST_TIMEOUT_MS`], at most [`MAX_TIMEOUT_MS`].
     #[serde(default = "default_list_timeout_ms")]
     pub list_timeout_ms: u64,
+    /// How long a call the server runs as a task (the MCP tasks
+    /// extension) may take in all, in seconds: its polls may go on this
+    /// long, past `exec.timeout_ms`, which then bounds each request only.
+    /// Default: the host config's `[tasks] deadline_secs`; never over its
+    /// `max_deadline_secs`.
+    #[serde(default)]
+    pub task_timeout_secs: Option<u64>,
 }
 
 fn default_max_result_kb() -> u64 {
@@ -140,6 +148,12 @@ pub(super) struct Plan {
     pub(super) list_timeout: std::time::Duration,
     /// Its cap on one message, and the secrets sent to it.
     pub(super) bounds: Bounds,
+    /// The declared `exec.timeout_ms` (or the default): what one request
+    /// may take. `options.timeout` is the larger of it and `task_timeout`,
+    /// so that a call run as a task is not cut at it.
+    pub(super) request_timeout: Option<Duration>,
+    /// How long a call run as a task may take in all.
+    pub(super) task_timeout: Duration,
 }
 
 /// Check `decl` and read the values it names: variables from `rules`.
@@ -160,8 +174,20 @@ pub(super) fn plan(decl: McpDecl, rules: &McpRules) -> Result<Plan, McpError> {
     }
     let mut options = decl.exec.options().map_err(|e| invalid(e.to_string()))?;
     if decl.exec.timeout.is_none() {
-        options.timeout = Some(std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS));
+        options.timeout = Some(Duration::from_millis(DEFAULT_TIMEOUT_MS));
     }
+    if decl.task_timeout_secs == Some(0) {
+        return Err(invalid(format!(
+            "task_timeout_secs = 0: give 1 to {} (the host config's `[tasks] max_deadline_secs`)",
+            rules.tasks.max_deadline_secs
+        )));
+    }
+    let task_timeout = rules.tasks.deadline(decl.task_timeout_secs);
+    let request_timeout = options.timeout;
+    // The registry's deadline for the whole call: a call the server runs
+    // as a task may poll up to `task_timeout`; each request is still held
+    // to `request_timeout` (see `call.rs`).
+    options.timeout = request_timeout.map(|t| t.max(task_timeout));
     if decl.max_result_kb == 0 || decl.max_result_kb > MAX_RESPONSE_KB {
         return Err(invalid(format!(
             "max_result_kb = {}: give 1 to {MAX_RESPONSE_KB}",
@@ -198,6 +224,8 @@ pub(super) fn plan(decl: McpDecl, rules: &McpRules) -> Result<Plan, McpError> {
                 .saturating_add(ENVELOPE_BYTES),
             redact: Secrets::new(secret_values.iter().map(String::as_str)),
         },
+        request_timeout,
+        task_timeout,
         max_tools: rules.budget.max_tools,
         max_description_bytes: rules.budget.max_description_bytes,
         max_schema_bytes: rules.budget.max_schema_bytes,
@@ -377,9 +405,12 @@ mod tests {
         let plan = plan(decl, &config.mcp_rules()).unwrap();
         assert_eq!(plan.prefix, "time_");
         assert_eq!(
-            plan.options.timeout,
-            Some(std::time::Duration::from_millis(DEFAULT_TIMEOUT_MS))
+            plan.request_timeout,
+            Some(Duration::from_millis(DEFAULT_TIMEOUT_MS))
         );
+        // The whole call may go on as a task for `[tasks] deadline_secs`.
+        assert_eq!(plan.task_timeout, Duration::from_secs(600));
+        assert_eq!(plan.options.timeout, Some(Duration::from_secs(600)));
         let Endpoint::Stdio { program, env, .. } = &plan.endpoint else {
             panic!("{plan:?}")
         };
@@ -406,10 +437,7 @@ mod tests {
         let plan = plan(decl, &config.mcp_rules()).unwrap();
         assert_eq!(plan.prefix, "");
         assert_eq!(plan.options.retries, 2);
-        assert_eq!(
-            plan.options.timeout,
-            Some(std::time::Duration::from_millis(500))
-        );
+        assert_eq!(plan.request_timeout, Some(Duration::from_millis(500)));
         assert!(!format!("{plan:?}").contains("hunter2"));
     }
 
@@ -456,6 +484,12 @@ mod tests {
                    command = "x"
                    max_result_kb = 0"#,
                 "max_result_kb = 0",
+            ),
+            (
+                r#"name = "t"
+                   command = "x"
+                   task_timeout_secs = 0"#,
+                "task_timeout_secs = 0",
             ),
         ] {
             let message = refused(text);

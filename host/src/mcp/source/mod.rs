@@ -5,6 +5,7 @@ mod call;
 mod decl;
 mod listing;
 mod names;
+mod offers;
 pub(crate) mod output;
 mod supervise;
 
@@ -36,6 +37,10 @@ pub struct McpRules {
     pub env: Environment,
     /// The `[plugins]` budgets, which bound what a server may list.
     pub budget: PluginBudget,
+    /// The `[tasks]` table: how long a call an upstream runs as a task may
+    /// take (`deadline_secs`, at most `max_deadline_secs`) when its
+    /// declaration's `task_timeout_secs` does not say.
+    pub tasks: crate::tasks::TasksConfig,
 }
 
 /// Why an `[[mcp]]` declaration was refused.
@@ -112,11 +117,17 @@ struct Link {
     registries: Mutex<Vec<Weak<ToolRegistry>>>,
     /// `notifications/tools/list_changed` arrived.
     tools_changed: Arc<Notify>,
+    /// `notifications/resources/list_changed` or
+    /// `notifications/prompts/list_changed` arrived.
+    offers_changed: Arc<Notify>,
     /// A call could not reach the server: reconnect.
     lost: Arc<Notify>,
     /// Counts connection attempts, so `start` can wait for the first.
     attempts: watch::Sender<u64>,
     supervisor: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Its last listing of resources, templates and prompts, and whether
+    /// it takes subscriptions (`offers.rs`).
+    offers: Mutex<Option<(offers::Lists, bool)>>,
 }
 
 #[derive(Default)]
@@ -169,9 +180,11 @@ impl McpServer {
                 }),
                 registries: Mutex::new(Vec::new()),
                 tools_changed: Arc::new(Notify::new()),
+                offers_changed: Arc::new(Notify::new()),
                 lost: Arc::new(Notify::new()),
                 attempts: watch::channel(0).0,
                 supervisor: Mutex::new(None),
+                offers: Mutex::new(None),
             }),
         })
     }
@@ -217,6 +230,7 @@ impl McpServer {
             .unwrap_or_else(PoisonError::into_inner)
             .push(Arc::downgrade(registry));
         let tools = self.link.state().tools.clone();
+        self.link.offers_into(registry);
         self.link.sync_into(registry, &[], &tools)
     }
 
@@ -261,9 +275,21 @@ impl McpServer {
         *self.link.attempts.borrow()
     }
 
-    /// How the registry runs its tools: the declaration's `exec`.
+    /// How the registry runs its tools: the declaration's `exec`. Its
+    /// `timeout` is what one request may take; a call the server runs as
+    /// a task may go on up to [`McpServer::task_timeout`].
     pub fn exec_options(&self) -> ExecOptions {
-        self.link.plan.options.clone()
+        ExecOptions {
+            timeout: self.link.plan.request_timeout,
+            ..self.link.plan.options.clone()
+        }
+    }
+
+    /// How long a call the server runs as an MCP task may take in all
+    /// (`task_timeout_secs`, else the host config's `[tasks]
+    /// deadline_secs`).
+    pub fn task_timeout(&self) -> Duration {
+        self.link.plan.task_timeout
     }
 }
 
@@ -323,11 +349,12 @@ impl Tool for McpTool {
     fn call(
         &self,
         input: Value,
-        _cx: &CallContext,
+        cx: &CallContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         let link = Arc::clone(&self.link);
         let remote = Arc::clone(&self.remote);
-        Box::pin(async move { link.call(&remote, input).await })
+        let cx = cx.clone();
+        Box::pin(async move { link.call(&remote, input, &cx).await })
     }
 
     fn origin(&self) -> ToolOrigin {

@@ -83,7 +83,7 @@ pub(crate) fn output_of(
 }
 
 /// One block of a result as a content part.
-fn part(server: &str, block: ContentBlock) -> Result<Content, ToolError> {
+pub(super) fn part(server: &str, block: ContentBlock) -> Result<Content, ToolError> {
     use base64::Engine as _;
     let bytes = |data: &str, what: &str| {
         base64::engine::general_purpose::STANDARD

@@ -15,7 +15,7 @@ use tokio::sync::Notify;
 
 use super::decl::Plan;
 use super::{Link, ToolRegistry};
-use crate::mcp::{Upstream, connect};
+use crate::mcp::{Heard, Upstream, connect};
 use crate::tools::{Backoff, ExecOptions, ToolError, ToolErrorKind};
 
 /// A connection that lasted this long counts as healthy: the next restart
@@ -137,17 +137,21 @@ struct Down {
 /// once it has listed its tools (a server that never does is down, and
 /// restarted). `None` once the server is dropped.
 async fn connection(link: &Weak<Link>, plan: &Plan) -> Option<Down> {
-    let (tools_changed, lost) = {
+    let (heard, lost) = {
         let strong = link.upgrade()?;
-        (Arc::clone(&strong.tools_changed), Arc::clone(&strong.lost))
+        let weak = Weak::clone(link);
+        let heard = Heard {
+            tools_changed: Arc::clone(&strong.tools_changed),
+            offers_changed: Arc::clone(&strong.offers_changed),
+            updated: Arc::new(move |uri: &str| {
+                if let Some(link) = weak.upgrade() {
+                    link.resource_updated(uri);
+                }
+            }),
+        };
+        (heard, Arc::clone(&strong.lost))
     };
-    let connected = connect(
-        &plan.endpoint,
-        &plan.name,
-        Arc::clone(&tools_changed),
-        &plan.bounds,
-    )
-    .await;
+    let connected = connect(&plan.endpoint, &plan.name, heard.clone(), &plan.bounds).await;
     let strong = link.upgrade()?;
     let connected = match connected {
         Ok(connected) => connected,
@@ -164,6 +168,9 @@ async fn connection(link: &Weak<Link>, plan: &Plan) -> Option<Down> {
     let mut closed = connected.closed;
     let up_since = Instant::now();
     let listed = strong.refresh(&connection).await;
+    if listed.is_ok() {
+        strong.refresh_offers(&connection).await;
+    }
     match &listed {
         Ok(()) => {
             let mut state = strong.state();
@@ -182,7 +189,7 @@ async fn connection(link: &Weak<Link>, plan: &Plan) -> Option<Down> {
             healthy: false,
         });
     }
-    let reason = until_down(link, &connection, &mut closed, &lost, &tools_changed).await?;
+    let reason = until_down(link, &connection, &mut closed, &lost, &heard).await?;
     link.upgrade()?.set_down(reason.clone());
     Some(Down {
         reason,
@@ -192,24 +199,29 @@ async fn connection(link: &Weak<Link>, plan: &Plan) -> Option<Down> {
 
 /// Wait, while the server is up on `connection`, for it to go down: the
 /// connection `closed`, a call could not reach it (`lost`), or a changed
-/// tool list (`tools_changed`, each change listed again) could not be
-/// listed. Why it went down; `None` once the server is dropped.
+/// tool list (`heard.tools_changed`, each change listed again) could not
+/// be listed. A changed resource or prompt list is listed again too (one
+/// that fails offers nothing, the server stays up). Why it went down;
+/// `None` once the server is dropped.
 async fn until_down(
     link: &Weak<Link>,
     connection: &Upstream,
     closed: &mut BoxFuture<'static, ()>,
     lost: &Notify,
-    tools_changed: &Notify,
+    heard: &Heard,
 ) -> Option<String> {
     loop {
         tokio::select! {
             () = &mut *closed => return Some("its connection closed (did the process exit?)".to_owned()),
             () = lost.notified() => return Some("a call could not reach it".to_owned()),
-            () = tools_changed.notified() => {
+            () = heard.tools_changed.notified() => {
                 let strong = link.upgrade()?;
                 if let Err(reason) = strong.refresh(connection).await {
                     return Some(reason);
                 }
+            }
+            () = heard.offers_changed.notified() => {
+                link.upgrade()?.refresh_offers(connection).await;
             }
         }
     }
