@@ -195,6 +195,32 @@ fn in_session(addr: &str, session: &str, id: u64, method: &str, params: Value) -
 }
 
 #[test]
+fn a_task_asked_for_right_after_the_handshake_is_a_task() {
+    // The fast lane, which answers 2025-11-25's task requests, learns of a
+    // session as rmcp handles `notifications/initialized`: the end of the
+    // handshake is answered only once it has, so that a client's very
+    // next request (here, at once, in many sessions) is not taken by rmcp,
+    // which would drop `params.task` and run the call plain.
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "");
+    let server = ServeHttp::start(&plugins, &["--config", config.to_str().unwrap()], &[]);
+    for n in 0..50 {
+        let session = open_session(&server.addr);
+        let created = in_session(
+            &server.addr,
+            &session,
+            1,
+            "tools/call",
+            json!({"name": "hostile_sleep", "arguments": {"ms": 1}, "task": {}}),
+        );
+        assert_eq!(
+            created["result"]["task"]["status"], "working",
+            "session {n}: {created}"
+        );
+    }
+}
+
+#[test]
 fn a_task_is_seen_only_by_its_session_and_tools_say_whether_they_run_as_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let (plugins, config) = setup(dir.path(), "[tasks.support]\ntext_stats = \"required\"\n");

@@ -78,6 +78,8 @@ pub(super) struct DirectSessions {
     /// through rmcp, to keep its idle timer from running out.
     refresh: Duration,
     clock: Instant,
+    /// Woken when a session is registered.
+    registered: tokio::sync::Notify,
 }
 
 /// One session's entry.
@@ -120,6 +122,7 @@ impl DirectSessions {
             hosts,
             refresh: idle_timeout / 4,
             clock: Instant::now(),
+            registered: tokio::sync::Notify::new(),
         }
     }
 
@@ -136,8 +139,11 @@ impl DirectSessions {
             rmcp_saw: AtomicU64::new(self.now()),
             used: AtomicBool::new(false),
         });
-        let mut sessions = self.sessions.write().unwrap_or_else(|e| e.into_inner());
-        sessions.insert(id.clone(), session);
+        self.sessions
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id.clone(), session);
+        self.registered.notify_waiters();
         Some(DirectEntry {
             sessions: Arc::clone(self),
             id,
@@ -161,6 +167,30 @@ impl DirectSessions {
 
     fn now(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// The connection of the session named in `headers`, if it is
+    /// registered.
+    pub(super) fn conn(&self, headers: &HeaderMap) -> Option<Arc<Client>> {
+        self.session(headers)
+            .and_then(|(_, session)| session.conn.upgrade())
+    }
+
+    /// Wait (at most `within`) until the session named in `headers` is
+    /// registered; whether it is.
+    pub(super) async fn registered(&self, headers: &HeaderMap, within: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let notified = self.registered.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.session(headers).is_some() {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return false;
+            }
+        }
     }
 
     /// The session named in `headers`, and its id.
@@ -410,12 +440,7 @@ impl Front {
             // 2025-11-25 with tasks: rmcp's answers to `initialize` and
             // `tools/list` get what that revision's server with tasks says.
             Some(direct) if self.tasks => {
-                let conn = |headers: &HeaderMap| {
-                    direct
-                        .session(headers)
-                        .and_then(|(_, session)| session.conn.upgrade())
-                };
-                super::direct_tasks::routed_patched(&mut self.router, request, conn).await
+                super::direct_tasks::routed_patched(&mut self.router, request, direct).await
             }
             _ => match tower_service::Service::call(&mut self.router, request).await {
                 Ok(response) => response,
@@ -552,7 +577,7 @@ async fn answer_directly(
             match policy.admit(principal, name) {
                 Ok(permit) if name != crate::tools::search::TOOL_SEARCH_NAME => {
                     if let Some(metrics) = under.metrics {
-                        metrics.record_policy(policy.rule_name(principal).unwrap_or(""), "allowed");
+                        permit.count(policy, principal, metrics);
                     }
                     Some(permit)
                 }

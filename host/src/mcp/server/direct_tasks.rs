@@ -4,11 +4,12 @@
 //! JSON, or in their event stream).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::StreamExt;
@@ -16,6 +17,7 @@ use rmcp::model::RequestId;
 use serde_json::Value;
 
 use super::auth::Principal;
+use super::direct::DirectSessions;
 use super::handler::Client;
 use super::legacy_tasks::{Patch, REVISION, TaskRequest};
 use crate::telemetry::TraceParent;
@@ -86,23 +88,46 @@ pub(super) fn keep_alive(mut router: Router, headers: &HeaderMap) {
 pub(super) async fn routed_patched(
     router: &mut Router,
     request: Request,
-    conn: impl Fn(&HeaderMap) -> Option<Arc<Client>>,
+    direct: &DirectSessions,
 ) -> Response {
-    let (request, patch) = if may_need_patch(&request) {
-        let conn = conn(request.headers());
-        let (request, patch) = read_patch(request).await;
-        (request, patch.map(|(id, patch)| (id, patch, conn)))
+    let (request, read) = if may_need_patch(&request) {
+        let conn = direct.conn(request.headers());
+        let (request, read) = read_patch(request).await;
+        (request, read.map(|read| (read, conn)))
     } else {
         (request, None)
     };
+    // The handshake's end: its 202 waits until the lane knows the session
+    // (it learns of it as rmcp handles the notification, after rmcp's
+    // 202), so that the task the client asks for next is one.
+    let initialized =
+        matches!(read, Some((Read::Initialized, _))).then(|| request.headers().clone());
     let response = match tower_service::Service::call(router, request).await {
         Ok(response) => response,
         Err(infallible) => match infallible {},
     };
-    match patch {
-        Some((id, patch, conn)) => patched(response, id, patch, conn).await,
-        None => response,
+    if let Some(headers) = initialized
+        && response.status() == StatusCode::ACCEPTED
+        && !direct.registered(&headers, REGISTERED_WITHIN).await
+    {
+        tracing::debug!("a 2025-11-25 session was not registered with the fast lane in time");
     }
+    match read {
+        Some((Read::Patch(id, patch), conn)) => patched(response, id, patch, conn).await,
+        _ => response,
+    }
+}
+
+/// The longest the end of a handshake waits for the lane to know its
+/// session (it takes well under a millisecond).
+const REGISTERED_WITHIN: Duration = Duration::from_secs(2);
+
+/// What a request read in front of rmcp is, for its answer.
+enum Read {
+    /// A request whose answer needs `Patch`.
+    Patch(RequestId, Patch),
+    /// `notifications/initialized`.
+    Initialized,
 }
 
 /// Whether `request` may be one whose answer a 2025-11-25 client of a
@@ -123,7 +148,7 @@ fn may_need_patch(request: &Request) -> bool {
 
 /// Read `request`'s body (when small enough) to see whether its answer
 /// needs a patch; the request back, whole, and the patch.
-async fn read_patch(request: Request) -> (Request, Option<(RequestId, Patch)>) {
+async fn read_patch(request: Request) -> (Request, Option<Read>) {
     let length = request
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -135,12 +160,28 @@ async fn read_patch(request: Request) -> (Request, Option<(RequestId, Patch)>) {
     let (parts, body) = request.into_parts();
     match axum::body::to_bytes(body, length).await {
         Ok(bytes) => {
-            let patch = Patch::of(&bytes);
-            (Request::from_parts(parts, Body::from(bytes)), patch)
+            let read = match Patch::of(&bytes) {
+                Some((id, patch)) => Some(Read::Patch(id, patch)),
+                None => is_initialized(&bytes).then_some(Read::Initialized),
+            };
+            (Request::from_parts(parts, Body::from(bytes)), read)
         }
         // The body ended early: rmcp says so.
         Err(_) => (Request::from_parts(parts, Body::empty()), None),
     }
+}
+
+/// Whether `message` is the notification that ends a handshake.
+fn is_initialized(message: &[u8]) -> bool {
+    const INITIALIZED: &[u8] = b"notifications/initialized";
+    #[derive(serde::Deserialize)]
+    struct Notification<'a> {
+        #[serde(borrow)]
+        method: std::borrow::Cow<'a, str>,
+    }
+    message.windows(INITIALIZED.len()).any(|w| w == INITIALIZED)
+        && serde_json::from_slice::<Notification<'_>>(message)
+            .is_ok_and(|n| n.method == "notifications/initialized")
 }
 
 /// `response` (rmcp's answer to request `id`) with `patch` applied, for

@@ -151,23 +151,53 @@ struct Bucket {
 }
 
 /// What a principal's calls spent in its current window.
+#[derive(Clone, Copy)]
 struct Window {
     since: Instant,
     fuel: u64,
     wall: Duration,
 }
 
-/// The rules, and the rate buckets of the principals they cover.
+/// What a policy keeps of one principal under one rule: its calls
+/// running, its quota's window, its rate buckets (by tool).
+#[derive(Default)]
+struct Ledger {
+    running: u32,
+    window: Option<Window>,
+    buckets: HashMap<String, Bucket>,
+}
+
+impl Ledger {
+    /// Whether the ledger says nothing a fresh one would not: no call
+    /// running, no window open, every bucket full.
+    fn idle(&self, rule: &Rule, now: Instant) -> bool {
+        self.running == 0
+            && self.window.is_none_or(|w| {
+                rule.quota
+                    .is_none_or(|q| now.duration_since(w.since) >= q.window)
+            })
+            && rule.rate.is_none_or(|rate| {
+                self.buckets
+                    .values()
+                    .all(|b| refilled(b, rate, now) >= f64::from(rate.burst.max(1)))
+            })
+    }
+}
+
+/// `bucket`'s tokens at `now`, refilled at `rate` since it was last used.
+fn refilled(bucket: &Bucket, rate: Rate, now: Instant) -> f64 {
+    let per_sec = f64::from(rate.per_minute) / 60.0;
+    (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * per_sec)
+        .min(f64::from(rate.burst.max(1)))
+}
+
+/// The rules, and what they keep of the principals they cover.
 #[derive(Default)]
 pub struct Policy {
     rules: Vec<Rule>,
-    /// (rule index, subject, tool) → bucket.
-    buckets: Mutex<HashMap<(usize, String, String), Bucket>>,
-    /// (rule index, subject) → calls running, for rules with a cap.
-    running: Mutex<HashMap<(usize, String), u32>>,
-    /// (rule index, subject) → what its calls spent, for rules with a
-    /// quota.
-    spent: Mutex<HashMap<(usize, String), Window>>,
+    /// By rule (index): subject → its ledger, for rules with a rate, a
+    /// cap or a quota. One lock a rule: an admission takes it once.
+    ledgers: Vec<Mutex<HashMap<String, Ledger>>>,
 }
 
 /// A call admitted by a [`Policy`]: while it is held, the call counts
@@ -175,9 +205,12 @@ pub struct Policy {
 #[derive(Debug)]
 #[must_use = "the call counts as running while the permit is held"]
 pub struct Permit {
-    held: Option<(Arc<Policy>, (usize, String))>,
-    /// The quota the call is charged to, if its rule has one.
-    charged: Option<(Arc<Policy>, (usize, String), Quota)>,
+    /// The policy, the rule's index and the subject, when its rule keeps
+    /// a ledger.
+    kept: Option<(Arc<Policy>, usize, String)>,
+    /// Whether the call counts as running (its rule has a cap), until
+    /// the permit is dropped.
+    running: bool,
 }
 
 impl Permit {
@@ -188,40 +221,78 @@ impl Permit {
     }
 
     fn charge_at(&self, fuel: u64, wall: Duration, now: Instant) {
-        let Some((policy, key, quota)) = &self.charged else {
+        let Some((policy, index, subject)) = &self.kept else {
             return;
         };
-        let mut spent = policy.spent.lock().unwrap_or_else(|e| e.into_inner());
-        let entry = spent.entry(key.clone()).or_insert(Window {
-            since: now,
-            fuel: 0,
-            wall: Duration::ZERO,
-        });
-        if now.duration_since(entry.since) >= quota.window {
+        let Some(quota) = policy.rules[*index].quota else {
+            return;
+        };
+        let mut ledgers = policy.ledgers[*index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let ledger = ledger(&mut ledgers, subject);
+        let window = match ledger.window {
             // The window the call started in has ended: it counts in the next.
-            *entry = Window {
+            Some(w) if now.duration_since(w.since) < quota.window => w,
+            _ => Window {
                 since: now,
                 fuel: 0,
                 wall: Duration::ZERO,
-            };
-        }
-        entry.fuel = entry.fuel.saturating_add(fuel);
-        entry.wall = entry.wall.saturating_add(wall);
+            },
+        };
+        ledger.window = Some(Window {
+            fuel: window.fuel.saturating_add(fuel),
+            wall: window.wall.saturating_add(wall),
+            ..window
+        });
     }
-}
 
-impl Permit {
+    /// Whether the call's rule has a quota (what it spent is measured).
+    fn charged(&self) -> bool {
+        self.kept
+            .as_ref()
+            .is_some_and(|(policy, index, _)| policy.rules[*index].quota.is_some())
+    }
+
     /// Run `call` and charge what the sandbox measured of it, and the wall
     /// time it took, to the principal's quota.
     pub(in crate::mcp::server) async fn charging<F: std::future::Future>(
         self,
         call: F,
     ) -> F::Output {
+        if !self.charged() {
+            return call.await;
+        }
         let started = Instant::now();
-        let (output, used) = crate::telemetry::measured(call).await;
+        // Boxed: the call's future is large, and measuring it would move
+        // it, whole, a few times more.
+        let (output, used) = crate::telemetry::measured(Box::pin(call)).await;
         self.charge(used.fuel_used.unwrap_or(0), started.elapsed());
         output
     }
+
+    /// Count in `metrics` that `policy` allowed the call, by rule.
+    pub(in crate::mcp::server) fn count(
+        &self,
+        policy: &Policy,
+        principal: &Principal,
+        metrics: &crate::telemetry::Metrics,
+    ) {
+        let rule = match &self.kept {
+            Some((policy, index, _)) => policy.rules[*index].name(),
+            None => policy.rule_name(principal).unwrap_or(""),
+        };
+        metrics.record_policy(rule, "allowed");
+    }
+}
+
+/// `subject`'s ledger in `ledgers`, made if it has none (the subject
+/// copied only then).
+fn ledger<'a>(ledgers: &'a mut HashMap<String, Ledger>, subject: &str) -> &'a mut Ledger {
+    if !ledgers.contains_key(subject) {
+        ledgers.insert(subject.to_owned(), Ledger::default());
+    }
+    ledgers.get_mut(subject).expect("the ledger was just made")
 }
 
 /// [`Policy::admit`], with the decision counted in `metrics` (by rule).
@@ -233,24 +304,27 @@ pub(in crate::mcp::server) fn decide(
 ) -> Result<Permit, Denied> {
     let decided = policy.admit(principal, tool);
     if let Some(metrics) = metrics {
-        let rule = policy.rule_name(principal).unwrap_or("");
-        metrics.record_policy(
-            rule,
-            decided.as_ref().map_or_else(Denied::kind, |_| "allowed"),
-        );
+        match &decided {
+            Ok(permit) => permit.count(policy, principal, metrics),
+            Err(denied) => {
+                metrics.record_policy(policy.rule_name(principal).unwrap_or(""), denied.kind());
+            }
+        }
     }
     decided
 }
 
 impl Drop for Permit {
     fn drop(&mut self) {
-        if let Some((policy, key)) = self.held.take() {
-            let mut running = policy.running.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(n) = running.get_mut(&key) {
-                *n = n.saturating_sub(1);
-                if *n == 0 {
-                    running.remove(&key);
-                }
+        if !self.running {
+            return;
+        }
+        if let Some((policy, index, subject)) = &self.kept {
+            let mut ledgers = policy.ledgers[*index]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(ledger) = ledgers.get_mut(subject.as_str()) {
+                ledger.running = ledger.running.saturating_sub(1);
             }
         }
     }
@@ -264,9 +338,10 @@ impl std::fmt::Debug for Policy {
     }
 }
 
-/// The most buckets kept; past it, full ones are dropped (a full bucket
-/// is what a new one would be).
-const MAX_BUCKETS: usize = 100_000;
+/// The most principals a rule keeps a ledger of, and the most buckets a
+/// principal keeps; past either, idle ones (what a new one would be) are
+/// dropped.
+const MAX_LEDGERS: usize = 100_000;
 
 impl Policy {
     /// No rules: nobody may do anything.
@@ -278,6 +353,7 @@ impl Policy {
     #[must_use]
     pub fn rule(mut self, rule: Rule) -> Self {
         self.rules.push(rule);
+        self.ledgers.push(Mutex::default());
         self
     }
 
@@ -310,143 +386,139 @@ impl Policy {
         self.admit_at(principal, tool, Instant::now())
     }
 
+    /// What [`admit`](Self::admit) decides at `now`: the rule that
+    /// matches, its tools, then (under one lock) its quota, its cap and
+    /// its rate; a call is counted only when all admit it.
     fn admit_at(
         self: &Arc<Self>,
         principal: &Principal,
         tool: &str,
         now: Instant,
     ) -> Result<Permit, Denied> {
-        let charged = self.within_quota(principal, now)?;
-        let mut permit = self.start(principal)?;
-        self.take_token(principal, tool, now)?;
-        permit.charged = charged;
-        Ok(permit)
-    }
-
-    /// Whether what `principal`'s calls spent in its window leaves room for
-    /// one more (and where to charge it), for a rule with a quota.
-    #[allow(clippy::type_complexity)]
-    fn within_quota(
-        self: &Arc<Self>,
-        principal: &Principal,
-        now: Instant,
-    ) -> Result<Option<(Arc<Policy>, (usize, String), Quota)>, Denied> {
+        let subject = principal.subject();
         let Some((index, rule)) = self.rule_for(principal) else {
-            return Ok(None);
-        };
-        let Some(quota) = rule.quota else {
-            return Ok(None);
-        };
-        let key = (index, principal.subject().to_owned());
-        let mut spent = self.spent.lock().unwrap_or_else(|e| e.into_inner());
-        if spent.len() >= MAX_BUCKETS {
-            spent.retain(|_, s| now.duration_since(s.since) < quota.window);
-        }
-        if let Some(s) = spent.get(&key) {
-            let elapsed = now.duration_since(s.since);
-            if elapsed >= quota.window {
-                spent.remove(&key);
-            } else {
-                let over = match (quota.fuel, quota.wall_time) {
-                    (Some(limit), _) if s.fuel >= limit => Some(Spent::Fuel {
-                        limit,
-                        used: s.fuel,
-                    }),
-                    (_, Some(limit)) if s.wall >= limit => Some(Spent::WallTime {
-                        limit,
-                        used: s.wall,
-                    }),
-                    _ => None,
-                };
-                if let Some(spent) = over {
-                    return Err(Denied::QuotaSpent {
-                        rule: rule.name.clone(),
-                        subject: key.1,
-                        spent,
-                        window: quota.window,
-                        retry_after: quota.window - elapsed,
-                    });
-                }
-            }
-        }
-        Ok(Some((Arc::clone(self), key, quota)))
-    }
-
-    /// Count one more call of `principal` running, within its rule's cap.
-    fn start(self: &Arc<Self>, principal: &Principal) -> Result<Permit, Denied> {
-        let Some((index, rule)) = self.rule_for(principal) else {
-            return Ok(Permit {
-                held: None,
-                charged: None,
+            return Err(Denied::NoRule {
+                subject: subject.to_owned(),
             });
-        };
-        let Some(max) = rule.max_concurrent else {
-            return Ok(Permit {
-                held: None,
-                charged: None,
-            });
-        };
-        let key = (index, principal.subject().to_owned());
-        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        let n = running.entry(key.clone()).or_insert(0);
-        if *n >= max {
-            return Err(Denied::Busy {
-                rule: rule.name.clone(),
-                subject: key.1,
-                max,
-            });
-        }
-        *n += 1;
-        Ok(Permit {
-            held: Some((Arc::clone(self), key)),
-            charged: None,
-        })
-    }
-
-    fn take_token(&self, principal: &Principal, tool: &str, now: Instant) -> Result<(), Denied> {
-        let subject = principal.subject().to_owned();
-        let Some((index, rule)) = self.rule_for(principal) else {
-            return Err(Denied::NoRule { subject });
         };
         if !rule.allows(tool) {
             return Err(Denied::Tool {
                 rule: rule.name.clone(),
                 tool: tool.to_owned(),
-                subject,
+                subject: subject.to_owned(),
             });
         }
-        let Some(rate) = rule.rate else {
+        if rule.rate.is_none() && rule.max_concurrent.is_none() && rule.quota.is_none() {
+            return Ok(Permit {
+                kept: None,
+                running: false,
+            });
+        }
+        let mut ledgers = self.ledgers[index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if ledgers.len() >= MAX_LEDGERS && !ledgers.contains_key(subject) {
+            ledgers.retain(|_, l| !l.idle(rule, now));
+        }
+        let ledger = ledger(&mut ledgers, subject);
+        rule.within_quota(ledger, subject, now)?;
+        if let Some(max) = rule.max_concurrent
+            && ledger.running >= max
+        {
+            return Err(Denied::Busy {
+                rule: rule.name.clone(),
+                subject: subject.to_owned(),
+                max,
+            });
+        }
+        if let Some(rate) = rule.rate {
+            rule.take_token(ledger, rate, (subject, tool), now)?;
+        }
+        let running = rule.max_concurrent.is_some();
+        if running {
+            ledger.running += 1;
+        }
+        // A permit keeps its ledger's place only to give back or charge.
+        let kept = (running || rule.quota.is_some())
+            .then(|| (Arc::clone(self), index, subject.to_owned()));
+        Ok(Permit { kept, running })
+    }
+}
+
+impl Rule {
+    /// Whether what `ledger`'s calls spent in its window leaves room for
+    /// one more, for a rule with a quota.
+    fn within_quota(&self, ledger: &mut Ledger, subject: &str, now: Instant) -> Result<(), Denied> {
+        let (Some(quota), Some(window)) = (self.quota, ledger.window) else {
             return Ok(());
         };
-        let burst = f64::from(rate.burst.max(1));
-        let per_sec = f64::from(rate.per_minute) / 60.0;
-        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
-        if buckets.len() >= MAX_BUCKETS {
-            buckets
-                .retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * per_sec < burst);
+        let elapsed = now.duration_since(window.since);
+        if elapsed >= quota.window {
+            ledger.window = None;
+            return Ok(());
         }
-        let bucket = buckets
-            .entry((index, subject.clone(), tool.to_owned()))
-            .or_insert(Bucket {
+        let over = match (quota.fuel, quota.wall_time) {
+            (Some(limit), _) if window.fuel >= limit => Some(Spent::Fuel {
+                limit,
+                used: window.fuel,
+            }),
+            (_, Some(limit)) if window.wall >= limit => Some(Spent::WallTime {
+                limit,
+                used: window.wall,
+            }),
+            _ => None,
+        };
+        match over {
+            Some(spent) => Err(Denied::QuotaSpent {
+                rule: self.name.clone(),
+                subject: subject.to_owned(),
+                spent,
+                window: quota.window,
+                retry_after: quota.window - elapsed,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Take a token of `tool`'s bucket in `ledger`, refilled at `rate`.
+    fn take_token(
+        &self,
+        ledger: &mut Ledger,
+        rate: Rate,
+        (subject, tool): (&str, &str),
+        now: Instant,
+    ) -> Result<(), Denied> {
+        let burst = f64::from(rate.burst.max(1));
+        if ledger.buckets.len() >= MAX_LEDGERS && !ledger.buckets.contains_key(tool) {
+            ledger.buckets.retain(|_, b| refilled(b, rate, now) < burst);
+        }
+        if !ledger.buckets.contains_key(tool) {
+            let full = Bucket {
                 tokens: burst,
                 at: now,
-            });
-        bucket.tokens =
-            (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * per_sec).min(burst);
+            };
+            ledger.buckets.insert(tool.to_owned(), full);
+        }
+        let bucket = ledger
+            .buckets
+            .get_mut(tool)
+            .expect("the bucket was just made");
+        bucket.tokens = refilled(bucket, rate, now);
         bucket.at = now;
         if bucket.tokens >= 1.0 {
             bucket.tokens -= 1.0;
             return Ok(());
         }
+        let per_sec = f64::from(rate.per_minute) / 60.0;
         let retry_after = if per_sec > 0.0 {
             Duration::from_secs_f64((1.0 - bucket.tokens) / per_sec)
         } else {
             Duration::MAX
         };
         Err(Denied::RateLimited {
-            rule: rule.name.clone(),
+            rule: self.name.clone(),
             tool: tool.to_owned(),
-            subject,
+            subject: subject.to_owned(),
             per_minute: rate.per_minute,
             retry_after,
         })

@@ -175,3 +175,57 @@ fn a_claim_rule_matches_a_claim_that_is_or_holds_its_value() {
     }
     assert!(!p.visible(&Principal::new("no-claims"), "calc"));
 }
+
+#[test]
+fn a_call_refused_by_one_limit_counts_against_none() {
+    let p = Arc::new(
+        Policy::new().rule(
+            Rule::new("tight", Who::Anyone, [pattern("calc_*")])
+                .max_concurrent(1)
+                .rate(Rate {
+                    per_minute: 60,
+                    burst: 1,
+                }),
+        ),
+    );
+    let alice = Principal::new("alice");
+    let t0 = Instant::now();
+    drop(p.admit_at(&alice, "calc_add", t0).unwrap());
+    // Out of tokens: refused, and not left running.
+    let Err(Denied::RateLimited { .. }) = p.admit_at(&alice, "calc_add", t0) else {
+        panic!("the bucket is empty");
+    };
+    // A tool outside the rule takes no token and holds no slot either.
+    let Err(Denied::Tool { .. }) = p.admit_at(&alice, "shell", t0) else {
+        panic!("`shell` is not the rule's");
+    };
+    let later = t0 + Duration::from_secs(1);
+    let held = p.admit_at(&alice, "calc_add", later).unwrap();
+    let Err(Denied::Busy { max: 1, .. }) = p.admit_at(&alice, "calc_mul", later) else {
+        panic!("one call at once");
+    };
+    drop(held);
+    assert!(p.admit_at(&alice, "calc_mul", later).is_ok());
+}
+
+#[test]
+fn idle_principals_are_forgotten_past_the_bound_and_busy_ones_kept() {
+    let p = Arc::new(
+        Policy::new().rule(Rule::new("capped", Who::Anyone, [pattern("*")]).max_concurrent(1)),
+    );
+    let t0 = Instant::now();
+    let busy = p.admit_at(&Principal::new("busy"), "calc", t0).unwrap();
+    for i in 0..MAX_LEDGERS {
+        drop(
+            p.admit_at(&Principal::new(format!("p{i}")), "calc", t0)
+                .unwrap(),
+        );
+    }
+    let kept = p.ledgers[0].lock().unwrap().len();
+    assert!(kept < MAX_LEDGERS, "idle ledgers dropped: {kept} kept");
+    // The one with a call running keeps counting it.
+    let Err(Denied::Busy { .. }) = p.admit_at(&Principal::new("busy"), "calc", t0) else {
+        panic!("`busy` still has its call running");
+    };
+    drop(busy);
+}
