@@ -18,36 +18,12 @@ use tokio::sync::watch;
 use super::bindings::{UserHost, WitAnswer, WitAskError};
 use super::state::StoreState;
 use crate::text::untrusted;
-use crate::tools::{
-    Answer, MAX_QUESTIONS_PER_CALL, Question, QuestionSink, check_answer, check_question_schema,
-};
+use crate::tools::{Answer, MAX_QUESTIONS_PER_CALL, Question, check_answer, check_question_schema};
 
 /// Most bytes of a question's schema text.
 pub(crate) const MAX_QUESTION_SCHEMA: usize = 8 << 10;
 /// Most bytes of a question's message; longer ones are cut.
 pub(crate) const MAX_QUESTION_MESSAGE: usize = 2 << 10;
-
-/// A call's questions: who answers them and how many were asked.
-#[derive(Default)]
-pub(crate) struct Asking {
-    sink: Option<QuestionSink>,
-    /// The tool the running call is of, shown with each question.
-    tool: String,
-    asked: usize,
-    /// Tells the call's driver where the deadline moved.
-    moves: Option<watch::Sender<Instant>>,
-}
-
-impl Asking {
-    /// A new call of `tool`, whose questions go to `sink`.
-    pub(crate) fn start(&mut self, sink: Option<&QuestionSink>, tool: &str) {
-        self.asked = 0;
-        self.sink = sink.cloned();
-        if self.sink.is_some() {
-            tool.clone_into(&mut self.tool);
-        }
-    }
-}
 
 impl StoreState {
     /// A receiver of the call's deadline moves, when the call can ask

@@ -20,7 +20,7 @@
 //! files in a loop runs out of handles of its own, never the host's.
 
 use std::path::Path;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
@@ -39,25 +39,6 @@ pub(crate) const MAX_OPEN_HANDLES: usize = 128;
 /// The WASI interface whose `open-at` is replaced; the version
 /// wasmtime-wasi 48 links (guests importing an older 0.2.x match it).
 const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
-
-/// The handles one store opened, to count the ones still open.
-///
-/// A handle stays open while anything holds it: its descriptor, or a
-/// stream read from it after the descriptor was dropped. So each entry is a
-/// weak reference to the open file, and an entry counts until the last
-/// strong one is gone.
-#[derive(Debug, Default)]
-pub(crate) struct OpenHandles {
-    open: Vec<Weak<std::fs::File>>,
-}
-
-impl OpenHandles {
-    /// How many are open now.
-    fn live(&mut self) -> usize {
-        self.open.retain(|h| h.strong_count() > 0);
-        self.open.len()
-    }
-}
 
 /// Put the host's `open-at` in place of wasmtime-wasi's in `linker` (which
 /// must already have WASI p2 linked).

@@ -29,6 +29,7 @@ mod capture;
 mod files;
 mod grants;
 mod http;
+mod imports;
 mod limits;
 mod spec;
 mod stamps;

@@ -1,4 +1,6 @@
-//! What a store carries: WASI context, resource table, limits, host imports.
+//! What a store carries: WASI context, resource table, limits, the call's
+//! sinks and budgets (the imports that use them are `imports`, `ask`,
+//! `files`).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -6,26 +8,16 @@ use std::time::Instant;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use super::ask::Asking;
-use super::bindings::{
-    HostImports, HostImports2, Level, Level2, ProgressHost, TypesHost, TypesHost2,
-};
 use super::capture::StderrCapture;
-use super::files::OpenHandles;
 use super::http::HttpState;
 use super::{LimitHit, PluginIdentity};
-use crate::text::untrusted;
-use crate::tools::{CallContext, LogLevel, LogLine, LogSink, Progress, ProgressSink, QuestionSink};
+use crate::tools::{CallContext, LogSink, ProgressSink, QuestionSink};
 
-/// Most bytes of a progress message; longer ones are cut.
-const MAX_PROGRESS_MESSAGE: usize = 512;
-/// Most bytes one log message may have; longer ones are cut.
-const MAX_LOG_MESSAGE: usize = 4 << 10;
 /// Most log bytes one call may write; the rest is dropped with a note.
-const MAX_LOG_PER_CALL: usize = 64 << 10;
+pub(super) const MAX_LOG_PER_CALL: usize = 64 << 10;
 /// Most log lines one call may write, however short: an empty line costs
 /// no bytes, but each one a client asked for is a notification to send.
-const MAX_LOG_LINES_PER_CALL: usize = 1 << 10;
+pub(super) const MAX_LOG_LINES_PER_CALL: usize = 1 << 10;
 /// Most entries in a store's resource table (descriptors, streams,
 /// pollables, ...); a push past it traps. Real guests use a few dozen.
 const MAX_TABLE_ENTRIES: usize = 16 << 10;
@@ -39,18 +31,18 @@ pub(crate) struct StoreState {
     /// When the running call must end; read by the epoch callback.
     pub(crate) deadline: Instant,
     pub(crate) identity: Arc<PluginIdentity>,
-    log_left: usize,
-    log_lines_left: usize,
-    log_cut: bool,
+    pub(super) log_left: usize,
+    pub(super) log_lines_left: usize,
+    pub(super) log_cut: bool,
     pub(crate) stderr: StderrCapture,
     /// wasi:http: the plugin's grant and this call's requests.
     pub(crate) http: HttpState,
     /// Where this call's progress reports go (contract 0.2), and the last
     /// one passed on.
-    progress: Option<ProgressSink>,
-    progress_last: Option<(f64, Instant)>,
+    pub(super) progress: Option<ProgressSink>,
+    pub(super) progress_last: Option<(f64, Instant)>,
     /// Who hears this call's log lines besides the host's log.
-    logs: Option<LogSink>,
+    pub(super) logs: Option<LogSink>,
     /// Where this call's questions for the user go (contract 0.2).
     pub(super) asking: Asking,
 }
@@ -133,106 +125,44 @@ impl WasiView for StoreState {
     }
 }
 
-impl TypesHost for StoreState {}
-
-impl HostImports for StoreState {
-    fn log(&mut self, level: Level, message: String) {
-        self.write_log(level, message);
-    }
-
-    fn config(&mut self, key: String) -> Option<String> {
-        self.identity.config.get(&key).cloned()
-    }
+/// A call's questions: who answers them and how many were asked.
+#[derive(Default)]
+pub(crate) struct Asking {
+    pub(super) sink: Option<QuestionSink>,
+    /// The tool the running call is of, shown with each question.
+    pub(super) tool: String,
+    pub(super) asked: usize,
+    /// Tells the call's driver where the deadline moved.
+    pub(super) moves: Option<tokio::sync::watch::Sender<Instant>>,
 }
 
-impl TypesHost2 for StoreState {}
-
-// Series 0.2: the same log and config as 0.1.
-impl HostImports2 for StoreState {
-    fn log(&mut self, level: Level2, message: String) {
-        let level = match level {
-            Level2::Trace => Level::Trace,
-            Level2::Debug => Level::Debug,
-            Level2::Info => Level::Info,
-            Level2::Warn => Level::Warn,
-            Level2::Error => Level::Error,
-        };
-        self.write_log(level, message);
-    }
-
-    fn config(&mut self, key: String) -> Option<String> {
-        self.identity.config.get(&key).cloned()
-    }
-}
-
-impl ProgressHost for StoreState {
-    fn report(&mut self, done: f64, total: Option<f64>, message: Option<String>) {
-        let Some(sink) = &self.progress else {
-            return;
-        };
-        if !done.is_finite() || total.is_some_and(|t| !t.is_finite()) {
-            return;
-        }
-        // Only forward, and not too often: MCP requires each notification
-        // to move forward, and a tight loop must not flood the listener. A
-        // report that reaches the total always goes through.
-        let now = Instant::now();
-        let finished = total.is_some_and(|t| done >= t);
-        if let Some((last, at)) = self.progress_last
-            && (done <= last || (!finished && now.duration_since(at) < ProgressSink::MIN_INTERVAL))
-        {
-            return;
-        }
-        self.progress_last = Some((done, now));
-        let message = message.map(|m| untrusted(&m, MAX_PROGRESS_MESSAGE));
-        sink.report(Progress {
-            done,
-            total,
-            message,
-        });
-    }
-}
-
-impl StoreState {
-    fn write_log(&mut self, level: Level, message: String) {
-        if self.log_left == 0 || self.log_lines_left == 0 {
-            if !self.log_cut {
-                self.log_cut = true;
-                tracing::warn!(plugin = %self.identity.name, "plugin log cut off: over {MAX_LOG_PER_CALL} bytes or {MAX_LOG_LINES_PER_CALL} lines in one call");
-            }
-            return;
-        }
-        self.log_lines_left -= 1;
-        // Clipped, then escaped: a newline or escape sequence in the text
-        // cannot start a forged log line or repaint the operator's terminal.
-        let message = untrusted(&message, MAX_LOG_MESSAGE.min(self.log_left));
-        self.log_left = self.log_left.saturating_sub(message.len());
-        let plugin = &*self.identity.name;
-        match level {
-            Level::Trace => tracing::trace!(target: "toolhost::plugin", plugin, "{message}"),
-            Level::Debug => tracing::debug!(target: "toolhost::plugin", plugin, "{message}"),
-            Level::Info => tracing::info!(target: "toolhost::plugin", plugin, "{message}"),
-            Level::Warn => tracing::warn!(target: "toolhost::plugin", plugin, "{message}"),
-            Level::Error => tracing::error!(target: "toolhost::plugin", plugin, "{message}"),
-        }
-        // Checked before a line is made: a listener that asked for warnings
-        // costs a debug line nothing.
-        let level = log_level(level);
-        if let Some(sink) = &self.logs
-            && sink.wants(level)
-        {
-            sink.send(LogLine { level, message });
+impl Asking {
+    /// A new call of `tool`, whose questions go to `sink`.
+    pub(crate) fn start(&mut self, sink: Option<&QuestionSink>, tool: &str) {
+        self.asked = 0;
+        self.sink = sink.cloned();
+        if self.sink.is_some() {
+            tool.clone_into(&mut self.tool);
         }
     }
 }
 
-fn log_level(level: Level) -> LogLevel {
-    match level {
-        Level::Trace => LogLevel::Trace,
-        Level::Debug => LogLevel::Debug,
-        Level::Info => LogLevel::Info,
-        Level::Warn => LogLevel::Warn,
-        Level::Error => LogLevel::Error,
+/// The handles one store opened, to count the ones still open.
+///
+/// A handle stays open while anything holds it: its descriptor, or a
+/// stream read from it after the descriptor was dropped. So each entry is a
+/// weak reference to the open file, and an entry counts until the last
+/// strong one is gone.
+#[derive(Debug, Default)]
+pub(crate) struct OpenHandles {
+    pub(super) open: Vec<std::sync::Weak<std::fs::File>>,
+}
+
+impl OpenHandles {
+    /// How many are open now.
+    pub(super) fn live(&mut self) -> usize {
+        self.open.retain(|h| h.strong_count() > 0);
+        self.open.len()
     }
 }
 
