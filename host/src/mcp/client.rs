@@ -384,4 +384,3 @@ impl Upstream {
         self.peer.call_tool_once(params).await
     }
 }
-

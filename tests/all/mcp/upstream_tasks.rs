@@ -43,8 +43,9 @@ async fn client_of(url: &str) -> (McpServer, Arc<ToolRegistry>) {
 /// The status of the latest `hostile_sleep` task in the upstream's store
 /// (read-only, beside the running server).
 fn latest_task_status(store: &Path) -> String {
-    let db = rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .expect("the upstream's task store opens read-only");
+    let db =
+        rusqlite::Connection::open_with_flags(store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .expect("the upstream's task store opens read-only");
     db.query_row(
         "SELECT status FROM tasks WHERE tool = 'hostile_sleep' ORDER BY seq DESC LIMIT 1",
         [],
