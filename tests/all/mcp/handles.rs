@@ -104,7 +104,7 @@ fn stateless_call(addr: &str, arguments: Value) -> Value {
 }
 
 /// One raw request of the stateless revision to `addr`.
-fn stateless(addr: &str, method: &str, name: Option<&str>, mut params: Value) -> Value {
+pub(super) fn stateless(addr: &str, method: &str, name: Option<&str>, mut params: Value) -> Value {
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities": {},

@@ -5,8 +5,6 @@
 //! (tests/mcp/offers_client.py), and raw requests of the sessionless
 //! 2026-07-28 revision.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -127,38 +125,16 @@ fn the_python_sdk_lists_reads_gets_and_completes_an_upstream_s_offers_over_http(
     check_sdk_report(&report);
 }
 
-/// One raw request of the sessionless 2026-07-28 revision to `addr`.
-fn stateless(addr: &str, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-    });
-    // What the revision's `Mcp-Name` header repeats: a read's URI, a
-    // prompt's name.
+/// One raw request of the sessionless 2026-07-28 revision to `addr`, with
+/// the `Mcp-Name` header the revision asks for: a read's URI, a prompt's
+/// name.
+fn stateless(addr: &str, method: &str, params: Value) -> Value {
     let name = match method {
         "resources/read" => params["uri"].as_str().map(str::to_owned),
         "prompts/get" => params["name"].as_str().map(str::to_owned),
         _ => None,
-    }
-    .map(|n| format!("Mcp-Name: {n}\r\n"))
-    .unwrap_or_default();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
-    let request = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
-         Mcp-Method: {method}\r\n{name}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    text.split(['\n', '\r'])
-        .map(|line| line.strip_prefix("data: ").unwrap_or(line))
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|v| v["id"] == 1)
-        .unwrap_or_else(|| panic!("no JSON-RPC answer in: {text}"))
+    };
+    super::handles::stateless(addr, method, name.as_deref(), params)
 }
 
 fn serve_2026(plugins: &Path, config: &str) -> ServeHttp {

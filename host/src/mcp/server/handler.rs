@@ -44,6 +44,8 @@ mod search;
 mod tasks;
 mod wire;
 
+pub(super) use wire::content_block;
+
 use call::json_text;
 pub(super) use call::{AnswerOnly, Origin, Reach};
 pub(super) use tasks::{

@@ -32,9 +32,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::{Client, next_change};
-use crate::tools::{
-    CompletionRef, CompletionRequest, Content, OfferError, PromptRole, ToolRegistry,
-};
+use crate::tools::{CompletionRef, CompletionRequest, OfferError, PromptRole, ToolRegistry};
 
 /// Entries in one page of a list.
 pub(super) const PAGE: usize = 100;
@@ -239,7 +237,7 @@ pub(super) async fn get_prompt(
                 PromptRole::User => Role::User,
                 PromptRole::Assistant => Role::Assistant,
             };
-            PromptMessage::new(role, content_block(m.content))
+            PromptMessage::new(role, super::handler::content_block(m.content))
         })
         .collect();
     let result = GetPromptResult::new(messages);
@@ -247,33 +245,6 @@ pub(super) async fn get_prompt(
         Some(d) => result.with_description(d),
         None => result,
     })
-}
-
-/// A content part as MCP sends it.
-fn content_block(part: Content) -> rmcp::model::ContentBlock {
-    use rmcp::model::ContentBlock;
-    let base64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
-    match part {
-        Content::Text { text } => ContentBlock::text(text),
-        Content::Image { media_type, data } => ContentBlock::image(base64(&data), media_type),
-        Content::Audio { media_type, data } => ContentBlock::audio(base64(&data), media_type),
-        Content::Resource {
-            uri,
-            media_type,
-            contents,
-        } => {
-            let wire = match contents {
-                crate::tools::ResourceContents::Text(text) => ResourceContents::text(text, uri),
-                crate::tools::ResourceContents::Blob(data) => {
-                    ResourceContents::blob(base64(&data), uri)
-                }
-            };
-            ContentBlock::resource(match media_type {
-                Some(m) => wire.with_mime_type(m),
-                None => without_mime_type(wire),
-            })
-        }
-    }
 }
 
 pub(super) async fn complete(

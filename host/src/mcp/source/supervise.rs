@@ -6,15 +6,15 @@
 //! more than one message may hold, is down, says why, and is restarted
 //! like one whose process exited.
 
-use std::sync::{Arc, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use rmcp::ServiceError;
 use tokio::sync::Notify;
 
+use super::Link;
 use super::decl::Plan;
-use super::{Link, ToolRegistry};
 use crate::mcp::{Heard, Upstream, connect};
 use crate::tools::{Backoff, ExecOptions, ToolError, ToolErrorKind};
 
@@ -66,14 +66,7 @@ impl Link {
         };
         let tools = self.check_tools(listed);
         let old = std::mem::replace(&mut self.state().tools, tools.clone());
-        let registries: Vec<Arc<ToolRegistry>> = {
-            let mut registries = self
-                .registries
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            registries.retain(|r| r.strong_count() > 0);
-            registries.iter().filter_map(Weak::upgrade).collect()
-        };
+        let registries = self.live_registries();
         for registry in &registries {
             self.sync_into(registry, &old, &tools);
         }

@@ -85,7 +85,8 @@ pub(super) fn mcp_result(report: CallReport) -> CallToolResult {
     result
 }
 
-pub(super) fn content_block(part: Content) -> ContentBlock {
+/// A content part as MCP sends it.
+pub(in crate::mcp::server) fn content_block(part: Content) -> ContentBlock {
     use base64::Engine as _;
     let base64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
     match part {
