@@ -212,6 +212,18 @@ impl ServeStdio {
     /// `serve` flags `first` (none: plugins not in the cache compile in
     /// the background).
     pub fn start_in(cache: &Path, first: &[&str], plugins: &Path, extra: &[&str]) -> Self {
+        Self::start_with(cache, first, plugins, extra, &initialize_request())
+    }
+
+    /// As [`start_in`](Self::start_in), with the client's own
+    /// `initialize` request (id 1): its revision and capabilities.
+    pub fn start_with(
+        cache: &Path,
+        first: &[&str],
+        plugins: &Path,
+        extra: &[&str],
+        initialize: &Value,
+    ) -> Self {
         let mut child = Command::new(toolhost_bin())
             .arg("serve")
             .args(first)
@@ -242,7 +254,7 @@ impl ServeStdio {
             messages,
             log,
         };
-        server.send(&initialize_request());
+        server.send(initialize);
         let answer = server.answer(1);
         assert_eq!(
             answer["result"]["serverInfo"]["name"], "toolhost",

@@ -22,6 +22,7 @@ use toolhost_tests::telemetry::{http_exchange, json_rpc_answer};
 use super::peers::{checkers, node};
 
 mod extension;
+mod legacy_questions;
 
 /// A plugin directory: `hostile_sleep` may run as a task (deadline 120 s;
 /// a plain call stops at 1 s), so may `hostile_ask` (which asks its user),
@@ -76,8 +77,9 @@ fn tasks_client(transport: &str, target: &str) -> Value {
         .unwrap_or_else(|e| panic!("not a report ({e}): {stdout}"))
 }
 
-/// A run to its result, with progress seen on the way, and a cancel that
-/// stops a 60 s guest at once.
+/// A run to its result, with progress seen on the way, a cancel that
+/// stops a 60 s guest at once, and a task whose question the client's
+/// user answers.
 fn check_client_report(report: &Value) {
     assert_eq!(report["protocol_version"], "2025-11-25", "{report}");
     assert_eq!(
@@ -111,6 +113,24 @@ fn check_client_report(report: &Value) {
             .is_some_and(|ms| ms < 5000),
         "a cancelled task ends at once, not after its 60 s: {report}"
     );
+    // A task's question reaches the session's input handler, tied to the
+    // task, and the answer reaches the tool.
+    let asked = &report["asked"];
+    assert_eq!(asked["outcome"], "completed", "{report}");
+    assert_eq!(report["input"]["kind"], "elicitation", "{report}");
+    assert_eq!(report["input"]["scope"], "task", "{report}");
+    assert_eq!(
+        report["input"]["message"], "Who is this order for?",
+        "{report}"
+    );
+    assert_eq!(
+        asked["task_ids"],
+        json!([report["input"]["task_id"]]),
+        "the question names the task it is for: {report}"
+    );
+    let answers = &asked["result"]["structuredContent"]["answers"];
+    assert_eq!(answers[0]["content"]["name"], "Ada", "{report}");
+    assert_eq!(report["errors"], Value::Null, "{report}");
 }
 
 #[test]

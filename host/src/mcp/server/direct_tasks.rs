@@ -17,7 +17,7 @@ use rmcp::model::RequestId;
 use serde_json::Value;
 
 use super::auth::Principal;
-use super::direct::DirectSessions;
+use super::direct_sessions::DirectSessions;
 use super::handler::Client;
 use super::legacy_tasks::{Patch, REVISION, TaskRequest};
 use crate::telemetry::TraceParent;

@@ -40,14 +40,15 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 mod call;
+mod offers;
 mod search;
+mod task_peer;
 mod tasks;
 mod wire;
 
-pub(super) use wire::content_block;
-
 use call::json_text;
 pub(super) use call::{AnswerOnly, Origin, Reach};
+pub(super) use task_peer::RELATED_TASK;
 pub(super) use tasks::{
     Asked, failure, legacy_task, stored_object, support as task_support, task_error,
 };
@@ -159,8 +160,8 @@ pub(super) struct McpTools {
 #[derive(Debug)]
 pub(super) struct Client {
     pub(super) tools: Tools,
-    /// The URIs it subscribed to (`offers.rs`).
-    pub(super) subscribed: super::offers::Subscriptions,
+    /// The URIs it subscribed to (`handler/offers.rs`).
+    subscribed: offers::Subscriptions,
     cx: CallContext,
     stop: CancellationToken,
     /// Whether this handler serves a connection whose plugin session
@@ -179,9 +180,9 @@ pub(super) struct Client {
     calls: AtomicUsize,
     /// Told when the last running call ends.
     calls_ended: Notify,
-    /// Who owns this connection's tasks, when not its session
-    /// (`handler/tasks.rs`).
-    task_owner: OnceLock<&'static str>,
+    /// Who owns this connection's tasks, when not its session, and what
+    /// its 2025-11-25 tasks tell it (`handler/tasks.rs`).
+    pub(super) tasking: tasks::Tasking,
 }
 
 /// How long the end of a session waits for its cancelled calls to be
@@ -231,13 +232,13 @@ impl McpTools {
                 cx: CallContext::in_session(session).with_overrides(tools.overrides.clone()),
                 stop,
                 tools,
-                subscribed: super::offers::Subscriptions::default(),
+                subscribed: offers::Subscriptions::default(),
                 lasting: AtomicBool::new(false),
                 direct_calls: Mutex::default(),
                 log_level: SessionLevel::default(),
                 calls: AtomicUsize::new(0),
                 calls_ended: Notify::new(),
-                task_owner: OnceLock::new(),
+                tasking: tasks::Tasking::default(),
             }),
             lane: OnceLock::new(),
         }
@@ -359,7 +360,7 @@ impl ServerHandler for McpTools {
             Some(_) => capabilities.enable_tasks().build(),
             None => capabilities.build(),
         };
-        super::offers::declare(&mut capabilities, &self.conn);
+        offers::declare(&mut capabilities, &self.conn);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
             .with_instructions(
@@ -383,6 +384,8 @@ impl ServerHandler for McpTools {
     /// every change to the tool list until it closes. An HTTP session's
     /// calls may from now on skip rmcp's session worker.
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Before the lane lets the session's next requests through.
+        self.conn.tasking.reach(&context.peer);
         if let Some(lane) = &self.conn.tools.lane
             && let Some(parts) = context.extensions.get::<axum::http::request::Parts>()
             && let Some(version) = context.peer.peer_info().map(|i| i.protocol_version.clone())
@@ -392,7 +395,7 @@ impl ServerHandler for McpTools {
         {
             let _ = self.lane.set(entry);
         }
-        super::offers::forward(&self.conn, context.peer.clone());
+        offers::forward(&self.conn, context.peer.clone());
         let mut changes = self.conn.tools.registry.changes();
         let (peer, stop) = (context.peer, self.conn.stop.clone());
         tokio::spawn(async move {
@@ -407,19 +410,19 @@ impl ServerHandler for McpTools {
 
     /// The stateless revision's way to hear of changes: a
     /// `subscriptions/listen` stream asking for tool (and resource and
-    /// prompt) list changes and resource updates (`offers.rs`).
+    /// prompt) list changes and resource updates (`handler/offers.rs`).
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(super::offers::accepted(&self.conn, requested))
+        Some(offers::accepted(&self.conn, requested))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
-        super::offers::listen(&self.conn, context).await
+        offers::listen(&self.conn, context).await
     }
 
-    super::offers::methods!();
+    offers::methods!();
 
     async fn list_tools(
         &self,

@@ -15,7 +15,8 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::direct::{DirectSessions, Front};
+use super::direct::Front;
+use super::direct_sessions::DirectSessions;
 use super::handler::{McpTools, Tools};
 use super::sessions::CappedSessions;
 use super::{ServeError, ServerOptions};
@@ -198,7 +199,7 @@ fn guarded(
 /// `202 Accepted`, which the official Python SDK client takes for a failure
 /// ("Session termination failed: 202"): it accepts 200 and 204 only. The
 /// session has ended by the time of the answer (its calls answered, see
-/// [`super::direct::DirectSessions::end`]), so nothing is left pending
+/// [`super::direct_sessions::DirectSessions::end`]), so nothing is left pending
 /// and 200 is what happened.
 async fn delete_answers_ok(request: Request, next: Next) -> Response {
     let delete = request.method() == Method::DELETE;

@@ -29,15 +29,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::auth::Principal;
-use super::handler::{Asked, Client, legacy_task, stored_object, task_error};
+use super::handler::{Asked, Client, RELATED_TASK, legacy_task, stored_object, task_error};
 use crate::tasks::TaskStatus;
 use crate::telemetry::TraceParent;
 
 /// The revision whose tasks these are.
 pub(super) const REVISION: &str = "2025-11-25";
-
-/// The `_meta` key that ties a result to its task.
-const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 
 /// The most tasks one `tasks/list` page holds.
 const PAGE: usize = 50;

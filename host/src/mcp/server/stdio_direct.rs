@@ -59,6 +59,10 @@ const LARGEST_CALL: usize = 1 << 20;
 /// How much rmcp may have written and the writer not yet taken.
 const PIPE: usize = 64 * 1024;
 
+/// How long the line after `notifications/initialized` waits for the
+/// handshake to be done ([`handshake_done`]).
+const HANDSHAKE_WAIT: Duration = Duration::from_secs(2);
+
 /// How long the end of serving waits for rmcp's last lines to go out.
 const DRAIN: Duration = Duration::from_millis(500);
 
@@ -166,8 +170,40 @@ async fn read(
         if to_rmcp.write_all(&line).await.is_err() {
             break;
         }
+        if patches.is_some() && is_initialized(&line) {
+            handshake_done(&conn).await;
+        }
     }
     let _ = to_rmcp.shutdown().await;
+}
+
+/// Whether `line` is the client's `notifications/initialized`.
+fn is_initialized(line: &[u8]) -> bool {
+    const METHOD: &[u8] = b"notifications/initialized";
+    line.windows(METHOD.len()).any(|w| w == METHOD)
+        && serde_json::from_slice::<serde_json::Value>(line)
+            .is_ok_and(|m| m["method"] == "notifications/initialized")
+}
+
+/// Wait (at most [`HANDSHAKE_WAIT`]) until the direct path is open and
+/// rmcp has handled `notifications/initialized`, so that a task request
+/// the client sends right after it is answered here, as a task, and its
+/// questions can reach the client: the lines that follow are read only
+/// then. rmcp handles the notification in its own time, and before this
+/// a task request went to rmcp, which drops `params.task`.
+async fn handshake_done(conn: &Conn) {
+    let deadline = tokio::time::Instant::now() + HANDSHAKE_WAIT;
+    loop {
+        if let Some(conn) = conn.get().and_then(Weak::upgrade) {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            conn.tasking.reached(left).await;
+            return;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
 }
 
 /// What [`next_line`] read.

@@ -11,6 +11,7 @@ use rmcp::model::{
 };
 use tokio::sync::oneshot;
 
+use super::task_peer::TaskPeer;
 use super::*;
 use crate::mcp::server::auth::Principal;
 use crate::tasks::TaskControl;
@@ -40,6 +41,41 @@ const STDIO_OWNER: &str = "stdio";
 /// The owner of the tasks of a sessionless HTTP request on a server
 /// without authorization: anyone who knows a task's id (128 random bits).
 const ANONYMOUS_OWNER: &str = "anonymous";
+
+/// A connection's side of its tasks.
+#[derive(Debug, Default)]
+pub(in crate::mcp::server) struct Tasking {
+    /// Who owns them, when not the connection's session.
+    owner: OnceLock<&'static str>,
+    /// A 2025-11-25 session's connection, which its tasks ask and tell
+    /// of their status through.
+    peer: OnceLock<TaskPeer>,
+    /// Told when the handshake is done ([`reach`](Self::reach)).
+    reached: Notify,
+    done: AtomicBool,
+}
+
+impl Tasking {
+    /// The session (with a handshake) reaches its client through `peer`.
+    pub(in crate::mcp::server) fn reach(&self, peer: &rmcp::Peer<RoleServer>) {
+        if let Some(peer) = TaskPeer::of(peer) {
+            let _ = self.peer.set(peer);
+        }
+        self.done.store(true, Ordering::Release);
+        self.reached.notify_waiters();
+    }
+
+    /// Wait (at most `within`) until the handshake is done; whether it is.
+    pub(in crate::mcp::server) async fn reached(&self, within: std::time::Duration) -> bool {
+        let notified = self.reached.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        if self.done.load(Ordering::Acquire) {
+            return true;
+        }
+        tokio::time::timeout(within, notified).await.is_ok()
+    }
+}
 
 /// The questions tasks wait on (2026-07-28's `input_required`), by task
 /// id: what `tasks/get` shows as `inputRequests`, and where `tasks/update`
@@ -144,7 +180,7 @@ impl Client {
 
     /// This connection's tasks belong to the stdio client.
     pub(in crate::mcp::server) fn own_tasks_as_stdio(&self) {
-        let _ = self.task_owner.set(STDIO_OWNER);
+        let _ = self.tasking.owner.set(STDIO_OWNER);
     }
 
     /// Who owns the tasks a request of this connection makes, and sees
@@ -155,7 +191,7 @@ impl Client {
         if let Some(principal) = principal {
             return format!("principal:{}", principal.subject());
         }
-        if let Some(owner) = self.task_owner.get() {
+        if let Some(owner) = self.tasking.owner.get() {
             return (*owner).to_owned();
         }
         match &self.cx.session {
@@ -227,7 +263,9 @@ impl Client {
     /// the background under the plugin's own limits and the task's
     /// deadline. Its progress reports become the task's status. With
     /// `ask` (2026-07-28), its questions become the task's
-    /// `input_required`, answered by `tasks/update`; without, they get
+    /// `input_required`, answered by `tasks/update`; without (2025-11-25),
+    /// a session's task asks its client and tells it of its status through
+    /// the session's connection ([`TaskPeer`]), and any other gets
     /// `unavailable`. Approval was ruled out by
     /// [`runs_as_task`](Self::runs_as_task). Under a policy, the call
     /// holds `permit` until it ends and is charged to its principal's
@@ -256,11 +294,17 @@ impl Client {
         let name = request.name.to_string();
         let conn = Arc::clone(self);
         let inputs = Arc::clone(&self.tools.task_inputs);
-        let task = NewTask::new(owner, name, ttl);
+        // 2025-11-25: through the session's connection, when it has one.
+        let peer = (!ask).then(|| self.tasking.peer.get().cloned()).flatten();
+        let asker = peer.clone();
+        let task = NewTask::new(owner.clone(), name, ttl);
         let started = tasks
             .runner()
             .start(task, deadline, move |control| async move {
-                let asks = ask.then(|| inputs.sink(control.clone()));
+                let asks = match asker {
+                    Some(peer) => peer.questions(control.clone()),
+                    None => ask.then(|| inputs.sink(control.clone())),
+                };
                 let progress = ProgressSink::new(move |p: Progress| {
                     control.working(p.message.as_deref(), Some((p.done, p.total)));
                 });
@@ -297,7 +341,11 @@ impl Client {
                     },
                 }
             });
-        started.map_err(task_error)
+        let started = started.map_err(task_error)?;
+        if let (Some(peer), Some(tasks)) = (peer, &self.tools.tasks) {
+            peer.watch(Arc::clone(tasks), owner, started.id.clone());
+        }
+        Ok(started)
     }
 }
 

@@ -31,7 +31,8 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::{Client, next_change};
+use super::wire::content_block;
+use super::{Client, next_change};
 use crate::tools::{CompletionRef, CompletionRequest, OfferError, PromptRole, ToolRegistry};
 
 /// Entries in one page of a list.
@@ -237,7 +238,7 @@ pub(super) async fn get_prompt(
                 PromptRole::User => Role::User,
                 PromptRole::Assistant => Role::Assistant,
             };
-            PromptMessage::new(role, super::handler::content_block(m.content))
+            PromptMessage::new(role, content_block(m.content))
         })
         .collect();
     let result = GetPromptResult::new(messages);
@@ -430,7 +431,7 @@ macro_rules! methods {
             request: Option<rmcp::model::PaginatedRequestParams>,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<rmcp::model::ListResourcesResult, rmcp::ErrorData> {
-            super::offers::list_resources(&self.conn, request.as_ref())
+            offers::list_resources(&self.conn, request.as_ref())
         }
 
         async fn list_resource_templates(
@@ -438,7 +439,7 @@ macro_rules! methods {
             request: Option<rmcp::model::PaginatedRequestParams>,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<rmcp::model::ListResourceTemplatesResult, rmcp::ErrorData> {
-            super::offers::list_templates(&self.conn, request.as_ref())
+            offers::list_templates(&self.conn, request.as_ref())
         }
 
         async fn read_resource(
@@ -446,9 +447,7 @@ macro_rules! methods {
             request: rmcp::model::ReadResourceRequestParams,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<rmcp::model::ReadResourceResponse, rmcp::ErrorData> {
-            super::offers::read(&self.conn, &request.uri)
-                .await
-                .map(Into::into)
+            offers::read(&self.conn, &request.uri).await.map(Into::into)
         }
 
         async fn list_prompts(
@@ -456,7 +455,7 @@ macro_rules! methods {
             request: Option<rmcp::model::PaginatedRequestParams>,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<rmcp::model::ListPromptsResult, rmcp::ErrorData> {
-            super::offers::list_prompts(&self.conn, request.as_ref())
+            offers::list_prompts(&self.conn, request.as_ref())
         }
 
         async fn get_prompt(
@@ -464,7 +463,7 @@ macro_rules! methods {
             request: rmcp::model::GetPromptRequestParams,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<rmcp::model::GetPromptResponse, rmcp::ErrorData> {
-            super::offers::get_prompt(&self.conn, request)
+            offers::get_prompt(&self.conn, request)
                 .await
                 .map(Into::into)
         }
@@ -474,7 +473,7 @@ macro_rules! methods {
             request: rmcp::model::CompleteRequestParams,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<rmcp::model::CompleteResult, rmcp::ErrorData> {
-            super::offers::complete(&self.conn, request).await
+            offers::complete(&self.conn, request).await
         }
 
         #[allow(
@@ -486,7 +485,7 @@ macro_rules! methods {
             request: rmcp::model::SubscribeRequestParams,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<(), rmcp::ErrorData> {
-            super::offers::subscribe(&self.conn, &request.uri, true).await
+            offers::subscribe(&self.conn, &request.uri, true).await
         }
 
         #[allow(
@@ -498,7 +497,7 @@ macro_rules! methods {
             request: rmcp::model::UnsubscribeRequestParams,
             _context: rmcp::service::RequestContext<rmcp::RoleServer>,
         ) -> Result<(), rmcp::ErrorData> {
-            super::offers::subscribe(&self.conn, &request.uri, false).await
+            offers::subscribe(&self.conn, &request.uri, false).await
         }
     };
 }
