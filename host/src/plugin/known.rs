@@ -67,6 +67,7 @@ impl super::PluginHost {
             tools: remembered.tools,
             extras: remembered.extras,
             from_cache: true,
+            offers: None,
             interface: remembered.interface,
         };
         let cache = crate::sandbox::CacheStatus::Hit;

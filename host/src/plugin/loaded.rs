@@ -44,6 +44,9 @@ pub struct Plugin {
     /// What each tool declared besides its spec (contract 0.2), by index.
     pub(super) extras: Vec<ToolExtras>,
     pub(super) tools_from_cache: bool,
+    /// What it offers besides tools (contract 0.3), listed when it loaded;
+    /// `None` for a plugin that exports none of 0.3's interfaces.
+    pub(super) offers: Option<crate::sandbox::OfferLists>,
     pub(super) interface: ComponentInterface,
     /// Whether it imports `user` (contract 0.2): its calls may ask.
     pub(super) asks_user: bool,
@@ -136,7 +139,9 @@ impl Plugin {
     }
 
     /// Register each of its tools in `registry`, with its manifest's
-    /// execution options.
+    /// execution options, and put what it offers besides (contract 0.3)
+    /// into the registry's offers ([`offers_into`](Self::offers_into));
+    /// an offer the registry refuses is a warning in the log.
     ///
     /// # Errors
     ///
@@ -147,6 +152,9 @@ impl Plugin {
     ) -> Result<(), crate::tools::RegistryError> {
         for tool in self.tools() {
             registry.register_with(Arc::new(tool), self.exec_options().clone())?;
+        }
+        for error in self.offers_into(registry) {
+            tracing::warn!(plugin = %self.name, "an offer of the plugin was refused: {error}");
         }
         Ok(())
     }
@@ -289,10 +297,7 @@ impl Tool for WasmTool {
     }
 
     fn origin(&self) -> ToolOrigin {
-        ToolOrigin::Plugin {
-            plugin: self.plugin.name.clone(),
-            path: self.plugin.path.clone(),
-        }
+        self.plugin.origin()
     }
 
     fn version(&self) -> Option<&str> {

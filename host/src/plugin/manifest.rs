@@ -43,6 +43,7 @@ use crate::tools::ExecOverrides;
 /// greeting = "hello"
 /// [session]
 /// idle_ttl_secs = 300
+/// resource_schemes = ["notes"] # its resources' URI schemes (contract 0.3)
 /// [task]                    # its tools as MCP tasks (crate::tasks)
 /// support = "optional"      # forbidden (default) | optional | required
 /// deadline_secs = 1800      # how long a task may run; default and max: the host's [tasks]
@@ -79,6 +80,12 @@ pub struct Manifest {
     /// Whether its tools run as tasks, and for how long.
     #[serde(default)]
     pub task: TaskSpec,
+    /// The URI schemes of the resources and templates it offers (contract
+    /// 0.3), besides its own name (`_` as `-`): a URI of any other scheme
+    /// is refused, so that each URI names its plugin (docs/resources.md,
+    /// "From a plugin").
+    #[serde(default)]
+    pub resource_schemes: Vec<String>,
 }
 
 /// How a plugin's tools run as tasks (calls that outlive a request): see

@@ -16,6 +16,7 @@ mod known;
 mod lazy;
 mod loaded;
 mod manifest;
+mod offers;
 mod plan;
 mod resolve;
 mod session;
@@ -228,7 +229,11 @@ impl PluginHost {
     pub async fn load_file(&self, path: &Path) -> Result<Arc<Plugin>, PluginError> {
         // The manifest first: a refused grant costs no compile.
         let settings = self.settings(path)?;
-        if let Some(known) = self.remembered(path, &settings) {
+        // A plugin with offers (contract 0.3) loads the full way: its lists
+        // come from calls into it.
+        if let Some(known) = self.remembered(path, &settings)
+            && !offers::exported(&known.1.interface)
+        {
             return Ok(self.load_known(path, settings, known));
         }
         let compiled = self
@@ -310,10 +315,13 @@ impl PluginHost {
                 &interface,
             );
         }
+        let schemes = offers::schemes(&plugin_name(path), &settings.manifest.resource_schemes);
+        let offers = offers::list(&guest, path, &schemes).await?;
         let described = Described {
             tools,
             extras,
             from_cache: tools_from_cache,
+            offers,
             interface,
         };
         let guest = lazy::LazyGuest::ready(guest);
@@ -356,6 +364,7 @@ impl PluginHost {
             tools: described.tools,
             extras: described.extras,
             tools_from_cache: described.from_cache,
+            offers: described.offers,
             asks_user: described.interface.asks_user(),
             interface: described.interface,
             sessions: session::Sessions::new(idle_ttl, Arc::clone(&self.session_cap)),
@@ -369,6 +378,8 @@ struct Described {
     tools: Vec<ToolSpec>,
     extras: Vec<loaded::ToolExtras>,
     from_cache: bool,
+    /// What it offers besides tools (contract 0.3).
+    offers: Option<crate::sandbox::OfferLists>,
     interface: ComponentInterface,
 }
 

@@ -422,6 +422,7 @@ impl PluginWatcher {
         self.registry
             .replace(&old, Vec::new())
             .expect("removing tools cannot clash");
+        super::offers::swap(&self.registry, &old, None);
         Some(WatchEvent::Removed {
             path,
             tools: names(&old),
@@ -461,6 +462,7 @@ impl PluginWatcher {
             }
         };
         self.seen.insert(file.clone(), content);
+        super::offers::swap(&self.registry, &old, Some(&plugin));
         let (old_names, new_names) = (names(&old), names(&new));
         let added = new_names
             .iter()

@@ -4,7 +4,8 @@
 //! `v1` and `v2`; the rest of the sandbox sees one shape: [`PluginPre`] and
 //! [`Plugin`] over either series, [`GuestTool`] for a described tool and
 //! [`GuestOutput`] for a call's result, into which a 0.1 answer maps as
-//! JSON with no content.
+//! JSON with no content. What contract 0.3 adds (`wit/0.3/plugin.wit`) is
+//! in `offer_calls`: optional exports beside 0.2's `tool`.
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +18,7 @@ use wasmtime::component::{
     Component, ComponentExportIndex, ComponentType, Func, InstancePre, Lower, TypedFunc,
 };
 
+use super::offer_calls::{OfferExports, OfferIndices};
 use super::state::StoreState;
 use super::working_set::MemorySpan;
 
@@ -78,7 +80,8 @@ impl Series {
 pub(crate) fn link(linker: &mut wasmtime::component::Linker<StoreState>) -> wasmtime::Result<()> {
     use wasmtime::component::HasSelf;
     v1::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
-    v2::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |s| s)
+    v2::Plugin::add_to_linker::<_, HasSelf<_>>(linker, |s| s)?;
+    super::offer_calls::link(linker)
 }
 
 /// A component linked and checked against its series' world.
@@ -88,6 +91,8 @@ pub(crate) struct PluginPre {
     exports: Indices,
     /// `tool.call`, which the host calls itself (see [`NameProbe`]).
     call: ComponentExportIndex,
+    /// The 0.3 interfaces it exports besides `tool`, if any.
+    offers: OfferIndices,
 }
 
 #[derive(Clone)]
@@ -108,7 +113,18 @@ impl PluginPre {
             .get_export_index(None, series.tool_export())
             .and_then(|tool| component.get_export_index(Some(&tool), "call"))
             .ok_or_else(|| wasmtime::format_err!("the `tool` interface exports no `call`"))?;
-        Ok(Self { pre, exports, call })
+        let offers = OfferIndices::new(&pre)?;
+        Ok(Self {
+            pre,
+            exports,
+            call,
+            offers,
+        })
+    }
+
+    /// Whether the component exports any of contract 0.3's interfaces.
+    pub(crate) fn has_offers(&self) -> bool {
+        self.offers.any()
     }
 
     pub(crate) async fn instantiate_async(
@@ -132,9 +148,15 @@ impl PluginPre {
                 .typed::<CallParams<'static>, CallResults2>(&*store)
                 .map(|_| ())?,
         }
+        let offers = if self.offers.any() {
+            self.offers.load(&mut *store, &instance)?
+        } else {
+            OfferExports::default()
+        };
         Ok(Plugin {
             exports,
             call,
+            offers,
             memory: SeenMemory::default(),
         })
     }
@@ -144,6 +166,8 @@ impl PluginPre {
 pub(crate) struct Plugin {
     exports: Exports,
     call: Func,
+    /// Its 0.3 exports (none for most plugins).
+    offers: OfferExports,
     /// Where the instance's linear memory lies, once a call has written its
     /// arguments into it.
     memory: SeenMemory,
@@ -307,6 +331,11 @@ pub(crate) enum WitToolError {
 }
 
 impl Plugin {
+    /// Its contract 0.3 exports.
+    pub(crate) fn offers(&self) -> &OfferExports {
+        &self.offers
+    }
+
     /// Where this instance's linear memory lies, once a call has been made
     /// on it.
     pub(crate) fn memory(&self) -> Option<MemorySpan> {

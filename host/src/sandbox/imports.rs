@@ -30,6 +30,8 @@ impl HostImports for StoreState {
 
 impl TypesHost2 for StoreState {}
 
+impl super::offer_calls::OfferTypesHost for StoreState {}
+
 // Series 0.2: the same log and config as 0.1.
 impl HostImports2 for StoreState {
     fn log(&mut self, level: Level2, message: String) {

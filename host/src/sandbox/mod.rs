@@ -31,6 +31,7 @@ mod grants;
 mod http;
 mod imports;
 mod limits;
+mod offer_calls;
 mod spec;
 mod stamps;
 mod state;
@@ -51,6 +52,9 @@ pub(crate) use call::{Guest, Live};
 pub use grants::{DirGrant, EnvVar, Permissions};
 pub use http::HttpGrant;
 pub use limits::{LimitError, Limits, OverCeiling};
+pub(crate) use offer_calls::{
+    COMPLETIONS, GuestOfferError, OfferAnswer, OfferCall, OfferLists, PROMPTS, RESOURCES,
+};
 pub use spec::LimitsSpec;
 pub(crate) use stamps::FileStamp;
 pub(crate) use state::CallSinks;

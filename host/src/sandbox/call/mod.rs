@@ -18,6 +18,7 @@ use super::{LimitHit, Limits, Permissions, PluginIdentity, Sandbox};
 use crate::tools::{ToolError, ToolErrorKind};
 
 mod classify;
+mod offer;
 mod spares;
 
 use classify::{MAX_ERROR_MESSAGE, classify, from_wit, timeout_error};
