@@ -18,6 +18,9 @@
 //!   checks every result against;
 //! - a long call reports [`progress`], and a tool can [`ask`] the person
 //!   behind the call a question;
+//! - resources, resource templates, prompts and completions (contract
+//!   0.3) come from a type that implements [`offers::Offers`], exported
+//!   with [`export_offers!`];
 //! - a failure is a [`ToolError`], which the model sees as a structured tool
 //!   result. A panic is not an error the model can act on: it traps the
 //!   instance, and the host reports a `trap`.
@@ -97,10 +100,13 @@
 // reach it; hidden, and not part of the API.
 #[doc(hidden)]
 pub mod bindings;
+#[doc(hidden)]
+pub mod bindings_offers;
 mod error;
 mod export;
 mod host;
 pub mod http;
+pub mod offers;
 mod output;
 
 pub use error::{ToolError, ToolErrorKind};
@@ -126,6 +132,20 @@ pub mod __private {
     pub use crate::bindings::exports::toolhost::plugin::tool::{
         Guest, ToolError as WitToolError, ToolInfo, ToolOutput as WitToolOutput,
     };
+    pub use crate::bindings_offers;
     pub use crate::export::{Probe, WithSchema, WithoutSchema, describe, into_wit, probe, run};
     pub use crate::output::Reply;
+
+    /// What `export_offers!` names (contract 0.3).
+    pub mod offers {
+        pub use crate::bindings_offers::exports::toolhost::plugin::completions::{
+            Guest as CompletionsGuest, Target,
+        };
+        pub use crate::bindings_offers::exports::toolhost::plugin::prompts::Guest as PromptsGuest;
+        pub use crate::bindings_offers::exports::toolhost::plugin::resources::Guest as ResourcesGuest;
+        pub use crate::bindings_offers::toolhost::plugin::offer_types::{
+            Completion as WitCompletion, OfferError as WitOfferError, PromptInfo, PromptReply,
+            ResourceInfo, ResourcePart as WitResourcePart, TemplateInfo,
+        };
+    }
 }

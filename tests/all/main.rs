@@ -12,6 +12,7 @@ mod examples;
 mod fuzz;
 mod hostile_data;
 mod hostile_io;
+mod hostile_offers;
 mod http;
 mod integrity;
 mod languages;
