@@ -38,3 +38,4 @@ mod sessions;
 mod telemetry;
 mod trust;
 mod watch;
+mod watch_offers;
