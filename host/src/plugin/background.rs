@@ -125,6 +125,8 @@ impl PluginHost {
             match registry.replace(&[], tools) {
                 Ok(displaced) => {
                     report.displaced.extend(displaced);
+                    // Its resources and prompts (contract 0.3) too.
+                    super::offers::swap(registry, &[], Some(&plugin));
                     report.plugins.push(plugin);
                 }
                 Err(error) => report.errors.push(PluginError::Registry {
