@@ -1,11 +1,13 @@
-//! Images and audio in tool results, as each wire format can take them.
+//! Images and audio in tool results and user messages, as each wire
+//! format can take them.
 //!
-//! A tool result's [`parts`](super::ToolResult::parts) go to the model in
-//! the shapes its API documents for tool results; a part the API does not
-//! take there (audio everywhere, an image a text-only API cannot take, a
-//! media type outside the API's list) becomes a text stand-in that names
-//! its media type and size, so the model knows something was there and
-//! why it cannot see it.
+//! A tool result's [`parts`](super::ToolResult::parts) (and a user
+//! message's, [`Message::User`]) go to the model in the shapes its API
+//! documents there; a part the API does not take there (audio everywhere,
+//! an image a text-only API cannot take, a media type outside the API's
+//! list) becomes a text stand-in that names its media type and size, so
+//! the model knows something was there and why it cannot see it. Each
+//! format turns a [`Part`] into its JSON in one place, for both.
 
 use std::borrow::Cow;
 
@@ -22,6 +24,8 @@ pub(super) struct MediaRules {
     pub(super) images: &'static [&'static str],
     /// Why an image is not shown when it takes none.
     pub(super) text_only: &'static str,
+    /// Where the parts go, for the stand-in of audio: `tool results`.
+    pub(super) place: &'static str,
 }
 
 impl MediaRules {
@@ -29,27 +33,53 @@ impl MediaRules {
     pub(super) const ANTHROPIC: Self = Self {
         images: &["image/jpeg", "image/png", "image/gif", "image/webp"],
         text_only: "",
+        place: "tool results",
     };
     /// The Responses API: `input_image` items in
     /// `function_call_output.output`.
     pub(super) const RESPONSES: Self = Self {
         images: &["image/png", "image/jpeg", "image/webp", "image/gif"],
         text_only: "",
+        place: "tool results",
     };
     /// Gemini 3 models: `inlineData` parts of a `functionResponse`.
     pub(super) const GEMINI_MULTIMODAL: Self = Self {
         images: &["image/png", "image/jpeg", "image/webp"],
         text_only: "",
+        place: "tool results",
     };
     /// Gemini models before 3: a function response is JSON only.
     pub(super) const GEMINI_JSON_ONLY: Self = Self {
         images: &[],
         text_only: "this model takes JSON only in function responses (Gemini 3 models take images)",
+        place: "tool results",
     };
     /// Chat Completions: a `tool` message is text.
     pub(super) const CHAT: Self = Self {
         images: &[],
         text_only: "this API takes text only in tool results",
+        place: "tool results",
+    };
+
+    /// A user message of Anthropic Messages (`image` blocks), the
+    /// Responses API (`input_image`) and Chat Completions (`image_url`
+    /// parts): the same four image types.
+    pub(super) const USER: Self = Self {
+        images: &["image/png", "image/jpeg", "image/webp", "image/gif"],
+        text_only: "",
+        place: "user messages",
+    };
+    /// A Gemini user turn (`inlineData` parts), every model.
+    pub(super) const GEMINI_USER: Self = Self {
+        images: &[
+            "image/png",
+            "image/jpeg",
+            "image/webp",
+            "image/heic",
+            "image/heif",
+        ],
+        text_only: "",
+        place: "user messages",
     };
 }
 
@@ -71,6 +101,11 @@ impl Part<'_> {
     /// The bytes of an image as base64 text.
     pub(super) fn base64(data: &[u8]) -> String {
         STANDARD.encode(data)
+    }
+
+    /// The image as a `data:` URL, as OpenAI's APIs take it.
+    pub(super) fn data_url(media_type: &str, data: &[u8]) -> String {
+        format!("data:{media_type};base64,{}", Self::base64(data))
     }
 }
 
@@ -94,13 +129,27 @@ pub(super) fn render<'a>(parts: &'a [Content], rules: MediaRules) -> Vec<Part<'a
                 stand_in(
                     media_type,
                     data.len(),
-                    "this API takes no audio in tool results",
+                    &format!("this API takes no audio in {}", rules.place),
                 )
                 .into(),
             ),
             other => Part::Text(other.stand_in().to_string().into()),
         })
         .collect()
+}
+
+/// `text` (unless empty: APIs reject empty text parts), then `parts` as
+/// [`render`] makes them, empty stand-ins left out: the content of a
+/// tool result or a user message that has parts.
+pub(super) fn with_text<'a>(
+    text: &'a str,
+    parts: &'a [Content],
+    rules: MediaRules,
+) -> impl Iterator<Item = Part<'a>> {
+    let text = (!text.is_empty()).then(|| Part::Text(text.into()));
+    text.into_iter()
+        .chain(render(parts, rules))
+        .filter(|part| !matches!(part, Part::Text(text) if text.is_empty()))
 }
 
 /// The text for a format that takes text only: `text`, then each part's
@@ -124,26 +173,35 @@ pub(super) fn text_only<'a>(
     Cow::Owned(out)
 }
 
-/// Whether a tool result of `messages` holds an image.
+/// The parts of a message: a tool result's or a user message's.
+fn parts_of(message: &Message) -> &[Content] {
+    match message {
+        Message::Tool(result) => &result.parts,
+        Message::User { parts, .. } => parts,
+        _ => &[],
+    }
+}
+
+/// Whether a tool result or user message of `messages` holds an image.
 pub(super) fn has_images(messages: &[Message]) -> bool {
-    messages.iter().any(|m| match m {
-        Message::Tool(result) => result
-            .parts
+    messages.iter().any(|m| {
+        parts_of(m)
             .iter()
-            .any(|p| matches!(p, Content::Image { .. })),
-        _ => false,
+            .any(|p| matches!(p, Content::Image { .. }))
     })
 }
 
-/// `messages` with every image of a tool result replaced by its text
-/// stand-in, saying `why`.
+/// `messages` with every image of a tool result or user message replaced
+/// by its text stand-in, saying `why`.
 pub(super) fn without_images(messages: &[Message], why: &str) -> Vec<Message> {
     let mut messages = messages.to_vec();
     for message in &mut messages {
-        let Message::Tool(result) = message else {
-            continue;
+        let parts = match message {
+            Message::Tool(result) => &mut result.parts,
+            Message::User { parts, .. } => parts,
+            _ => continue,
         };
-        for part in &mut result.parts {
+        for part in parts {
             if let Content::Image { media_type, data } = part {
                 let text = stand_in(media_type, data.len(), why);
                 *part = Content::Text { text };

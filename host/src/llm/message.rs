@@ -18,10 +18,17 @@ pub enum Message {
         /// The text.
         content: String,
     },
-    /// What the user said.
+    /// What the user said: text, then images and audio (a prompt's
+    /// messages, an attached resource: see `runner::opening`).
     User {
         /// The text.
         content: String,
+        /// Images and audio after the text, in order. Each wire format
+        /// sends the images it takes in a user message and a text
+        /// stand-in naming the media type and size for the others (audio
+        /// everywhere, for now). Empty (nothing in JSON) for text only.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<Content>,
     },
     /// What the model answered: text, tool calls, or both.
     Assistant(AssistantMessage),
@@ -41,6 +48,15 @@ impl Message {
     pub fn user(content: impl Into<String>) -> Self {
         Self::User {
             content: content.into(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// A user message of `content` and then `parts` (images, audio).
+    pub fn user_with_parts(content: impl Into<String>, parts: Vec<Content>) -> Self {
+        Self::User {
+            content: content.into(),
+            parts,
         }
     }
 }

@@ -21,7 +21,8 @@
 //!
 //! Every knob and its default is on [`RunnerConfig`]; `docs/runner.md` has
 //! the long version. A conversation outlives the process as a
-//! [`Transcript`].
+//! [`Transcript`]. A run may open with a prompt's messages and attached
+//! resources ([`prompt_messages`], [`attach_resource`]).
 
 mod approval;
 mod config;
@@ -29,6 +30,7 @@ mod conversation;
 mod driver;
 mod execute;
 mod machine;
+mod opening;
 mod outcome;
 mod paused;
 mod record;
@@ -46,6 +48,9 @@ pub use driver::{ToolRunner, UpdateParams};
 // The state machine's steps (`LoopState`, `Plan`, `Verdict`, ...) are the
 // driver's business, not an embedder's: only why a run stopped is public.
 pub use machine::StopReason;
+pub use opening::{
+    OpeningError, attach_resource, message_of_resource, messages_of_prompt, prompt_messages,
+};
 pub use outcome::{
     CallRecord, CallStatus, Iteration, RequestInfo, RunError, RunErrorKind, RunItem, RunOutcome,
 };

@@ -26,9 +26,10 @@
 //! conversation without the round. A transcript without a waiting round is
 //! format 2, as before.
 //!
-//! **Images and audio.** A tool result may carry media parts (`"parts"`,
-//! base64 bytes; see [`ToolResult::parts`](crate::llm::ToolResult)). A
-//! transcript with any is format 4, with or without a waiting round: an
+//! **Images and audio.** A tool result, or a user message (a prompt's, an
+//! attached resource's), may carry media parts (`"parts"`, base64 bytes;
+//! see [`ToolResult::parts`](crate::llm::ToolResult)). A transcript with
+//! any is format 4, with or without a waiting round: an
 //! older toolhost refuses it by its format rather than resuming without
 //! the images (it would ignore the field, then find the digest wrong).
 //! Formats 1 to 3 are still read; they have no parts.
@@ -300,7 +301,7 @@ impl Transcript {
         check_messages(&transcript.messages).map_err(TranscriptError::Invariant)?;
         if transcript.has_media() && format != MEDIA_TRANSCRIPT_FORMAT {
             return Err(TranscriptError::NotATranscript(
-                "only a format 4 transcript has images or audio in tool results (\"parts\")",
+                "only a format 4 transcript has images or audio in tool results or user messages (\"parts\")",
             ));
         }
         match &transcript.pending {
@@ -320,11 +321,13 @@ impl Transcript {
         Ok(transcript)
     }
 
-    /// Whether a tool result of the messages carries images or audio.
+    /// Whether a tool result or user message carries images or audio.
     fn has_media(&self) -> bool {
-        self.messages
-            .iter()
-            .any(|m| matches!(m, Message::Tool(result) if !result.parts.is_empty()))
+        self.messages.iter().any(|m| match m {
+            Message::Tool(result) => !result.parts.is_empty(),
+            Message::User { parts, .. } => !parts.is_empty(),
+            _ => false,
+        })
     }
 
     /// Write the transcript to `path` atomically (a temporary file in the

@@ -59,6 +59,10 @@ pub(super) enum Block<'a> {
         tool_use_id: String,
         content: Value,
     },
+    /// A text or image block of a user message with parts, as in a tool
+    /// result.
+    #[serde(untagged)]
+    Part(ResultBlock<'a>),
 }
 
 /// `tool_result.content`: a string for a result of text only (as before
@@ -92,24 +96,29 @@ impl<'a> ResultContent<'a> {
         if result.parts.is_empty() {
             return Self::Text(&result.content);
         }
-        let text =
-            (!result.content.is_empty()).then(|| media::Part::Text(result.content.as_str().into()));
-        let blocks = text
-            .into_iter()
-            .chain(media::render(&result.parts, MediaRules::ANTHROPIC))
-            .filter_map(|part| match part {
-                media::Part::Text(text) if text.is_empty() => None,
-                media::Part::Text(text) => Some(ResultBlock::Text { text }),
-                media::Part::Image { media_type, data } => Some(ResultBlock::Image {
-                    source: ImageSource {
-                        kind: "base64",
-                        media_type,
-                        data: media::Part::base64(data),
-                    },
-                }),
-            })
-            .collect();
-        Self::Blocks(blocks)
+        let blocks = ResultBlock::all(&result.content, &result.parts, MediaRules::ANTHROPIC);
+        Self::Blocks(blocks.collect())
+    }
+}
+
+impl<'a> ResultBlock<'a> {
+    /// `text` (unless empty), then each part as a block or a stand-in:
+    /// a tool result's content, or a user message's.
+    fn all(
+        text: &'a str,
+        parts: &'a [crate::tools::Content],
+        rules: MediaRules,
+    ) -> impl Iterator<Item = Self> {
+        media::with_text(text, parts, rules).map(|part| match part {
+            media::Part::Text(text) => ResultBlock::Text { text },
+            media::Part::Image { media_type, data } => ResultBlock::Image {
+                source: ImageSource {
+                    kind: "base64",
+                    media_type,
+                    data: media::Part::base64(data),
+                },
+            },
+        })
     }
 }
 
@@ -197,9 +206,14 @@ impl<'a> MessagesRequest<'a> {
         for message in request.messages {
             match message {
                 Message::System { content } => system.push(content),
-                Message::User { content } => {
+                Message::User { content, parts } if parts.is_empty() => {
                     let text = (!content.is_empty()).then_some(Block::Text { text: content });
                     push(&mut out, "user", None, text);
+                }
+                Message::User { content, parts } => {
+                    for block in ResultBlock::all(content, parts, MediaRules::USER) {
+                        push(&mut out, "user", None, Some(Block::Part(block)));
+                    }
                 }
                 Message::Tool(result) => {
                     let block = Block::ToolResult {

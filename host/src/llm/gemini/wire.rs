@@ -43,6 +43,9 @@ pub(super) struct Part {
     pub(super) function_call: Option<FunctionCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) function_response: Option<FunctionResponse>,
+    /// An image of a user turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) inline_data: Option<Blob>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) thought_signature: Option<String>,
 }
@@ -82,6 +85,30 @@ pub(super) struct Blob {
     pub(super) data: String,
 }
 
+impl Blob {
+    fn of(media_type: &str, data: &[u8]) -> Self {
+        Self {
+            mime_type: media_type.to_owned(),
+            data: media::Part::base64(data),
+        }
+    }
+}
+
+/// A user message's parts: its text (unless empty), then an `inlineData`
+/// part per image Gemini takes and a text part per stand-in.
+fn user_parts<'a>(
+    text: &'a str,
+    parts: &'a [crate::tools::Content],
+) -> impl Iterator<Item = Part> + 'a {
+    media::with_text(text, parts, MediaRules::GEMINI_USER).map(|part| match part {
+        media::Part::Text(text) => text_part(&text),
+        media::Part::Image { media_type, data } => Part {
+            inline_data: Some(Blob::of(media_type, data)),
+            ..Part::default()
+        },
+    })
+}
+
 /// A result's `response` object and its media parts under `rules`: images
 /// the model takes go as parts; text parts and the stand-ins of the others
 /// go in the response, under `"attachments"`.
@@ -96,10 +123,7 @@ fn function_response(result: &ToolResult, rules: MediaRules) -> (Value, Vec<Func
         match part {
             media::Part::Text(text) => notes.push(Value::String(text.into_owned())),
             media::Part::Image { media_type, data } => parts.push(FunctionResponsePart {
-                inline_data: Blob {
-                    mime_type: media_type.to_owned(),
-                    data: media::Part::base64(data),
-                },
+                inline_data: Blob::of(media_type, data),
             }),
         }
     }
@@ -129,8 +153,11 @@ impl GenerateContentRequest {
         for message in request.messages {
             match message {
                 Message::System { content } => system.push(content.as_str()),
-                Message::User { content } if content.is_empty() => {}
-                Message::User { content } => push(&mut contents, "user", text_part(content), false),
+                Message::User { content, parts } => {
+                    for part in user_parts(content, parts) {
+                        push(&mut contents, "user", part, false);
+                    }
+                }
                 Message::Tool(result) => {
                     let (response, parts) = function_response(result, media);
                     let part = Part {

@@ -35,7 +35,7 @@ pub(super) enum ChatMessage<'a> {
         content: &'a str,
     },
     User {
-        content: &'a str,
+        content: UserContent<'a>,
     },
     Assistant {
         /// `null` when the turn is only tool calls, as OpenAI sends it.
@@ -50,6 +50,46 @@ pub(super) enum ChatMessage<'a> {
         /// Text only: images and audio become stand-ins.
         content: Cow<'a, str>,
     },
+}
+
+/// A user message's `content`: a string for text only, else a list of
+/// `text` and `image_url` parts (a `data:` URL).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(super) enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<UserPart<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(super) enum UserPart<'a> {
+    Text { text: Cow<'a, str> },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct ImageUrl {
+    url: String,
+}
+
+impl<'a> UserContent<'a> {
+    fn of(content: &'a str, parts: &'a [crate::tools::Content]) -> Self {
+        if parts.is_empty() {
+            return Self::Text(content);
+        }
+        let parts = media::with_text(content, parts, MediaRules::USER)
+            .map(|part| match part {
+                media::Part::Text(text) => UserPart::Text { text },
+                media::Part::Image { media_type, data } => UserPart::ImageUrl {
+                    image_url: ImageUrl {
+                        url: media::Part::data_url(media_type, data),
+                    },
+                },
+            })
+            .collect();
+        Self::Parts(parts)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -82,7 +122,9 @@ impl<'a> ChatCompletionRequest<'a> {
             .iter()
             .map(|message| match message {
                 Message::System { content } => ChatMessage::System { content },
-                Message::User { content } => ChatMessage::User { content },
+                Message::User { content, parts } => ChatMessage::User {
+                    content: UserContent::of(content, parts),
+                },
                 Message::Assistant(a) => assistant(a, format.send_reasoning, &ids),
                 Message::Tool(result) => ChatMessage::Tool {
                     tool_call_id: ids.get(&result.tool_call_id),

@@ -11,6 +11,7 @@ use super::Responses;
 use crate::llm::ids::{IdRules, WireIds};
 use crate::llm::media::{self, MediaRules};
 use crate::llm::{AssistantMessage, ChatRequest, Message, ToolCall, ToolResult, Usage};
+use crate::tools::Content;
 
 /// What `include` asks for when nothing is stored: the reasoning items'
 /// encrypted content, so that they can be sent back.
@@ -34,7 +35,7 @@ pub struct ResponsesRequest<'a> {
 pub(super) enum InputItem<'a> {
     Message {
         role: &'static str,
-        content: &'a str,
+        content: Output<'a>,
     },
     FunctionCall {
         #[serde(skip_serializing_if = "Option::is_none")]
@@ -54,9 +55,9 @@ pub(super) enum InputItem<'a> {
     Carried(Value),
 }
 
-/// `function_call_output.output`: a string for a result of text only (as
-/// before results had parts), else a list of `input_text` and
-/// `input_image` items.
+/// `function_call_output.output` and a message's `content`: a string for
+/// text only (as before results had parts), else a list of `input_text`
+/// and `input_image` items.
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(super) enum Output<'a> {
@@ -78,20 +79,20 @@ pub(super) enum OutputItem<'a> {
 
 impl<'a> Output<'a> {
     fn of(result: &'a ToolResult) -> Self {
-        if result.parts.is_empty() {
-            return Self::Text(&result.content);
+        Self::with_parts(&result.content, &result.parts, MediaRules::RESPONSES)
+    }
+
+    /// `text`, then `parts` as `rules` take them.
+    fn with_parts(text: &'a str, parts: &'a [Content], rules: MediaRules) -> Self {
+        if parts.is_empty() {
+            return Self::Text(text);
         }
-        let text =
-            (!result.content.is_empty()).then(|| media::Part::Text(result.content.as_str().into()));
-        let items = text
-            .into_iter()
-            .chain(media::render(&result.parts, MediaRules::RESPONSES))
-            .filter_map(|part| match part {
-                media::Part::Text(text) if text.is_empty() => None,
-                media::Part::Text(text) => Some(OutputItem::InputText { text }),
-                media::Part::Image { media_type, data } => Some(OutputItem::InputImage {
-                    image_url: format!("data:{media_type};base64,{}", media::Part::base64(data)),
-                }),
+        let items = media::with_text(text, parts, rules)
+            .map(|part| match part {
+                media::Part::Text(text) => OutputItem::InputText { text },
+                media::Part::Image { media_type, data } => OutputItem::InputImage {
+                    image_url: media::Part::data_url(media_type, data),
+                },
             })
             .collect();
         Self::Items(items)
@@ -151,11 +152,11 @@ impl<'a> ResponsesRequest<'a> {
             match message {
                 Message::System { content } => input.push(InputItem::Message {
                     role: "system",
-                    content,
+                    content: Output::Text(content),
                 }),
-                Message::User { content } => input.push(InputItem::Message {
+                Message::User { content, parts } => input.push(InputItem::Message {
                     role: "user",
-                    content,
+                    content: Output::with_parts(content, parts, MediaRules::USER),
                 }),
                 Message::Assistant(a) => assistant(a, &mut ids, &mut input),
                 Message::Tool(result) => input.push(InputItem::FunctionCallOutput {
@@ -331,7 +332,7 @@ fn assistant<'a>(
     if !message.content.is_empty() && !text_carried {
         input.push(InputItem::Message {
             role: "assistant",
-            content: &message.content,
+            content: Output::Text(&message.content),
         });
     }
     for (call, state) in message.tool_calls.iter().zip(states) {

@@ -288,7 +288,7 @@ fn set_params_and_push_messages_apply_between_iterations() {
         ]
     );
     assert!(
-        matches!(seen[1].messages.last(), Some(Message::User { content }) if content == "you may use extra now")
+        matches!(seen[1].messages.last(), Some(Message::User { content, .. }) if content == "you may use extra now")
     );
 }
 
