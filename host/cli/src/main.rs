@@ -10,6 +10,7 @@ mod list;
 mod lock;
 mod new;
 mod oci;
+mod offers;
 mod progress;
 mod run;
 mod run_approval;
@@ -75,6 +76,14 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Run the capped LLM tool loop on a prompt with the plugins' tools.
     Run(Box<run::RunArgs>),
+    /// List the resources and resource templates the sources offer
+    /// (`[[mcp]]` servers in the host config), one per line.
+    Resources(offers::ResourcesArgs),
+    /// Read a resource by URI: text to stdout, bytes to --out FILE.
+    Read(offers::ReadArgs),
+    /// List the prompts the sources offer, or print prompt NAME's messages
+    /// (--arg KEY=VALUE for its arguments).
+    Prompt(offers::PromptArgs),
     /// Serve every tool over MCP: stdio (default) or streamable HTTP (--http).
     Serve(serve::ServeArgs),
     /// Scaffold a plugin project (source, manifest, build.sh) in rust, python, js, c or go.
@@ -102,6 +111,9 @@ impl Command {
             Self::Call(args) => Some(&args.plugins),
             Self::Inspect(args) => Some(&args.plugins),
             Self::Run(args) => Some(&args.plugins),
+            Self::Resources(args) => Some(&args.plugins),
+            Self::Read(args) => Some(&args.plugins),
+            Self::Prompt(args) => Some(&args.plugins),
             Self::Serve(args) => Some(&args.plugins),
             _ => None,
         }
@@ -495,6 +507,9 @@ fn main() -> ExitCode {
             Command::Call(args) => call::run(args).await,
             Command::Inspect(args) => inspect::run(args).await,
             Command::Run(args) => run::run(*args).await,
+            Command::Resources(args) => offers::resources(args).await,
+            Command::Read(args) => offers::read(args).await,
+            Command::Prompt(args) => offers::prompt(args).await,
             Command::Serve(args) => serve::run(args).await,
             Command::New(args) => new::run(args).await,
             Command::Lock(args) => lock::run(args).await,

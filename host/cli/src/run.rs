@@ -53,7 +53,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         .build(options)
         .context("cannot set up the provider")
         .map_err(UsageError)?;
-    let start = args.start().map_err(UsageError)?;
+    let mut start = args.start().map_err(UsageError)?;
     // The toolbox holds the plugins' sandbox and the MCP servers while the
     // loop runs.
     let log = match &args.log_calls {
@@ -68,6 +68,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         })
         .await?;
     let registry = Arc::clone(toolbox.registry());
+    args.open(&mut start, registry.offers()).await?;
     let mut config = config;
     config.approval = toolbox
         .host()

@@ -204,7 +204,7 @@ impl ImageInput {
 }
 
 impl<F> HttpProvider<F> {
-    /// Whether the model takes images in tool results (default `true`:
+    /// Whether the model takes images in tool results and user messages (default `true`:
     /// as many as the wire format takes). With `false`, every image goes
     /// as a text stand-in that names its type and size, as for a
     /// text-only API; for a model that cannot see (a local server without

@@ -6,8 +6,9 @@
 //! user message, an image or audio as a user message with that part (each
 //! wire format sends an image it takes as an image and a stand-in naming
 //! the type and size for the rest, as for tool results), an embedded
-//! resource as its text under a line naming its URI (an image blob as an
-//! image; other bytes as a short note: a model cannot read them). An
+//! resource as its text under a line naming its URI (bytes of a `text/*`
+//! type that are UTF-8 as text too; an image blob as an image; other
+//! bytes as a short note: a model cannot read them). An
 //! assistant's message keeps its text; anything else in it becomes a
 //! note, since no API takes media in the model's own turn.
 //!
@@ -253,21 +254,28 @@ fn embedded(uri: &str, media_type: Option<&str>, contents: &ResourceContents) ->
     if let Some(media_type) = media_type {
         let _ = write!(heading, " ({})", crate::text::untrusted(media_type, 80));
     }
-    match contents {
-        ResourceContents::Text(text) => Embedded::Text(format!("{heading}:\n{text}")),
-        ResourceContents::Blob(data) => match media_type {
-            Some(image) if image.starts_with("image/") => Embedded::Image(
-                format!("{heading}:"),
-                Content::Image {
-                    media_type: image.to_owned(),
-                    data: data.clone(),
-                },
-            ),
-            _ => Embedded::Bytes(format!(
-                "[Resource `{uri}`: {}, not shown: a model cannot read it]",
-                describe_bytes(media_type, data.len())
-            )),
-        },
+    let data = match contents {
+        ResourceContents::Text(text) => return Embedded::Text(format!("{heading}:\n{text}")),
+        ResourceContents::Blob(data) => data,
+    };
+    // Bytes that say they are text, and are: as text.
+    if media_type.is_some_and(|m| m.starts_with("text/"))
+        && let Ok(text) = std::str::from_utf8(data)
+    {
+        return Embedded::Text(format!("{heading}:\n{text}"));
+    }
+    match media_type {
+        Some(image) if image.starts_with("image/") => Embedded::Image(
+            format!("{heading}:"),
+            Content::Image {
+                media_type: image.to_owned(),
+                data: data.clone(),
+            },
+        ),
+        _ => Embedded::Bytes(format!(
+            "[Resource `{uri}`: {}, not shown: a model cannot read it]",
+            describe_bytes(media_type, data.len())
+        )),
     }
 }
 

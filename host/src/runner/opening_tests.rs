@@ -127,6 +127,16 @@ fn a_resource_s_text_and_images_make_one_message_and_other_bytes_are_refused() {
         }
     );
     assert!(error.to_string().contains("--out FILE"), "{error}");
+    let text_bytes = ResourcePart {
+        uri: "memo://a/notes".into(),
+        mime_type: Some("text/plain".into()),
+        contents: ResourceContents::Blob(b"beta".to_vec()),
+    };
+    assert_eq!(
+        message_of_resource(&[text_bytes]).unwrap(),
+        Message::user("Resource `memo://a/notes` (text/plain):\nbeta"),
+        "bytes of a text type that are UTF-8 go as text"
+    );
 }
 
 fn registry() -> ToolRegistry {

@@ -67,10 +67,28 @@ pub enum OnMaxIterationsArg {
 /// `toolhost run PROMPT ...`
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// What to ask the model. Optional with --resume: a paused run
-    /// continues without one.
-    #[arg(required_unless_present = "resume")]
+    /// What to ask the model. Optional with --resume (a paused run
+    /// continues without one) and with --prompt NAME (whose messages it
+    /// follows, as a user message, when given).
+    #[arg(required_unless_present_any = ["resume", "prompt_name"])]
     pub prompt: Option<String>,
+    /// Open the run with the messages of prompt NAME, as `toolhost prompt`
+    /// lists it (a prompt of an `[[mcp]]` server in the host config).
+    #[arg(long = "prompt", value_name = "NAME", conflicts_with = "resume")]
+    pub prompt_name: Option<String>,
+    /// An argument of --prompt NAME, KEY=VALUE (repeatable).
+    #[arg(
+        long = "arg",
+        value_name = "KEY=VALUE",
+        value_parser = crate::offers::parse_arg,
+        requires = "prompt_name"
+    )]
+    pub prompt_args: Vec<(String, String)>,
+    /// Attach the content of resource URI (as `toolhost resources` lists
+    /// it) as a user message, after the prompt's messages and before
+    /// PROMPT: text, or an image (repeatable).
+    #[arg(long, value_name = "URI", conflicts_with = "resume")]
+    pub attach: Vec<String>,
     /// The wire format to speak.
     #[arg(long, value_enum)]
     pub provider: ProviderArg,
@@ -252,6 +270,8 @@ impl RunArgs {
         Ok(None)
     }
 }
+
+mod opening;
 
 impl RunArgs {
     /// What the run starts from: the transcript for `--resume` (with the
