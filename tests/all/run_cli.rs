@@ -13,6 +13,7 @@ use toolhost_tests::providers::{
 };
 
 mod generation;
+mod offers;
 mod progress;
 mod responses;
 mod transcript;

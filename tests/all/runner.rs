@@ -19,6 +19,7 @@ use toolhost_tests::providers::{FakeAnthropic, FakeCall, FakeGemini, FakeOpenAi,
 
 mod content;
 mod generation;
+mod opening;
 mod search;
 
 fn provider(kind: ProviderKind, url: String) -> Arc<dyn Provider> {
