@@ -22,7 +22,7 @@
 mod client;
 mod handles;
 mod list_changed;
-mod offers;
+pub(crate) mod offers;
 mod peers;
 mod revisions;
 mod serve;

@@ -12,13 +12,14 @@ use toolhost_tests::mcp::{ServeHttp, python_client, stdio_command};
 use toolhost_tests::plugins::workspace_root;
 
 /// A plugin directory (empty) and a config with server-everything over
-/// stdio as `[[mcp]]` server `everything`.
-struct Setup {
+/// stdio as `[[mcp]]` server `everything` (also the CLI's tests',
+/// `run_cli/offers.rs`).
+pub(crate) struct Setup {
     dir: tempfile::TempDir,
 }
 
 impl Setup {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let js = workspace_root().join(
             "tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
         );
@@ -37,11 +38,11 @@ impl Setup {
         Self { dir }
     }
 
-    fn plugins(&self) -> PathBuf {
+    pub(crate) fn plugins(&self) -> PathBuf {
         self.dir.path().join("plugins")
     }
 
-    fn config(&self) -> String {
+    pub(crate) fn config(&self) -> String {
         self.dir.path().join("toolhost.toml").display().to_string()
     }
 }

@@ -5,33 +5,18 @@
 use std::process::Output;
 
 use serde_json::{Value, json};
-use toolhost_tests::plugins::{toolhost_run, workspace_root};
+use toolhost_tests::plugins::toolhost_run;
 use toolhost_tests::providers::{FakeAnthropic, FakeGemini, FakeOpenAi, Turn};
+
+use crate::mcp::offers::Setup;
 
 /// An empty plugin directory and a host config with server-everything
 /// over stdio as `[[mcp]]` server `everything`.
-struct Upstream {
-    dir: tempfile::TempDir,
-}
+struct Upstream(Setup);
 
 impl Upstream {
     fn new() -> Self {
-        let js = workspace_root().join(
-            "tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-        );
-        assert!(
-            js.is_file(),
-            "no {}: run .ci/install-guest-toolchains.sh mcp to install the MCP peers",
-            js.display()
-        );
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("plugins")).unwrap();
-        let table = format!(
-            "[[mcp]]\nname = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n",
-            json!(js.display().to_string())
-        );
-        std::fs::write(dir.path().join("toolhost.toml"), table).unwrap();
-        Self { dir }
+        Self(Setup::new())
     }
 
     /// `toolhost ARGS --plugins DIR --config FILE`.
@@ -39,9 +24,9 @@ impl Upstream {
         let mut all: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         all.extend([
             "--plugins".to_owned(),
-            self.dir.path().join("plugins").display().to_string(),
+            self.0.plugins().display().to_string(),
             "--config".to_owned(),
-            self.dir.path().join("toolhost.toml").display().to_string(),
+            self.0.config(),
         ]);
         toolhost_run(all).await
     }
