@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use toolhost::config::HostConfig;
 use toolhost::plugin::{LoadReport, PluginHost};
 use toolhost::tools::{CallContext, ToolErrorKind};
-use toolhost_tests::plugins::{copy_plugin, schemas_plugin, workspace_root};
+use toolhost_tests::plugins::{assert_calc_serves, copy_plugin, schemas_plugin, workspace_root};
 
 fn host(config: HostConfig) -> PluginHost {
     PluginHost::new(config.cache_dir(workspace_root().join("target").join("test-cache")))
@@ -24,18 +24,7 @@ fn error_of(report: &LoadReport, name: &str) -> String {
 
 /// calc loaded beside the bad plugin and answers.
 async fn calc_still_serves(report: &LoadReport) {
-    let out = report
-        .registry()
-        .expect("the loaded tools register")
-        .call(
-            "calc_eval",
-            json!({"expression": "6*7"}),
-            &CallContext::default(),
-        )
-        .await
-        .output
-        .unwrap();
-    assert_eq!(out, json!({"value": 42.0}));
+    assert_calc_serves(&report.registry().expect("the loaded tools register")).await;
 }
 
 #[tokio::test]

@@ -7,11 +7,10 @@
 
 use std::path::Path;
 
-use serde_json::json;
 use toolhost::config::HostConfig;
 use toolhost::plugin::{LoadReport, PluginHost};
-use toolhost::tools::{CallContext, CompletionRef, CompletionRequest, ToolRegistry};
-use toolhost_tests::plugins::{copy_plugin, hostile_dir, workspace_root};
+use toolhost::tools::{CompletionRef, CompletionRequest};
+use toolhost_tests::plugins::{assert_calc_serves, copy_plugin, hostile_dir, workspace_root};
 
 /// `hostile_offers.wasm` (its manifest's limits) with `[config] mode`,
 /// beside calc, loaded.
@@ -35,19 +34,6 @@ async fn load(dir: &Path, mode: &str) -> LoadReport {
     host.load_dir(dir).await.expect("the directory lists")
 }
 
-async fn calc_still_serves(registry: &ToolRegistry) {
-    let out = registry
-        .call(
-            "calc_eval",
-            json!({"expression": "6*7"}),
-            &CallContext::default(),
-        )
-        .await
-        .output
-        .unwrap();
-    assert_eq!(out, json!({"value": 42.0}));
-}
-
 #[tokio::test]
 async fn a_list_of_a_million_resources_fails_only_its_own_load() {
     let dir = tempfile::tempdir().unwrap();
@@ -60,7 +46,7 @@ async fn a_list_of_a_million_resources_fails_only_its_own_load() {
             && (errors[0].contains("memory") || errors[0].contains("output cap")),
         "{errors:?}"
     );
-    calc_still_serves(&report.registry().unwrap()).await;
+    assert_calc_serves(&report.registry().unwrap()).await;
 }
 
 #[tokio::test]
@@ -91,7 +77,7 @@ async fn a_file_uri_fails_the_load_and_a_dotdot_uri_is_left_out() {
         .await
         .unwrap_err();
     assert!(refused.to_string().contains(".."), "{refused}");
-    calc_still_serves(&registry).await;
+    assert_calc_serves(&registry).await;
 }
 
 #[tokio::test]
@@ -160,5 +146,5 @@ async fn reads_prompts_and_completions_that_attack_meet_a_limit_and_the_host_ser
         .await
         .unwrap();
     assert_eq!(reply.messages.len(), 1);
-    calc_still_serves(&registry).await;
+    assert_calc_serves(&registry).await;
 }

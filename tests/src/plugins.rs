@@ -139,6 +139,25 @@ pub fn plugin_subset(names: &[&str]) -> tempfile::TempDir {
 }
 
 /// Copy one built example plugin (with its manifest and data) into `dest`.
+/// Assert that the calc plugin in `registry` still answers (`6*7` is 42):
+/// what a hostile plugin loaded beside it must not break.
+///
+/// # Panics
+///
+/// When the call fails or answers otherwise.
+pub async fn assert_calc_serves(registry: &toolhost::tools::ToolRegistry) {
+    let out = registry
+        .call(
+            "calc_eval",
+            serde_json::json!({"expression": "6*7"}),
+            &toolhost::tools::CallContext::default(),
+        )
+        .await
+        .output
+        .expect("calc answers");
+    assert_eq!(out, serde_json::json!({"value": 42.0}));
+}
+
 pub fn copy_plugin(name: &str, dest: &Path) {
     copy_plugin_from(plugin_dir(), name, dest);
 }
