@@ -14,6 +14,12 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use toolhost_tests::plugins::{toolchain_path, toolhost_bin, workspace_root};
 
+mod offers;
+
+/// The languages whose scaffold offers a resource, a template, a prompt
+/// and completions beside its tool ([`offers`]).
+const OFFERS_LANGS: &[&str] = &[];
+
 fn toolhost(args: &[&str]) -> Output {
     Command::new(toolhost_bin())
         .args(args)
@@ -231,6 +237,10 @@ fn scaffold_builds_and_answers(lang: &str, name: &str) {
     }
     if lies {
         contract_0_2_samples_work(name, &dist);
+    }
+    if OFFERS_LANGS.contains(&lang) {
+        // The greeting as edited above.
+        offers::samples_work(name, &dist, "Howdy");
     }
 }
 
