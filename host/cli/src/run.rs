@@ -233,7 +233,10 @@ fn report(
     error: Option<String>,
     calls: Vec<serde_json::Value>,
 ) -> anyhow::Result<ExitCode> {
-    let paused = outcome.stop_reason == StopReason::AwaitingApproval;
+    let paused = matches!(
+        outcome.stop_reason,
+        StopReason::AwaitingApproval | StopReason::AwaitingTask
+    );
     if paused {
         report_pending(outcome, args.transcript.as_deref());
     } else if outcome.final_message().is_none() {

@@ -263,6 +263,29 @@ pub fn report_pending(outcome: &RunOutcome, transcript: Option<&Path>) {
         .as_ref()
         .map(|round| round.awaiting())
         .unwrap_or_default();
+    let running = outcome
+        .pending
+        .as_ref()
+        .map(|round| round.running())
+        .unwrap_or_default();
+    for (call, task) in &running {
+        eprintln!(
+            "  {} [{}] runs as task {}",
+            escape_controls(&call.name),
+            escape_controls(&call.id),
+            escape_controls(task)
+        );
+    }
+    if waiting.is_empty() {
+        if let Some(path) = transcript {
+            eprintln!(
+                "paused on {} running task(s); continue with: toolhost run --resume {}",
+                running.len(),
+                escape_controls(&path.display().to_string())
+            );
+        }
+        return;
+    }
     eprintln!("paused: {} call(s) wait for approval:", waiting.len());
     for request in &waiting {
         eprintln!(

@@ -32,8 +32,10 @@ use tokio::sync::Notify;
 use crate::tools::secrets::Secrets;
 
 pub(crate) use super::frames::too_large;
+pub(crate) use legacy_tasks::refused_as_not_a_task;
 pub(crate) use tasks::{TaskEnd, TaskWatch};
 
+mod legacy_tasks;
 mod offers;
 mod tasks;
 

@@ -16,7 +16,7 @@ use super::conversation::error_result;
 use super::record::{CallRecord, CallStatus};
 use crate::approval::{ApprovalPolicy, ApprovalRequest, Approver, Decision, Denial};
 use crate::llm::{AssistantMessage, ToolCall};
-use crate::tools::{ExecOverrides, QuestionSink, ToolErrorKind, ToolSet};
+use crate::tools::{Content, ExecOverrides, QuestionSink, ToolErrorKind, ToolSet};
 
 /// `ToolRunner::on_tool_call`: decides each call that needs approval.
 pub(super) type OnToolCall = Arc<dyn Fn(&ToolCall) -> Decision + Send + Sync>;
@@ -50,8 +50,8 @@ pub enum PendingCall {
         /// The call's id.
         id: String,
     },
-    /// It is answered without running: declined by a cap, not offered,
-    /// or refused.
+    /// It is answered: declined by a cap, not offered, or refused; or,
+    /// in a round paused on a task, it ran to its end.
     Answered {
         /// The call's id.
         id: String,
@@ -59,8 +59,21 @@ pub enum PendingCall {
         status: CallStatus,
         /// The error's kind.
         error_kind: Option<ToolErrorKind>,
-        /// The error result the model will see.
+        /// The result the model will see.
         content: String,
+        /// The images and audio of a call that ran, as the model will see
+        /// them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        parts: Vec<Content>,
+    },
+    /// It runs as task `task` of its tool's source, which outlived the
+    /// run's [`task_pause`](super::RunnerConfig::task_pause): a resumed run
+    /// follows the task to its end, without calling the tool again.
+    Running {
+        /// The call's id.
+        id: String,
+        /// The task's id at the tool's source.
+        task: String,
     },
 }
 
@@ -68,7 +81,10 @@ impl PendingCall {
     /// The call's id.
     pub fn id(&self) -> &str {
         match self {
-            Self::Ready { id } | Self::Awaiting { id } | Self::Answered { id, .. } => id,
+            Self::Ready { id }
+            | Self::Awaiting { id }
+            | Self::Answered { id, .. }
+            | Self::Running { id, .. } => id,
         }
     }
 }
@@ -85,13 +101,26 @@ impl PendingRound {
             .collect()
     }
 
+    /// The calls that run as tasks, in call order: the call and its task.
+    pub fn running(&self) -> Vec<(&ToolCall, &str)> {
+        self.calls
+            .iter()
+            .filter_map(|c| match c {
+                PendingCall::Running { id, task } => Some((self.call(id)?, task.as_str())),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn call(&self, id: &str) -> Option<&ToolCall> {
         self.message.tool_calls.iter().find(|c| c.id == id)
     }
 
     /// Whether it is well formed: one entry per call of the message, in
     /// the same order, call ids unique, a call answered in it only as
-    /// declined, unavailable or refused, and at least one call waiting.
+    /// declined, unavailable or refused (or, in a round that waits on a
+    /// task, as having run), and at least one call waiting for a decision
+    /// or a task.
     ///
     /// Well formed is not trusted: whoever can write a saved round can
     /// write a well-formed one. [`ToolRunner::resume`](super::ToolRunner::resume)
@@ -105,6 +134,10 @@ impl PendingRound {
         if !ids.eq(self.calls.iter().map(PendingCall::id)) {
             return Err(RoundError::Mismatch);
         }
+        let on_task = self
+            .calls
+            .iter()
+            .any(|c| matches!(c, PendingCall::Running { .. }));
         let mut seen = std::collections::BTreeSet::new();
         for call in &self.calls {
             if !seen.insert(call.id()) {
@@ -117,6 +150,7 @@ impl PendingRound {
                     status,
                     CallStatus::Declined | CallStatus::Unavailable | CallStatus::Refused
                 )
+                && !(on_task && matches!(status, CallStatus::Succeeded | CallStatus::Failed))
             {
                 return Err(RoundError::AnsweredAs {
                     id: crate::text::escape_controls(id).into_owned(),
@@ -124,10 +158,11 @@ impl PendingRound {
                 });
             }
         }
-        if !self
-            .calls
-            .iter()
-            .any(|c| matches!(c, PendingCall::Awaiting { .. }))
+        if !on_task
+            && !self
+                .calls
+                .iter()
+                .any(|c| matches!(c, PendingCall::Awaiting { .. }))
         {
             return Err(RoundError::NothingWaits);
         }
@@ -150,7 +185,7 @@ pub enum RoundError {
     /// (only declined, unavailable and refused calls are answered before
     /// the round runs).
     #[error(
-        "call `{id}` is answered in it as {status:?}, and a paused round answers a call only as declined, unavailable or refused"
+        "call `{id}` is answered in it as {status:?}, and a paused round answers a call only as declined, unavailable or refused (or as run, when it waits on a task)"
     )]
     AnsweredAs {
         /// The call's id (escaped for display).
@@ -158,8 +193,9 @@ pub enum RoundError {
         /// The status it is answered with.
         status: CallStatus,
     },
-    /// No call of it waits for a decision: it is not a paused round.
-    #[error("no call of it waits for a decision")]
+    /// No call of it waits for a decision or a task: it is not a paused
+    /// round.
+    #[error("no call of it waits for a decision or a task")]
     NothingWaits,
 }
 
@@ -183,6 +219,9 @@ pub(super) enum Gate {
     Answered(Box<CallRecord>),
     /// Wait for a decision.
     Awaiting,
+    /// Follow this task, which an earlier run of the call left running,
+    /// to its end: the tool is not called again.
+    Follow(String),
 }
 
 /// A record for a call answered without running.
@@ -283,13 +322,40 @@ pub(super) fn pending_round(message: AssistantMessage, gates: Vec<Gate>) -> Pend
             Gate::Approved | Gate::Awaiting => PendingCall::Awaiting {
                 id: call.id.clone(),
             },
-            Gate::Answered(record) => PendingCall::Answered {
+            Gate::Answered(record) => answered_call(*record),
+            Gate::Follow(task) => PendingCall::Running {
                 id: call.id.clone(),
-                status: record.status,
-                error_kind: record.error_kind,
-                content: record.result.content,
+                task,
             },
         })
         .collect();
     PendingRound { message, calls }
+}
+
+/// A call answered by `record`, as a paused round keeps it.
+pub(super) fn answered_call(record: CallRecord) -> PendingCall {
+    PendingCall::Answered {
+        id: record.call.id,
+        status: record.status,
+        error_kind: record.error_kind,
+        content: record.result.content,
+        parts: record.result.parts,
+    }
+}
+
+/// The record of a call a paused round answers (`status`, `content`,
+/// `parts`): an error result unless it ran and succeeded.
+pub(super) fn kept(
+    call: &ToolCall,
+    status: CallStatus,
+    kind: Option<ToolErrorKind>,
+    content: String,
+    parts: Vec<Content>,
+) -> CallRecord {
+    let mut record = answered(call, status, kind, content);
+    if status == CallStatus::Succeeded {
+        record.result.is_error = false;
+    }
+    record.result.parts = parts;
+    record
 }

@@ -1,6 +1,7 @@
 //! [`RunnerConfig`]: every knob of the loop, with its default and why.
 
 use std::num::NonZeroUsize;
+use std::time::Duration;
 
 use crate::approval::{ApprovalPolicy, ToolPattern};
 use crate::llm::GenerationParams;
@@ -265,6 +266,16 @@ pub struct RunnerConfig {
     /// replaced by a text stand-in naming its media type and size; the
     /// result's text is always kept.
     pub max_media_bytes: usize,
+    /// How long the loop waits for a call that its source runs as a task
+    /// (an `[[mcp]]` server's MCP task, [`TaskHandoff`](crate::tools::TaskHandoff))
+    /// before it pauses the run on it
+    /// ([`StopReason::AwaitingTask`](super::StopReason::AwaitingTask)):
+    /// the task runs on at its source, the round's finished calls keep
+    /// their results, and [`ToolRunner::resume`](super::ToolRunner::resume)
+    /// picks the task up, without calling the tool again. A call that is no
+    /// task is always waited for. Default `None`: wait for every call to
+    /// its end.
+    pub task_pause: Option<Duration>,
 }
 
 /// The default of [`RunnerConfig::max_media_bytes`]: 5 MB.
@@ -289,6 +300,7 @@ impl Default for RunnerConfig {
             generation: GenerationParams::default(),
             approval: ApprovalPolicy::default(),
             max_media_bytes: DEFAULT_MAX_MEDIA_BYTES,
+            task_pause: None,
         }
     }
 }

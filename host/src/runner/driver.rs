@@ -480,7 +480,8 @@ impl Driver {
             .gate(&tools, &routes, &message.tool_calls, plan.dispositions)
             .await;
         if gates.iter().any(|g| matches!(g, Gate::Awaiting)) {
-            return Ok(self.pause(approval::pending_round(message, gates)));
+            let round = approval::pending_round(message, gates);
+            return Ok(self.pause(round, StopReason::AwaitingApproval));
         }
         let iteration = Iteration {
             number: self.requests,
@@ -491,10 +492,9 @@ impl Driver {
             usage: response.usage,
             finish_reason: response.finish_reason,
         };
-        Ok(RunItem::Iteration(
-            self.run_gated(&tools, &routes, iteration, gates, trace_parent)
-                .await,
-        ))
+        Ok(self
+            .run_gated(&tools, &routes, iteration, gates, trace_parent)
+            .await)
     }
 
     /// Ask the model for its next answer, offering `specs` (`deferred` of

@@ -15,8 +15,8 @@ use super::conversation::error_result;
 use super::outcome::{CallRecord, CallStatus, Iteration, RequestInfo};
 use crate::llm::{GenerationParams, ToolCall, ToolResult, media};
 use crate::tools::{
-    CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, ToolError,
-    ToolErrorKind, ToolSet,
+    CallContext, CallReport, Content, ExecOverrides, Progress, ProgressSink, TaskHandoff,
+    ToolError, ToolErrorKind, ToolSet,
 };
 
 pub(super) type OnIteration = Arc<dyn Fn(&Iteration) + Send + Sync>;
@@ -52,27 +52,79 @@ impl<T> Future for AbortOnDrop<T> {
     }
 }
 
+/// How one call of a round ended.
+pub(super) enum Done {
+    /// Answered: it ran, or a record answered it.
+    Record(CallRecord),
+    /// It runs on as task `task` of its tool's source, past the run's
+    /// [`task_pause`](RunnerConfig::task_pause).
+    Running {
+        /// The call.
+        call: ToolCall,
+        /// The task's id at the source.
+        task: String,
+    },
+}
+
+/// The records of a round every call of which was answered; the round as
+/// it is when a call runs on as a task.
+pub(super) fn answered(done: Vec<Done>) -> Result<Vec<CallRecord>, Vec<Done>> {
+    if done.iter().any(|d| matches!(d, Done::Running { .. })) {
+        return Err(done);
+    }
+    Ok(done
+        .into_iter()
+        .filter_map(|d| match d {
+            Done::Record(record) => Some(record),
+            Done::Running { .. } => None,
+        })
+        .collect())
+}
+
+/// What answers one call of a round.
+pub(super) enum Slot {
+    /// This record, without running anything.
+    Answered(CallRecord),
+    /// The call, run now.
+    Run,
+    /// The task an earlier run of the call left running, followed to its
+    /// end (the tool is not called again).
+    Follow(String),
+}
+
+/// How a call's job ended.
+enum Ended {
+    Report(CallReport),
+    Running(String),
+}
+
 /// Answer every call of a response, in call order: run those without a
 /// record (at most the config's concurrency at once, each on its own
 /// task, its progress going to `on_progress`); the others are answered by
-/// their record.
+/// their record. A call whose slot follows a task picks it up instead of
+/// calling the tool again. Under a [`task_pause`](RunnerConfig::task_pause),
+/// a call its source runs as a task that is still running then is left to
+/// run on.
 pub(super) async fn run_round(
     tools: &Arc<ToolSet>,
     cx: &CallContext,
     routes: &BTreeMap<String, String>,
     config: &RunnerConfig,
     calls: &[ToolCall],
-    slots: Vec<Option<CallRecord>>,
+    slots: Vec<Slot>,
     callbacks: &Callbacks,
-) -> Vec<CallRecord> {
-    let jobs: Vec<ToolCall> = calls
+) -> Vec<Done> {
+    let jobs: Vec<(ToolCall, Option<String>)> = calls
         .iter()
         .zip(&slots)
-        .filter(|(_, slot)| slot.is_none())
-        .map(|(call, _)| call.clone())
+        .filter_map(|(call, slot)| match slot {
+            Slot::Answered(_) => None,
+            Slot::Run => Some((call.clone(), None)),
+            Slot::Follow(task) => Some((call.clone(), Some(task.clone()))),
+        })
         .collect();
     let mut executed = futures::stream::iter(jobs)
-        .map(|call| {
+        .map(|(call, follow)| {
             let tools = Arc::clone(tools);
             let mut cx = cx.clone();
             cx.call_id = Some(call.id.clone());
@@ -85,10 +137,22 @@ pub(super) async fn run_round(
                 .get(&call.name)
                 .cloned()
                 .unwrap_or_else(|| call.name.clone());
+            let pause = config.task_pause;
+            cx.handoff = match follow {
+                Some(task) => Some(TaskHandoff::resuming(task)),
+                None => pause.map(|_| TaskHandoff::new()),
+            };
             AbortOnDrop(tokio::spawn(async move {
                 let started = Instant::now();
-                let report = tools.call(&target, &call.arguments, &cx).await;
-                (call, report, started.elapsed())
+                let report = tools.call(&target, &call.arguments, &cx);
+                let ended = match (pause, &cx.handoff) {
+                    (Some(after), Some(handoff)) => tokio::select! {
+                        report = report => Ended::Report(report),
+                        task = running_past(handoff, after) => Ended::Running(task),
+                    },
+                    _ => Ended::Report(report.await),
+                };
+                (call, ended, started.elapsed())
             }))
         })
         .buffered(config.concurrency().max(1));
@@ -96,10 +160,14 @@ pub(super) async fn run_round(
     let mut records = Vec::with_capacity(slots.len());
     for (slot, call) in slots.into_iter().zip(calls) {
         let done = match slot {
-            Some(done) => done,
-            None => match executed.next().await {
-                Some(Ok((call, report, duration))) => {
+            Slot::Answered(done) => done,
+            Slot::Run | Slot::Follow(_) => match executed.next().await {
+                Some(Ok((call, Ended::Report(report), duration))) => {
                     executed_record(call, report, duration, budget)
+                }
+                Some(Ok((call, Ended::Running(task), _))) => {
+                    records.push(Done::Running { call, task });
+                    continue;
                 }
                 Some(Err(join)) => executed_record(
                     call.clone(),
@@ -127,9 +195,19 @@ pub(super) async fn run_round(
         if let Some(on_result) = &callbacks.on_tool_result {
             on_result(&done);
         }
-        records.push(done);
+        records.push(Done::Record(done));
     }
     records
+}
+
+/// The task of a call that still runs as one `after` it began, detached:
+/// the call, dropped next, leaves it running. Detached here, before this
+/// future ends, since `select!` drops the call before its handler runs.
+async fn running_past(handoff: &TaskHandoff, after: Duration) -> String {
+    tokio::time::sleep(after).await;
+    let task = handoff.running().await;
+    handoff.detach();
+    task
 }
 
 /// The report of a call whose task ended without one.

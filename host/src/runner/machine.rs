@@ -39,6 +39,13 @@ pub enum StopReason {
     /// round ([`RunOutcome::pending`](super::RunOutcome::pending)) and is
     /// continued with [`ToolRunner::resume`](super::ToolRunner::resume).
     AwaitingApproval,
+    /// A call runs as a task of its source that outlived
+    /// [`RunnerConfig::task_pause`](super::RunnerConfig::task_pause): the
+    /// run paused on that round ([`RunOutcome::pending`](super::RunOutcome::pending),
+    /// its calls [`PendingCall::Running`](super::PendingCall::Running))
+    /// and is continued with [`ToolRunner::resume`](super::ToolRunner::resume),
+    /// which follows the task to its end.
+    AwaitingTask,
 }
 
 impl StopReason {
@@ -52,6 +59,7 @@ impl StopReason {
             Self::OverLimit => "over_limit",
             Self::Error => "error",
             Self::AwaitingApproval => "awaiting_approval",
+            Self::AwaitingTask => "awaiting_task",
         }
     }
 }
@@ -200,9 +208,10 @@ impl LoopState {
         Next::Finish(reason)
     }
 
-    /// Mark the run as paused, waiting for approval.
-    pub fn pause(&mut self) {
-        self.finished = Some(StopReason::AwaitingApproval);
+    /// Mark the run as paused, waiting for approval or a task
+    /// (`reason`).
+    pub fn pause(&mut self, reason: StopReason) {
+        self.finished = Some(reason);
     }
 
     /// Mark the run as ended by an error.

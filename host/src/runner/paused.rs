@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use super::approval::{self, Gate, PendingCall, PendingRound};
 use super::driver::{Driver, ToolRunner, report};
-use super::execute;
+use super::execute::{self, Done, Slot};
 use super::machine::{Disposition, StopReason};
-use super::outcome::{CallRecord, CallStatus, Iteration, RunError, RunErrorKind, RunItem};
+use super::outcome::{CallStatus, Iteration, RunError, RunErrorKind, RunItem};
 use super::{RunnerConfig, Transcript};
 use crate::approval::{Approver, Decision};
 use crate::llm::{FinishReason, Message, Provider, ToolCall, Usage};
@@ -176,7 +176,8 @@ impl Driver {
             }
         }
         if gates.iter().any(|g| matches!(g, Gate::Awaiting)) {
-            return Ok(self.pause(approval::pending_round(round.message, gates)));
+            let round = approval::pending_round(round.message, gates);
+            return Ok(self.pause(round, StopReason::AwaitingApproval));
         }
         let iteration = Iteration {
             number: self.requests,
@@ -187,17 +188,18 @@ impl Driver {
             usage: Usage::default(),
             finish_reason: FinishReason::ToolCalls,
         };
-        Ok(RunItem::Iteration(
-            self.run_gated(&tools, &routes, iteration, gates, None)
-                .await,
-        ))
+        Ok(self
+            .run_gated(&tools, &routes, iteration, gates, None)
+            .await)
     }
 
     /// Each call of a paused `round` through the gate again, under this
     /// run's policy and `tools` (offered by `routes`): an answered call
-    /// keeps its answer, one not offered now is unavailable, one that needs
-    /// approval now (or is marked waiting) awaits a decision, the rest run.
-    /// Also returns the ids of the calls that await one.
+    /// keeps its answer, one not offered now is unavailable, one that runs
+    /// as a task is followed (that starts nothing: its call passed the
+    /// gate when it began), one that needs approval now (or is marked
+    /// waiting) awaits a decision, the rest run. Also returns the ids of
+    /// the calls that await one.
     fn regate(
         &self,
         round: &PendingRound,
@@ -212,19 +214,26 @@ impl Driver {
                     status,
                     error_kind,
                     content,
+                    parts,
                     ..
                 } => {
-                    gates.push(Gate::Answered(Box::new(approval::answered(
+                    gates.push(Gate::Answered(Box::new(approval::kept(
                         call,
                         *status,
                         *error_kind,
                         content.clone(),
+                        parts.clone(),
                     ))));
                     continue;
                 }
+                PendingCall::Running { task, .. } if routes.contains_key(&call.name) => {
+                    gates.push(Gate::Follow(task.clone()));
+                    continue;
+                }
                 PendingCall::Awaiting { .. } => true,
-                // A ready mark grants nothing: the gate below decides.
-                PendingCall::Ready { .. } => false,
+                // A ready mark grants nothing: the gate below decides; a
+                // task of a tool not offered now is unavailable there.
+                PendingCall::Ready { .. } | PendingCall::Running { .. } => false,
             };
             let target = routes.get(&call.name).map_or(call.name.as_str(), |t| t);
             let needs = marked_waiting
@@ -298,8 +307,11 @@ impl Driver {
         gates
     }
 
-    /// Store `iteration`'s message, run the calls that passed the gate,
-    /// answer the others, and report the round.
+    /// Run the calls that passed the gate, answer the others, store
+    /// `iteration`'s message and the results, and report the round; or,
+    /// when a call runs on as a task past the run's
+    /// [`task_pause`](super::RunnerConfig::task_pause), pause on the round
+    /// (nothing of it stored yet).
     pub(super) async fn run_gated(
         &mut self,
         tools: &Arc<ToolSet>,
@@ -307,9 +319,7 @@ impl Driver {
         mut iteration: Iteration,
         gates: Vec<Gate>,
         trace_parent: Option<TraceParent>,
-    ) -> Iteration {
-        self.conversation
-            .push(Message::Assistant(iteration.message.clone()));
+    ) -> RunItem {
         let mut cx = CallContext::in_session(self.session.clone())
             .with_overrides(self.config.tool_options.clone());
         // The calls continue the model request that asked for them (none
@@ -317,7 +327,7 @@ impl Driver {
         cx.trace_parent = trace_parent;
         cx.questions.clone_from(&self.approval.questions);
         let slots = self.slots(tools, routes, &iteration.message.tool_calls, gates);
-        let calls = execute::run_round(
+        let done = execute::run_round(
             tools,
             &cx,
             routes,
@@ -327,6 +337,25 @@ impl Driver {
             &self.callbacks,
         )
         .await;
+        let calls = match execute::answered(done) {
+            Ok(calls) => calls,
+            Err(done) => {
+                let calls = done
+                    .into_iter()
+                    .map(|d| match d {
+                        Done::Record(record) => approval::answered_call(record),
+                        Done::Running { call, task } => PendingCall::Running { id: call.id, task },
+                    })
+                    .collect();
+                let round = PendingRound {
+                    message: iteration.message,
+                    calls,
+                };
+                return self.pause(round, StopReason::AwaitingTask);
+            }
+        };
+        self.conversation
+            .push(Message::Assistant(iteration.message.clone()));
         self.conversation
             .extend(calls.iter().map(|c| Message::Tool(c.result.clone())));
         self.state.record(&self.config, calls.iter().map(report));
@@ -334,7 +363,7 @@ impl Driver {
         if let Some(on_iteration) = &self.callbacks.on_iteration {
             on_iteration(&iteration);
         }
-        iteration
+        RunItem::Iteration(iteration)
     }
 
     /// What answers each call that passed `gates`: its record when the
@@ -346,7 +375,7 @@ impl Driver {
         routes: &BTreeMap<String, String>,
         calls: &[ToolCall],
         gates: Vec<Gate>,
-    ) -> Vec<Option<CallRecord>> {
+    ) -> Vec<Slot> {
         let search = self.config.tool_search.as_ref();
         let held_back = search.map(|_| self.held_back(tools)).unwrap_or_default();
         let held_back: Vec<_> = held_back.iter().map(|(_, spec)| *spec).collect();
@@ -358,21 +387,28 @@ impl Driver {
             .into_iter()
             .zip(calls)
             .map(|(gate, call)| match gate {
-                Gate::Answered(record) => Some(*record),
-                Gate::Run | Gate::Approved => searches(call).map(|search| {
-                    super::search::record(search, &held_back, call, self.config.max_media_bytes)
+                Gate::Answered(record) => Slot::Answered(*record),
+                Gate::Run | Gate::Approved => searches(call).map_or(Slot::Run, |search| {
+                    Slot::Answered(super::search::record(
+                        search,
+                        &held_back,
+                        call,
+                        self.config.max_media_bytes,
+                    ))
                 }),
-                Gate::Awaiting => None,
+                Gate::Follow(task) => Slot::Follow(task),
+                // Not reached: a round with a call awaiting pauses first.
+                Gate::Awaiting => Slot::Run,
             })
             .collect()
     }
 
-    /// End the run waiting for decisions about `round`. The session is
-    /// kept: the run is not over.
-    pub(super) fn pause(&mut self, round: PendingRound) -> RunItem {
-        self.state.pause();
+    /// End the run waiting on `round` (for decisions, or a task: `reason`).
+    /// The session is kept: the run is not over.
+    pub(super) fn pause(&mut self, round: PendingRound, reason: StopReason) -> RunItem {
+        self.state.pause(reason);
         self.keep_session = true;
         self.paused = Some(round);
-        RunItem::Finished(self.outcome(StopReason::AwaitingApproval))
+        RunItem::Finished(self.outcome(reason))
     }
 }

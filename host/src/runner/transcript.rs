@@ -19,9 +19,10 @@
 //! a digest, and files without `"format"`) is still read, unchecked: it has
 //! no digest to check.
 //!
-//! **Paused runs.** A run that paused for approval saves its waiting round
-//! in `"pending"` (the model's response and where each of its calls
-//! stands), next to the messages before it, and the file says format 3:
+//! **Paused runs.** A run that paused for approval (or on a task) saves
+//! its waiting round in `"pending"` (the model's response and where each
+//! of its calls stands), next to the messages before it, and the file says
+//! format 3:
 //! an older toolhost refuses it by its format rather than resuming the
 //! conversation without the round. A transcript without a waiting round is
 //! format 2, as before.
@@ -323,11 +324,17 @@ impl Transcript {
 
     /// Whether a tool result or user message carries images or audio.
     fn has_media(&self) -> bool {
-        self.messages.iter().any(|m| match m {
-            Message::Tool(result) => !result.parts.is_empty(),
-            Message::User { parts, .. } => !parts.is_empty(),
-            _ => false,
-        })
+        let in_round = self.pending.as_ref().is_some_and(|round| {
+            round.calls.iter().any(
+                |c| matches!(c, super::PendingCall::Answered { parts, .. } if !parts.is_empty()),
+            )
+        });
+        in_round
+            || self.messages.iter().any(|m| match m {
+                Message::Tool(result) => !result.parts.is_empty(),
+                Message::User { parts, .. } => !parts.is_empty(),
+                _ => false,
+            })
     }
 
     /// Write the transcript to `path` atomically (a temporary file in the

@@ -11,6 +11,7 @@
 
 mod budget;
 mod error;
+mod handoff;
 mod log;
 mod log_sink;
 mod native;
@@ -36,6 +37,7 @@ use serde_json::Value;
 pub use budget::PluginBudget;
 pub(crate) use budget::{check_tool, check_tools};
 pub use error::{ToolError, ToolErrorKind};
+pub use handoff::TaskHandoff;
 pub use log::{CallLog, CallLogEntry, CallLogStatus};
 pub use log_sink::{LogLevel, LogLine, LogSink};
 pub use native::NativeTool;
@@ -165,6 +167,10 @@ pub struct CallContext {
     /// Who the call is made for, when the caller knows (an MCP server's
     /// verified principal: its subject): kept in the call log.
     pub principal: Option<String>,
+    /// The call's link to the task its source may run it as (an `[[mcp]]`
+    /// server's), for a caller that may stop waiting and pick it up later;
+    /// none: a dropped call cancels its task. See [`TaskHandoff`].
+    pub handoff: Option<TaskHandoff>,
 }
 
 impl CallContext {
@@ -311,6 +317,15 @@ pub trait Tool: Send + Sync + 'static {
     fn task_deadline_secs(&self) -> Option<u64> {
         None
     }
+
+    /// Whether its calls may run as tasks of its source that outlive the
+    /// call (an `[[mcp]]` server's MCP tasks), reported through
+    /// [`CallContext::handoff`] and picked up again with
+    /// [`TaskHandoff::resuming`]. The registry refuses a resuming call of a
+    /// tool that does not, so that no call is ever run twice.
+    fn follows_tasks(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Tool + ?Sized> Tool for Arc<T> {
@@ -353,6 +368,9 @@ impl<T: Tool + ?Sized> Tool for Arc<T> {
     }
     fn task_deadline_secs(&self) -> Option<u64> {
         (**self).task_deadline_secs()
+    }
+    fn follows_tasks(&self) -> bool {
+        (**self).follows_tasks()
     }
 }
 

@@ -322,3 +322,38 @@ async fn an_approval_given_before_a_pause_is_not_kept_in_the_saved_round() {
     ran.sort();
     assert_eq!(ran, ["add", "delete \"/tmp/x\""]);
 }
+
+#[tokio::test]
+async fn a_forged_running_task_never_runs_a_tool_that_cannot_follow_one() {
+    // `delete` (it needs approval) marked as running a task, `add` as run:
+    // a round paused on a task is well formed, but following the "task"
+    // of a tool that runs no tasks elsewhere is refused, and nothing runs
+    // `delete`; no decision is asked for, since no call is started.
+    let (fake, llm, outcome) = paused().await;
+    let transcript = edited(&outcome, |round| {
+        round.calls[0] = PendingCall::Running {
+            id: "call_del".into(),
+            task: "t-forged".into(),
+        };
+        round.calls[1] = PendingCall::Answered {
+            id: "call_add".into(),
+            status: toolhost::runner::CallStatus::Succeeded,
+            error_kind: None,
+            content: "{\"sum\":3}".into(),
+            parts: Vec::new(),
+        };
+    });
+    let transcript = rewritten(&transcript).expect("a round paused on a task loads");
+    let runs = Runs::default();
+    let resumed = ToolRunner::resume(llm, registry(&runs), config(), transcript)
+        .await
+        .expect("the run goes on");
+    assert_eq!(resumed.stop_reason, StopReason::Completed);
+    assert_eq!(*runs.lock().unwrap(), ["read"], "only the ready call ran");
+    let bodies = fake.bodies();
+    let results = openai_results(bodies.last().expect("a second request"));
+    let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["call_del", "call_add", "call_read"]);
+    assert!(results[0].1.contains("cannot pick up task"), "{results:?}");
+    assert_eq!(results[1].1, "{\"sum\":3}");
+}

@@ -239,3 +239,188 @@ async fn the_runner_hears_an_upstream_task_s_progress_and_gets_its_result() {
         "{results:?}"
     );
 }
+
+/// With `task_pause`, a run pauses on a round whose call still runs as an
+/// upstream task: the task runs on (not cancelled), the round's other call
+/// keeps its result, the paused round survives a transcript file, and a
+/// resumed run follows the task to its result without calling the tool
+/// again; the provider sees each call answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_pauses_on_an_upstream_task_and_its_resume_picks_the_task_up() {
+    use toolhost::llm::{Message, ProviderKind, ProviderOptions};
+    use toolhost::runner::{PendingCall, RunnerConfig, StopReason, ToolRunner, Transcript};
+    use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
+
+    let dir = tempfile::tempdir().unwrap();
+    let (plugins, config) = setup(dir.path(), "poll_interval_ms = 200\n");
+    let upstream = ServeHttp::start(&plugins, &["--config", config.to_str().unwrap()], &[]);
+    let (_server, registry) = client_of(&upstream.url).await;
+    let store = dir.path().join("tasks.sqlite3");
+    let fake = FakeOpenAi::start().await;
+    fake.push(Turn::calls(vec![
+        FakeCall::new("up_hostile_sleep", json!({"ms": 4000})).with_id("call_long"),
+        FakeCall::new("up_calc_eval", json!({"expression": "6 * 7"})).with_id("call_calc"),
+    ]));
+    fake.push(Turn::text("done"));
+    let provider = ProviderKind::OpenAi
+        .build(ProviderOptions {
+            base_url: Some(fake.url()),
+            model: Some("test-model".into()),
+            api_key: Some("test-key".into()),
+            ..ProviderOptions::default()
+        })
+        .unwrap();
+    let config = RunnerConfig {
+        task_pause: Some(Duration::from_millis(800)),
+        ..RunnerConfig::default()
+    };
+
+    let start = Instant::now();
+    let paused = ToolRunner::new(
+        Arc::clone(&provider),
+        Arc::clone(&registry),
+        config,
+        vec![Message::user("sleep and count")],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(paused.stop_reason, StopReason::AwaitingTask);
+    assert!(
+        start.elapsed() < Duration::from_millis(3500),
+        "it did not wait the task out"
+    );
+    let round = paused.pending.clone().expect("the paused round");
+    let running = round.running();
+    assert_eq!(running.len(), 1, "{round:?}");
+    assert_eq!(running[0].0.id, "call_long");
+    assert!(
+        matches!(&round.calls[1], PendingCall::Answered { id, content, .. }
+            if id == "call_calc" && content.contains("42")),
+        "the finished call keeps its result: {round:?}"
+    );
+    // The round is not in the history until it is answered.
+    assert_eq!(paused.messages.len(), 1, "{:?}", paused.messages);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(latest_task_status(&store), "working", "left running");
+
+    let file = dir.path().join("paused.json");
+    Transcript::from_outcome(&paused).save(&file).unwrap();
+    let saved = Transcript::load(&file).unwrap();
+    // Without a `task_pause` the resumed run waits the task out (under
+    // the same one it would pause again).
+    let resumed = ToolRunner::resume(provider, registry, RunnerConfig::default(), saved)
+        .with_session(paused.session.clone())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(resumed.stop_reason, StopReason::Completed);
+    assert_eq!(resumed.final_text, "done");
+    assert_eq!(latest_task_status(&store), "completed");
+    let db =
+        rusqlite::Connection::open_with_flags(&store, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let tasks: i64 = db
+        .query_row(
+            "SELECT COUNT(*) FROM tasks WHERE tool = 'hostile_sleep'",
+            [],
+            |row| row.get(0),
+        )
+        .unwrap();
+    assert_eq!(tasks, 1, "the tool ran once");
+
+    let bodies = fake.bodies();
+    let last = bodies.last().expect("the resumed run asked the model");
+    let results: Vec<&serde_json::Value> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(results.len(), 2, "{last}");
+    assert_eq!(results[0]["tool_call_id"], "call_long");
+    assert!(
+        results[0]["content"].as_str().unwrap().contains("slept_ms"),
+        "{last}"
+    );
+    assert_eq!(results[1]["tool_call_id"], "call_calc");
+    assert!(
+        results[1]["content"].as_str().unwrap().contains("42"),
+        "{last}"
+    );
+}
+
+/// A 2025-11-25 server (the official server-everything, on the TypeScript
+/// SDK) whose tool must run as a task: its refusal of the plain call is
+/// retried as a task-augmented call, followed to its report with each
+/// stage's status as progress, past the 2 s request timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2025_11_25_server_s_task_only_tool_runs_as_a_task() {
+    let js = toolhost_tests::plugins::workspace_root()
+        .join("tests/mcp/peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        js.is_file(),
+        "no {}: run .ci/install-guest-toolchains.sh mcp",
+        js.display()
+    );
+    let decl: McpDecl = toml::from_str(&format!(
+        "name = \"everything\"\ncommand = \"node\"\nargs = [{}, \"stdio\"]\nexec = {{ timeout_ms = {REQUEST_TIMEOUT_MS} }}\ntask_timeout_secs = 60\n",
+        json!(js.display().to_string())
+    ))
+    .unwrap();
+    let server = McpServer::new(decl, &HostConfig::default().mcp_rules()).unwrap();
+    assert!(server.start().await, "{:?}", server.summary());
+    let registry = Arc::new(ToolRegistry::new());
+    // What it reports (tools it skips) depends on when its late tools come.
+    let _ = server.attach(&registry);
+    let tool = "everything_simulate-research-query";
+    // Registered once the session is up: it comes with `list_changed`.
+    let listed = Instant::now();
+    while registry.snapshot().get(tool).is_none() {
+        assert!(listed.elapsed() < Duration::from_secs(15), "no {tool}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let sink = {
+        let seen = Arc::clone(&seen);
+        ProgressSink::new(move |p| seen.lock().unwrap().push(p))
+    };
+    let start = Instant::now();
+    let report = registry
+        .call(
+            tool,
+            json!({"topic": "sandboxes"}),
+            &CallContext::default().with_progress(sink),
+        )
+        .await;
+    let output = report
+        .output
+        .unwrap_or_else(|e| panic!("the task's report, not: {e}"));
+    assert!(
+        output.to_string().contains("Research Report: sandboxes"),
+        "{output}"
+    );
+    assert!(
+        start.elapsed() > Duration::from_millis(REQUEST_TIMEOUT_MS),
+        "four stages of a second each: longer than one request"
+    );
+    // Polled once a second, as the server asks, over stages of a second:
+    // a poll may fall between two of them.
+    let seen = seen.lock().unwrap();
+    let stages = [
+        "Gathering sources",
+        "Analyzing content",
+        "Synthesizing",
+        "Generating",
+    ];
+    let heard = stages
+        .iter()
+        .filter(|s| {
+            seen.iter()
+                .any(|p| p.message.as_deref().is_some_and(|m| m.contains(*s)))
+        })
+        .count();
+    assert!(
+        heard >= 2,
+        "the stages reach the caller as progress: {seen:?}"
+    );
+}

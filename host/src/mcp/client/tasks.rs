@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::Upstream;
 use crate::tools::secrets::Secrets;
-use crate::tools::{Progress, ProgressSink};
+use crate::tools::{Progress, ProgressSink, TaskHandoff};
 
 /// The shortest pause between two polls, whatever the server asks for.
 pub(crate) const MIN_POLL: Duration = Duration::from_millis(50);
@@ -45,6 +45,10 @@ pub(crate) struct TaskWatch {
     pub(crate) progress: Option<ProgressSink>,
     /// Secrets sent to the server, kept out of the messages passed on.
     pub(crate) redact: Secrets,
+    /// The caller's link to the task: told its id, and detached when the
+    /// caller stops waiting (the task then runs on when the call is
+    /// dropped, instead of being cancelled).
+    pub(crate) handoff: Option<TaskHandoff>,
 }
 
 /// How a task ended, or why following it stopped.
@@ -78,14 +82,36 @@ impl Upstream {
     /// Poll task `created` until it ends; see the [module docs](self).
     /// Dropping the future before then cancels the task on the server.
     pub(crate) async fn follow_task(&self, created: Task, watch: &TaskWatch) -> TaskEnd {
+        let pause = poll_pause(created.poll_interval_ms);
+        self.follow(created.task_id, pause, created.status_message, watch)
+            .await
+    }
+
+    /// Poll task `id`, which an earlier call left running (see
+    /// [`TaskHandoff`]), until it ends, as [`follow_task`](Self::follow_task)
+    /// does; its first poll goes out at once.
+    pub(crate) async fn follow_task_id(&self, id: &str, watch: &TaskWatch) -> TaskEnd {
+        self.follow(id.to_owned(), Duration::ZERO, None, watch)
+            .await
+    }
+
+    pub(super) async fn follow(
+        &self,
+        id: String,
+        mut pause: Duration,
+        status_message: Option<String>,
+        watch: &TaskWatch,
+    ) -> TaskEnd {
+        if let Some(handoff) = &watch.handoff {
+            handoff.started(&id);
+        }
         let mut guard = CancelOnDrop {
             peer: self.peer.clone(),
-            task_id: Some(created.task_id.clone()),
+            task_id: Some(id.clone()),
+            handoff: watch.handoff.clone(),
         };
         let mut reporter = Reporter::new(watch);
-        reporter.saw(created.status_message.as_deref());
-        let mut pause = poll_pause(created.poll_interval_ms);
-        let id = created.task_id;
+        reporter.saw(status_message.as_deref());
         loop {
             tokio::time::sleep(pause).await;
             let task = match self.task_request("tasks/get", &id, watch).await {
@@ -159,7 +185,7 @@ impl Upstream {
 }
 
 /// A completed task's `result`: the call's result.
-fn completed(result: Value) -> TaskEnd {
+pub(super) fn completed(result: Value) -> TaskEnd {
     serde_json::from_value::<CallToolResult>(result).map_or_else(
         |e| TaskEnd::Malformed(format!("its task's result: {e}")),
         TaskEnd::Completed,
@@ -168,16 +194,18 @@ fn completed(result: Value) -> TaskEnd {
 
 /// The pause before the next poll: what the server asks for, within
 /// [`MIN_POLL`] and [`MAX_POLL`].
-fn poll_pause(asked_ms: Option<u64>) -> Duration {
+pub(super) fn poll_pause(asked_ms: Option<u64>) -> Duration {
     asked_ms
         .map_or(DEFAULT_POLL, Duration::from_millis)
         .clamp(MIN_POLL, MAX_POLL)
 }
 
 /// Sends `tasks/cancel` for a task still running when the call is dropped.
+/// Not when the caller detached the call's handoff: its task runs on.
 struct CancelOnDrop {
     peer: Peer<RoleClient>,
     task_id: Option<String>,
+    handoff: Option<TaskHandoff>,
 }
 
 impl Drop for CancelOnDrop {
@@ -185,6 +213,10 @@ impl Drop for CancelOnDrop {
         let Some(task_id) = self.task_id.take() else {
             return;
         };
+        if self.handoff.as_ref().is_some_and(TaskHandoff::is_detached) {
+            tracing::debug!("left upstream task {task_id} running: its caller will pick it up");
+            return;
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{Link, output};
 use crate::mcp::Upstream;
-use crate::mcp::client::{TaskEnd, TaskWatch};
+use crate::mcp::client::{TaskEnd, TaskWatch, refused_as_not_a_task};
 use crate::tools::{CallContext, ToolError, ToolErrorKind, ToolOutput};
 
 impl Link {
@@ -62,7 +62,19 @@ impl Link {
         } else {
             self.plan.request_timeout
         };
-        let request = connection.call(remote, arguments);
+        let watch = || TaskWatch {
+            request_timeout,
+            progress: cx.progress.clone(),
+            redact: self.plan.bounds.redact.clone(),
+            handoff: cx.handoff.clone(),
+        };
+        if let Some(task) = cx.handoff.as_ref().and_then(|h| h.resumed_task()) {
+            // An earlier call left it running: follow it, never call again.
+            let end = connection.follow_task_id(task, &watch()).await;
+            return self.task_ended(remote, end);
+        }
+        // Kept for a 2025-11-25 server that refuses the plain call.
+        let request = connection.call(remote, arguments.clone());
         let answer = match request_timeout {
             Some(limit) => match tokio::time::timeout(limit, request).await {
                 Ok(answer) => answer,
@@ -70,17 +82,22 @@ impl Link {
             },
             None => request.await,
         };
+        let refused = match &answer {
+            Ok(CallToolResponse::Complete(result)) => refused_as_not_a_task(Ok(result)),
+            Err(e) => refused_as_not_a_task(Err(e)),
+            Ok(_) => false,
+        };
+        if refused {
+            // Refused before it ran: the tool must run as a task.
+            let end = connection.call_as_task(remote, arguments, &watch()).await;
+            return self.task_ended(remote, end);
+        }
         match answer {
             Ok(CallToolResponse::Complete(result)) => {
                 output::output_of(server, result, self.plan.max_result_bytes)
             }
             Ok(CallToolResponse::Task(created)) => {
-                let watch = TaskWatch {
-                    request_timeout,
-                    progress: cx.progress.clone(),
-                    redact: self.plan.bounds.redact.clone(),
-                };
-                let end = connection.follow_task(created.task, &watch).await;
+                let end = connection.follow_task(created.task, &watch()).await;
                 self.task_ended(remote, end)
             }
             Ok(CallToolResponse::InputRequired(_)) => Err(ToolError::failed(format!(

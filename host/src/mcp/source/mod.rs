@@ -360,6 +360,13 @@ impl Tool for McpTool {
     fn origin(&self) -> ToolOrigin {
         self.link.origin()
     }
+
+    /// A call the server runs as a task reports it through the context's
+    /// handoff, leaves it running when detached, and a resuming call
+    /// follows it (`source/call.rs`).
+    fn follows_tasks(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

@@ -103,6 +103,7 @@ fn config_strategy() -> impl Strategy<Value = RunnerConfig> {
                     generation: Default::default(),
                     approval: Default::default(),
                     max_media_bytes: crate::runner::DEFAULT_MAX_MEDIA_BYTES,
+                    task_pause: None,
                 }
             },
         )

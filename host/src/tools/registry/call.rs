@@ -220,6 +220,18 @@ impl ToolSet {
                 })
                 .map(|()| input)
         });
+        let resumes = cx.handoff.as_ref().and_then(|h| h.resumed_task());
+        let checked = checked.and_then(|input| match resumes {
+            // Never run the work again in place of a task it cannot follow.
+            Some(task) if !entry.tool.follows_tasks() => Err(ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!(
+                    "tool `{name}` cannot pick up task `{}`: it runs no tasks that outlive a call; call it again instead",
+                    crate::text::untrusted(task, 128)
+                ),
+            )),
+            _ => Ok(input),
+        });
         let input = match checked {
             Ok(input) => input,
             Err(e) => {
