@@ -30,6 +30,9 @@
 // content parts (text, image, audio, an embedded resource) beside it, or
 // `new Output(undefined, [...])` for parts alone. `progress.report` tells
 // the caller how far a long call is; `user.ask` asks the person behind it.
+// Resources, resource templates, prompts and completions (contract 0.3) are
+// declared with `offers({...})`, whose result the module exports as
+// `resources`, `prompts` and `completions` (see `offers` below).
 // Throw `InvalidInput`, `Failed` or `Denied` for a structured tool error; any
 // other exception becomes `failed` with its message and where it was thrown
 // (its stack: file:line:column of each frame, innermost first, bounded), so
@@ -107,6 +110,13 @@ export class Failed extends ToolFailure {
 export class Denied extends ToolFailure {
   constructor(message) {
     super(message, "denied");
+  }
+}
+
+/** No such resource, prompt or argument (an offer's `not-found` error). */
+export class NotFound extends ToolFailure {
+  constructor(message) {
+    super(message, "not-found");
   }
 }
 
@@ -317,6 +327,198 @@ export function plugin(tools) {
       }
       if (json === undefined) throw { tag: "failed", val: `tool ${name} returned a value that is not JSON` };
       return { json, content };
+    },
+  };
+}
+
+// ---- Contract 0.3: what a plugin offers besides tools ----------------------
+
+const VARIABLE = /\{([A-Za-z0-9_]+)\}/g;
+const ROLES = new Set(["user", "assistant"]);
+
+/**
+ * One message of a rendered prompt: `content` is a string (text) or a part
+ * made with `text`, `image`, `audio` or `resource`; `role` "user" or
+ * "assistant".
+ */
+export function message(content, role = "user") {
+  if (!ROLES.has(role)) throw new TypeError(`a message's role is "user" or "assistant", not ${JSON.stringify(role)}`);
+  const part = typeof content === "string" ? text(content) : content;
+  if (!part || !PART_TAGS.has(part.tag)) throw new TypeError("a message holds a string or a part made with text(), image(), audio() or resource()");
+  return { role, content: part };
+}
+
+function optional(value, what) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") throw new Error(`${what} must be a string`);
+  return value;
+}
+
+function checkComplete(what, complete) {
+  if (complete === undefined) return {};
+  if (complete === null || typeof complete !== "object") throw new Error(`${what}: complete must be an object of argument name to function`);
+  for (const [arg, f] of Object.entries(complete)) {
+    if (typeof f !== "function") throw new Error(`${what}: complete.${arg} must be a function(value, context)`);
+  }
+  return complete;
+}
+
+function offered(kind, uri, spec) {
+  const what = `${kind} ${JSON.stringify(uri)}`;
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(uri)) throw new Error(`${what} needs a scheme: SCHEME://..., SCHEME the plugin's name with _ as -`);
+  if (spec === null || typeof spec !== "object" || typeof spec.read !== "function") throw new Error(`${what} needs a read() function`);
+  const info = {
+    uri,
+    name: spec.name ?? uri,
+    description: optional(spec.description, `${what}: description`),
+    mimeType: optional(spec.mimeType, `${what}: mimeType`),
+    meta: null,
+  };
+  if (typeof info.name !== "string" || info.name === "") throw new Error(`${what}: name must be a string`);
+  return info;
+}
+
+function templatePattern(uri) {
+  let source = "^";
+  let last = 0;
+  const names = [];
+  for (const m of uri.matchAll(VARIABLE)) {
+    source += uri.slice(last, m.index).replace(/[.*+?^${}()|[\]\\/]/g, "\\$&") + "([^/?#]*)";
+    names.push(m[1]);
+    last = m.index + m[0].length;
+  }
+  if (names.length === 0) throw new Error(`resource template ${JSON.stringify(uri)} has no {variable}; list it under resources`);
+  source += uri.slice(last).replace(/[.*+?^${}()|[\]\\/]/g, "\\$&") + "$";
+  return { regex: new RegExp(source), names };
+}
+
+/** `error` as the contract's `offer-error` variant (thrown). */
+function offerError(e, what) {
+  if (e instanceof ToolFailure) {
+    const tag = e.tag === "unknown-tool" ? "not-found" : e.tag;
+    return { tag, val: e.message || tag };
+  }
+  return { tag: "failed", val: `${what}: ${describeException(e, new Error().stack)}` };
+}
+
+function readParts(uri, mimeType, result) {
+  if (typeof result === "string") return [{ uri, mimeType: mimeType ?? "text/plain", contents: { tag: "text", val: result } }];
+  if (result instanceof Uint8Array || result instanceof ArrayBuffer) {
+    return [{ uri, mimeType: mimeType ?? "application/octet-stream", contents: { tag: "blob", val: bytes(result, "resource contents") } }];
+  }
+  const parts = Array.isArray(result) ? result : [result];
+  return parts.map((p) => {
+    if (!p || p.tag !== "resource") throw new Failed(`resource ${uri} returned something else than a string, bytes or resource() parts`);
+    return { uri: p.val.uri, mimeType: p.val.mediaType, contents: p.val.contents };
+  });
+}
+
+function promptPart(part) {
+  if (part.tag !== "resource") return part;
+  return { tag: "resource", val: { uri: part.val.uri, mimeType: part.val.mediaType, contents: part.val.contents } };
+}
+
+function completion(result, what) {
+  if (Array.isArray(result) && result.every((v) => typeof v === "string")) return { values: result, total: result.length, hasMore: false };
+  if (result && Array.isArray(result.values)) return { values: result.values.map(String), total: result.total ?? null, hasMore: Boolean(result.hasMore) };
+  throw new Failed(`${what} returned something else than an array of strings or { values, total, hasMore }`);
+}
+
+/**
+ * Build the `resources`, `prompts` and `completions` exports of contract 0.3
+ * from `{ resources, templates, prompts }`:
+ *
+ * - `resources`: URI to `{ name, description, mimeType, read() }`;
+ * - `templates`: URI template (`notes://day/{day}`) to `{ name,
+ *   description, mimeType, read(vars), complete }`;
+ * - `prompts`: name to `{ description, arguments: { NAME: { description,
+ *   required } }, get(args), complete }`.
+ *
+ * `read` returns a string (text), bytes (a Uint8Array) or `resource()`
+ * parts; `get` a string (one user message) or an array of `message()`s;
+ * `complete` maps an argument (or variable) name to `(value, context) =>`
+ * the values that fit `value`, best first. Checked once, at build time.
+ */
+export function offers({ resources = {}, templates = {}, prompts = {} } = {}) {
+  const resourceInfos = Object.entries(resources).map(([uri, spec]) => offered("resource", uri, spec));
+  const templateInfos = Object.entries(templates).map(([uri, spec]) => {
+    const info = offered("resource template", uri, spec);
+    checkComplete(`resource template ${uri}`, spec.complete);
+    return { info, spec, ...templatePattern(uri) };
+  });
+  const promptInfos = Object.entries(prompts).map(([name, spec]) => {
+    if (!NAME.test(name)) throw new Error(`prompt name ${JSON.stringify(name)} must be 1-64 characters of a-z A-Z 0-9 _ -`);
+    if (spec === null || typeof spec !== "object" || typeof spec.get !== "function") throw new Error(`prompt ${name} needs a get(args) function`);
+    checkComplete(`prompt ${name}`, spec.complete);
+    const args = Object.entries(spec.arguments ?? {}).map(([arg, a]) => ({
+      name: arg,
+      description: optional(a?.description, `prompt ${name}: argument ${arg}'s description`),
+      required: Boolean(a?.required),
+    }));
+    return { name, description: optional(spec.description, `prompt ${name}: description`), arguments: args, meta: null };
+  });
+
+  return {
+    resources: {
+      listResources: () => resourceInfos,
+      listTemplates: () => templateInfos.map((t) => t.info),
+      read(uri, vars) {
+        let spec = Object.hasOwn(resources, uri) ? resources[uri] : undefined;
+        let info = resourceInfos.find((r) => r.uri === uri);
+        let given = {};
+        if (spec === undefined) {
+          for (const t of templateInfos) {
+            const m = t.regex.exec(uri);
+            if (m === null) continue;
+            spec = t.spec;
+            info = t.info;
+            given = vars && vars.length ? Object.fromEntries(vars) : Object.fromEntries(t.names.map((n, i) => [n, decodeURIComponent(m[i + 1])]));
+            break;
+          }
+        }
+        if (spec === undefined) throw { tag: "not-found", val: `this plugin has no resource ${uri} and no template matches it` };
+        try {
+          return readParts(uri, info.mimeType, spec.read(given));
+        } catch (e) {
+          throw offerError(e, `resource ${uri}`);
+        }
+      },
+    },
+    prompts: {
+      listPrompts: () => promptInfos,
+      get(name, args) {
+        const info = promptInfos.find((p) => p.name === name);
+        if (info === undefined) throw { tag: "not-found", val: `this plugin has no prompt ${JSON.stringify(name)}; it has ${Object.keys(prompts).join(", ")}` };
+        const given = Object.fromEntries(args);
+        const missing = info.arguments.filter((a) => a.required && !Object.hasOwn(given, a.name)).map((a) => a.name);
+        if (missing.length) throw { tag: "invalid-input", val: `prompt ${name} needs the argument(s) ${missing.join(", ")}` };
+        const unknown = Object.keys(given).filter((k) => !info.arguments.some((a) => a.name === k));
+        if (unknown.length) throw { tag: "invalid-input", val: `prompt ${name} takes no argument ${unknown.join(", ")}` };
+        let result;
+        try {
+          result = prompts[name].get(given);
+          const messages = (Array.isArray(result) ? result : [result]).map((m) => (typeof m === "string" ? message(m) : m));
+          for (const m of messages) {
+            if (!m || !ROLES.has(m.role) || !m.content) throw new Failed(`prompt ${name} returned something else than a string or message()s`);
+          }
+          return { description: info.description, messages: messages.map((m) => ({ role: m.role, content: promptPart(m.content) })) };
+        } catch (e) {
+          throw offerError(e, `prompt ${name}`);
+        }
+      },
+    },
+    completions: {
+      complete(target, argument, value, context) {
+        const owner = target.tag === "prompt" ? prompts[target.val] : templates[target.val];
+        const what = `completion of ${target.tag} ${target.val} argument ${argument}`;
+        const f = owner && Object.hasOwn(owner.complete ?? {}, argument) ? owner.complete[argument] : undefined;
+        if (f === undefined) return { values: [], total: 0, hasMore: false };
+        try {
+          return completion(f(value, Object.fromEntries(context)), what);
+        } catch (e) {
+          throw offerError(e, what);
+        }
+      },
     },
   };
 }

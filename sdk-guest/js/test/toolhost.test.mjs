@@ -6,6 +6,7 @@ import { test } from "node:test";
 import {
   plugin, InvalidInput, Failed, Denied, log, config, describeException,
   Output, text, image, audio, resource, progress, user, AskError,
+  offers, message, NotFound,
 } from "../toolhost.js";
 import { logs, reports } from "./host-stub.mjs";
 
@@ -204,4 +205,125 @@ test("a deep stack or a long message stays bounded", () => {
   Object.setPrototypeOf(fake, Error.prototype);
   assert.equal(describeException(fake, "    at call (plugin.js:118)\n"), "Error: m\n    at run (plugin.js:7)");
   assert.equal(describeException("just text", ""), "thrown: just text");
+});
+
+// ---- Contract 0.3: resources, templates, prompts, completions --------------
+
+const offered = offers({
+  resources: {
+    "t-js://about": { name: "about", description: "About.", mimeType: "text/markdown", read: () => "# t_js" },
+    "t-js://logo": { name: "logo", mimeType: "image/png", read: () => new Uint8Array([1, 2]) },
+    "t-js://two": { read: () => [resource("t-js://two/a", "a", "text/plain"), resource("t-js://two/b", new Uint8Array([3]))] },
+  },
+  templates: {
+    "t-js://greeting/{name}": { name: "greeting", mimeType: "text/plain", read: ({ name }) => `${config("greeting") ?? "Hello"}, ${name}!` },
+    "t-js://day/{year}/{day}": {
+      name: "day",
+      read({ year, day }) {
+        if (!/^\d+$/.test(year)) throw new InvalidInput(`${year} is not a year`);
+        return `${day} of ${year}`;
+      },
+      complete: { day: (value, context) => ({ values: [`${context.year}-${value}1`], total: 31, hasMore: true }) },
+    },
+  },
+  prompts: {
+    t_js_welcome: {
+      description: "Welcome someone.",
+      arguments: { name: { description: "Who.", required: true }, tone: { description: "How." } },
+      get: ({ name, tone = "warm" }) => `Welcome ${name}, ${tone}ly.`,
+      complete: { name: (value) => ["Ada", "Alan", "Grace"].filter((n) => n.startsWith(value)) },
+    },
+    t_js_look: { get: () => [message(image(new Uint8Array([9]))), message("What is this?", "assistant"), message(resource("t-js://about", "# t_js"))] },
+    t_js_broken: { get: () => null.x },
+    t_js_missing: { get: () => { throw new NotFound("gone"); } },
+  },
+});
+
+function offerErr(f) {
+  try {
+    f();
+  } catch (e) {
+    return e;
+  }
+  assert.fail("did not throw");
+}
+
+test("offers lists resources and templates with their names and MIME types", () => {
+  assert.deepEqual(offered.resources.listResources()[0], { uri: "t-js://about", name: "about", description: "About.", mimeType: "text/markdown", meta: null });
+  assert.equal(offered.resources.listResources()[2].name, "t-js://two");
+  assert.deepEqual(offered.resources.listTemplates().map((t) => t.uri), ["t-js://greeting/{name}", "t-js://day/{year}/{day}"]);
+});
+
+test("a read answers text, bytes or parts with the resource's MIME type", () => {
+  assert.deepEqual(offered.resources.read("t-js://about", []), [{ uri: "t-js://about", mimeType: "text/markdown", contents: { tag: "text", val: "# t_js" } }]);
+  assert.deepEqual(offered.resources.read("t-js://logo", [])[0].contents, { tag: "blob", val: new Uint8Array([1, 2]) });
+  const two = offered.resources.read("t-js://two", []);
+  assert.deepEqual(two.map((p) => [p.uri, p.mimeType]), [["t-js://two/a", "text/plain"], ["t-js://two/b", null]]);
+});
+
+test("a template reads with its variables, the host's match first", () => {
+  globalThis.toolhostConfig = { greeting: "Howdy" };
+  try {
+    assert.equal(offered.resources.read("t-js://greeting/Ada", [])[0].contents.val, "Howdy, Ada!");
+  } finally {
+    globalThis.toolhostConfig = {};
+  }
+  assert.equal(offered.resources.read("t-js://greeting/Ada%20L", [])[0].contents.val, "Hello, Ada L!");
+  assert.equal(offered.resources.read("t-js://greeting/x", [["name", "Grace"]])[0].contents.val, "Hello, Grace!");
+  assert.equal(offered.resources.read("t-js://day/2024/monday", [])[0].contents.val, "monday of 2024");
+});
+
+test("unknown URIs and bad values are offer errors", () => {
+  assert.equal(offerErr(() => offered.resources.read("t-js://nothing", [])).tag, "not-found");
+  assert.equal(offerErr(() => offered.resources.read("t-js://greeting/a/b", [])).tag, "not-found");
+  assert.deepEqual(offerErr(() => offered.resources.read("t-js://day/soon/x", [])), { tag: "invalid-input", val: "soon is not a year" });
+});
+
+test("a prompt lists its arguments and renders text as one user message", () => {
+  const [welcome] = offered.prompts.listPrompts();
+  assert.deepEqual(welcome.arguments, [
+    { name: "name", description: "Who.", required: true },
+    { name: "tone", description: "How.", required: false },
+  ]);
+  assert.deepEqual(offered.prompts.get("t_js_welcome", [["name", "Ada"]]), {
+    description: "Welcome someone.",
+    messages: [{ role: "user", content: { tag: "text", val: "Welcome Ada, warmly." } }],
+  });
+});
+
+test("a prompt's messages carry images, roles and embedded resources", () => {
+  const { messages } = offered.prompts.get("t_js_look", []);
+  assert.deepEqual(messages[0], { role: "user", content: { tag: "image", val: { mediaType: "image/png", data: new Uint8Array([9]) } } });
+  assert.equal(messages[1].role, "assistant");
+  assert.deepEqual(messages[2].content.val, { uri: "t-js://about", mimeType: null, contents: { tag: "text", val: "# t_js" } });
+});
+
+test("missing, unknown and failing prompts are offer errors", () => {
+  assert.equal(offerErr(() => offered.prompts.get("t_js_welcome", [])).tag, "invalid-input");
+  assert.match(offerErr(() => offered.prompts.get("t_js_welcome", [["name", "A"], ["colour", "red"]])).val, /colour/);
+  assert.equal(offerErr(() => offered.prompts.get("t_js_nothing", [])).tag, "not-found");
+  assert.deepEqual(offerErr(() => offered.prompts.get("t_js_missing", [])), { tag: "not-found", val: "gone" });
+  const broken = offerErr(() => offered.prompts.get("t_js_broken", []));
+  assert.equal(broken.tag, "failed");
+  assert.match(broken.val, /^prompt t_js_broken: TypeError/);
+});
+
+test("completions filter by what was typed, in order, with the context", () => {
+  const complete = (value) => offered.completions.complete({ tag: "prompt", val: "t_js_welcome" }, "name", value, []);
+  assert.deepEqual(complete("A"), { values: ["Ada", "Alan"], total: 2, hasMore: false });
+  assert.deepEqual(complete("G").values, ["Grace"]);
+  assert.deepEqual(
+    offered.completions.complete({ tag: "template", val: "t-js://day/{year}/{day}" }, "day", "0", [["year", "2024"]]),
+    { values: ["2024-01"], total: 31, hasMore: true },
+  );
+  assert.deepEqual(offered.completions.complete({ tag: "prompt", val: "t_js_welcome" }, "tone", "w", []).values, []);
+});
+
+test("offers checks its declarations at build time", () => {
+  assert.throws(() => offers({ resources: { "no-scheme": { read: () => "" } } }), /scheme/);
+  assert.throws(() => offers({ resources: { "t://x": {} } }), /read/);
+  assert.throws(() => offers({ templates: { "t://plain": { read: () => "" } } }), /no \{variable\}/);
+  assert.throws(() => offers({ prompts: { "bad name": { get: () => "" } } }), /prompt name/);
+  assert.throws(() => offers({ prompts: { p: { get: () => "", complete: { a: 1 } } } }), /complete\.a/);
+  assert.throws(() => message("hi", "system"), /role/);
 });

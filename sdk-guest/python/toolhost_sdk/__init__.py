@@ -29,6 +29,9 @@ every result against it), and the return value is sent back as JSON. Return
 an ``Output`` to add content parts (``Image``, ``Audio``, ``Text``,
 ``Resource``) beside or instead of the JSON. ``progress.report`` tells the
 caller how far a long call is; ``user.ask`` asks the person behind the call.
+Resources, resource templates, prompts and completions (contract 0.3) are
+declared with ``@resource``, ``@resource_template``, ``@prompt`` and
+``@completion`` (see ``_offers.py``).
 
 Raise ``InvalidInput``, ``Failed`` or ``Denied`` to return a structured tool
 error; any other exception becomes ``Failed`` with its type, message and
@@ -56,6 +59,21 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, TypeVar, Union, o
 
 from . import _bindings, progress, user
 from ._errors import Denied, Failed, InvalidInput, ToolFailure, UnknownTool
+from ._offers import (
+    Completion,
+    Completions,
+    Message,
+    NotFound,
+    Prompts,
+    Resources,
+    complete,
+    completion,
+    get_prompt,
+    prompt,
+    read_resource,
+    resource,
+    resource_template,
+)
 from ._output import Audio, Content, Image, Output, Resource, Text
 from ._schema import SchemaError, function_schema, output_schema, return_schema, type_schema
 
@@ -82,6 +100,20 @@ __all__ = [
     "set_local_config",
     "SchemaError",
     "type_schema",
+    # Contract 0.3: what a plugin offers besides tools (``_offers.py``).
+    "Resources",
+    "Prompts",
+    "Completions",
+    "resource",
+    "resource_template",
+    "prompt",
+    "completion",
+    "Message",
+    "Completion",
+    "NotFound",
+    "read_resource",
+    "get_prompt",
+    "complete",
 ]
 
 _IN_COMPONENT = _bindings.IN_COMPONENT

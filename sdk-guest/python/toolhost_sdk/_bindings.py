@@ -2,8 +2,10 @@
 
 componentize-py generates ``wit_world`` for the world the plugin is built
 against: ``wit/0.2`` (``toolhost:plugin@0.2.0``, the default) or ``wit/``
-(``toolhost:plugin@0.1.0``, JSON results only). Under plain CPython there
-are none and the SDK uses local stand-ins.
+(``toolhost:plugin@0.1.0``, JSON results only), and with ``wit/0.3``'s
+``offers`` world merged in, the ``resources``, ``prompts`` and
+``completions`` exports of contract 0.3 (``OFFERS``). Under plain CPython
+there are none and the SDK uses local stand-ins.
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ progress: Any = None
 user: Any = None
 Err: Any = None
 ToolProtocol: Any = object
+offer_types: Any = None
+ResourcesProtocol: Any = object
+PromptsProtocol: Any = object
+CompletionsProtocol: Any = object
+TargetPrompt: Any = None
 
 try:
     from componentize_py_types import Err  # type: ignore[no-redef]  # noqa: F811
@@ -35,3 +42,15 @@ try:
     SERIES = "0.2"
 except ImportError:
     SERIES = "0.1" if IN_COMPONENT else "local"
+
+# Contract 0.3's exports, when the plugin is built with them.
+try:
+    from wit_world.exports import Completions as CompletionsProtocol  # type: ignore[no-redef]  # noqa: F811
+    from wit_world.exports import Prompts as PromptsProtocol  # type: ignore[no-redef]  # noqa: F811
+    from wit_world.exports import Resources as ResourcesProtocol  # type: ignore[no-redef]  # noqa: F811
+    from wit_world.exports.completions import Target_Prompt as TargetPrompt  # type: ignore[no-redef]  # noqa: F811
+    from wit_world.imports import offer_types  # type: ignore[no-redef]  # noqa: F811
+
+    OFFERS = True
+except ImportError:
+    OFFERS = False
