@@ -162,8 +162,10 @@ pub(super) fn render(lang: Lang, name: &str, sdk: &Path) -> anyhow::Result<Vec<F
         .to_str()
         .context("the SDK root is not valid UTF-8; pass --sdk-root with another path")?;
     let (fuel, timeout_ms, memory_mb, limits_note) = t.limits;
-    let values: [(&str, String); 13] = [
+    let values: [(&str, String); 14] = [
         ("name", name.to_owned()),
+        // The URI scheme the host gives the plugin's resources.
+        ("scheme", name.replace('_', "-")),
         ("lang", lang_name(lang).to_owned()),
         ("lang_title", t.lang_title.to_owned()),
         ("sdk_sh", shell_word(sdk_str)),

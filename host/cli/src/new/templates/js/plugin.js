@@ -1,4 +1,5 @@
-// {{name}}: a toolhost plugin in JavaScript; greets someone by name and counts words.
+// {{name}}: a toolhost plugin in JavaScript; greets someone by name and counts
+// words, and offers a resource, a resource template, a prompt and its completions.
 //
 // Build with ./build.sh, then
 // toolhost call {{name}}_greet --input '{"name":"Ada"}' --plugins dist
@@ -8,7 +9,11 @@
 // result of plugin({...}) as `tool`. The host validates every input against
 // `input` (a JSON Schema) before `run` sees it, and every result against
 // `output` when a tool declares it.
-import { plugin, InvalidInput, config, progress } from "toolhost";
+//
+// Besides tools it offers (contract 0.3, the `offers({...})` export at the
+// end) a resource, a resource template, a prompt and completions of the
+// prompt's argument: `toolhost resources --plugins dist` lists them.
+import { plugin, offers, InvalidInput, config, progress } from "toolhost";
 
 export const tool = plugin({
   {{name}}_greet: {
@@ -62,6 +67,39 @@ export const tool = plugin({
       // To return an image beside the JSON: `return new Output({ lines, words }, [image(pngBytes)])`.
       // To ask the person behind the call: `user.ask("Which one?", { type: "object", properties: {...} })`.
       return { lines: lines.length, words };
+    },
+  },
+});
+
+// What the plugin offers besides tools. A URI's scheme is the plugin's name
+// with `_` as `-`: the host gives each plugin its own. Drop any of these you
+// do not need (`read` may also return bytes or resource() parts, `get` an
+// array of message()s with images).
+export const { resources, prompts, completions } = offers({
+  resources: {
+    "{{scheme}}://about": {
+      name: "about",
+      description: "What the {{name}} plugin does.",
+      mimeType: "text/markdown",
+      read: () => "# {{name}}\n\nA toolhost plugin: `{{name}}_greet` greets someone, `{{name}}_count` counts words.\n",
+    },
+  },
+  templates: {
+    "{{scheme}}://greeting/{name}": {
+      name: "greeting",
+      description: "The greeting for someone, as {{name}}_greet says it.",
+      mimeType: "text/plain",
+      read: ({ name }) => `${config("greeting") ?? "Hello"}, ${name}!`,
+    },
+  },
+  prompts: {
+    {{name}}_welcome: {
+      description: "Ask the model to welcome someone.",
+      arguments: { name: { description: "Who to welcome.", required: true } },
+      // One user message; return an array of message(...)s for more.
+      get: ({ name }) => `Write a short, warm welcome for ${name}, a new member of the team.`,
+      // The names that start with what the user typed so far.
+      complete: { name: (value) => ["Ada", "Alan", "Grace"].filter((n) => n.startsWith(value)) },
     },
   },
 });
