@@ -84,6 +84,9 @@ enum Command {
     /// List the prompts the sources offer, or print prompt NAME's messages
     /// (--arg KEY=VALUE for its arguments).
     Prompt(offers::PromptArgs),
+    /// Complete a prompt's argument (--prompt NAME) or a resource template's
+    /// variable (--template URI): the values that fit --value, one per line.
+    Complete(offers::CompleteArgs),
     /// Serve every tool over MCP: stdio (default) or streamable HTTP (--http).
     Serve(serve::ServeArgs),
     /// Scaffold a plugin project (source, manifest, build.sh) in rust, python, js, c or go.
@@ -114,6 +117,7 @@ impl Command {
             Self::Resources(args) => Some(&args.plugins),
             Self::Read(args) => Some(&args.plugins),
             Self::Prompt(args) => Some(&args.plugins),
+            Self::Complete(args) => Some(&args.plugins),
             Self::Serve(args) => Some(&args.plugins),
             _ => None,
         }
@@ -510,6 +514,7 @@ fn main() -> ExitCode {
             Command::Resources(args) => offers::resources(args).await,
             Command::Read(args) => offers::read(args).await,
             Command::Prompt(args) => offers::prompt(args).await,
+            Command::Complete(args) => offers::complete(args).await,
             Command::Serve(args) => serve::run(args).await,
             Command::New(args) => new::run(args).await,
             Command::Lock(args) => lock::run(args).await,

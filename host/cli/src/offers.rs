@@ -1,9 +1,10 @@
-//! `toolhost resources`, `toolhost read URI` and `toolhost prompt [NAME]`:
-//! what the program's sources (`[[mcp]]` servers in the host config)
-//! offer besides tools. The library does the work
+//! `toolhost resources`, `toolhost read URI`, `toolhost prompt [NAME]` and
+//! `toolhost complete`: what the program's sources (`[[mcp]]` servers in
+//! the host config, plugins) offer besides tools. The library does the work
 //! ([`Offers`](toolhost::tools::Offers),
 //! [`prompt_messages`](toolhost::runner::prompt_messages)); this prints.
 
+mod complete;
 mod read;
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use toolhost::runner::{OpeningError, prompt_messages};
 use toolhost::text::{escape_controls, escape_controls_keep_lines, escape_json_controls};
 use toolhost::tools::{Content, ResourceSpec, ToolOrigin};
 
+pub use complete::{CompleteArgs, run as complete};
 pub use read::{ReadArgs, run as read};
 
 use super::{PluginArgs, UsageError};

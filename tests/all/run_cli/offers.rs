@@ -1,4 +1,4 @@
-//! `toolhost resources`, `read`, `prompt` and `run --prompt/--attach`
+//! `toolhost resources`, `read`, `prompt`, `complete` and `run --prompt/--attach`
 //! (issue 42) with an `[[mcp]]` upstream in the host config, npm
 //! `@modelcontextprotocol/server-everything`, and a loopback provider.
 
@@ -180,6 +180,37 @@ async fn prompt_lists_the_prompts_and_prints_one_s_messages() {
 }
 
 /// `toolhost run ARGS` against a fake at `url` speaking `provider`.
+#[tokio::test]
+async fn complete_prints_a_prompt_argument_s_values_one_a_line() {
+    let upstream = Upstream::new();
+    let args = [
+        "complete",
+        "--prompt",
+        "everything_completable-prompt",
+        "name",
+        "--value",
+        "A",
+        "--arg",
+        "department=Engineering",
+    ];
+    let out = upstream.toolhost(&args).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "Alice\n");
+
+    let out = upstream.toolhost(&[&args[..], &["--json"]].concat()).await;
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let printed: Value = serde_json::from_str(stdout.trim()).expect("one JSON object");
+    assert_eq!(printed["values"], json!(["Alice"]), "{printed}");
+
+    let out = upstream
+        .toolhost(&["complete", "--prompt", "everything_no-such", "name"])
+        .await;
+    assert_refused(&out, "no prompt is named `everything_no-such`");
+    assert_refused(&out, "toolhost prompt");
+}
+
 async fn run(upstream: &Upstream, provider: &str, url: &str, args: &[&str]) -> Output {
     let common = [
         "run",
