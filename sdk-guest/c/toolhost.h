@@ -39,6 +39,12 @@
  * (series 0.1, for plugins made before 0.2), output schemas, annotations
  * and content parts are refused and th_progress/th_ask do not exist.
  *
+ * Resources, prompts and completions (contract 0.3): TOOLHOST_OFFERS,
+ * at the end of this file, declares them; a plugin that uses it is built
+ * with toolhost_offers.c and bindings/0.3 as well (the scaffold's build.sh
+ * adds them when a source file names TOOLHOST_OFFERS). A plugin without
+ * them is a 0.2 plugin, exactly as before.
+ *
  * Memory: strings from th_get_string, answers from th_ask and everything
  * the writers build live until the call returns; the SDK frees them.
  * Nothing here is thread-safe, and nothing needs to be: a component
@@ -70,6 +76,9 @@ typedef enum {
     TH_FAILED,
     /* The sandbox refused something the tool needed. */
     TH_DENIED,
+    /* Offers (contract 0.3): no such resource, prompt or argument. A tool
+     * that returns it fails as TH_FAILED does. */
+    TH_NOT_FOUND,
 } th_status;
 
 /* One call's input: a parsed view of the input JSON object. */
@@ -232,6 +241,120 @@ extern const size_t toolhost_tool_count;
     const th_tool toolhost_tools[] = {__VA_ARGS__};                         \
     _Pragma("GCC diagnostic pop")                                           \
     const size_t toolhost_tool_count = sizeof(toolhost_tools) / sizeof(toolhost_tools[0]);
+
+/* ---- offering resources, prompts and completions (contract 0.3) ---- */
+/*
+ *     static th_status read_about(const char *uri, const th_args *vars, th_output *out) {
+ *         (void)vars;
+ *         th_add_resource_text(out, uri, "text/markdown", "# notes", 7);
+ *         return TH_OK;
+ *     }
+ *     static const th_resource resources[] = {
+ *         {.uri = "notes://about", .name = "about", .mime_type = "text/markdown", .read = read_about},
+ *         {0},
+ *     };
+ *     TOOLHOST_OFFERS(.resources = resources)
+ *
+ * Build the plugin with toolhost_offers.c, bindings/0.3/offers.c and
+ * bindings/0.3/offers_component_type.o besides what a 0.2 plugin has (and
+ * -I bindings/0.3). The host lists resources, templates and prompts once,
+ * when the plugin loads (like the tools: the lists must not depend on
+ * input or state); every read, prompt and completion is a call of its own,
+ * under the plugin's limits, and may use th_config, th_log and th_progress.
+ * A resource's URI must have a scheme the host gives the plugin: its name
+ * with `_` as `-`, or one its manifest lists in `resource_schemes`.
+ */
+
+/* A name and its value, both NUL-terminated UTF-8. */
+typedef struct {
+    const char *name;
+    const char *value;
+} th_arg;
+
+/* Names and values: a template's variables, a prompt's arguments, the
+ * arguments filled in before a completion. Live until the call returns. */
+typedef struct {
+    const th_arg *items;
+    size_t count;
+} th_args;
+
+/* The value of `name` in `args`, or NULL. */
+const char *th_arg_get(const th_args *args, const char *name);
+
+/* A resource, or a resource template. A read adds what it read with
+ * th_add_resource_text / th_add_resource_blob (the URI read, or one under
+ * it), or with th_add_text (text of the URI read, no MIME type); or it
+ * returns th_error(out, TH_NOT_FOUND, ...) and the like. */
+typedef struct {
+    /* A resource's URI, or a template's: RFC 6570 level 1, "notes://{day}". */
+    const char *uri;
+    const char *name;
+    const char *description; /* or NULL */
+    const char *mime_type; /* or NULL */
+    /* Reads `uri` (for a template, a URI it matches; `vars` holds its
+     * variables, empty for a resource). */
+    th_status (*read)(const char *uri, const th_args *vars, th_output *out);
+    const char *meta; /* a JSON object (MCP `_meta`), or NULL */
+} th_resource;
+
+/* The most arguments one prompt declares. */
+#define TH_MAX_PROMPT_ARGS 16
+
+/* An argument of a prompt. */
+typedef struct {
+    const char *name;
+    const char *description; /* or NULL */
+    bool required;
+} th_prompt_arg;
+
+/* Who says a message of a prompt: th_set_role sets it for the parts added after. */
+typedef enum { TH_USER = 0, TH_ASSISTANT } th_role;
+
+/* A prompt. `get` renders it: each th_add_text / th_add_image /
+ * th_add_audio / th_add_resource_text / th_add_resource_blob is one
+ * message, from the user unless th_set_role says otherwise. Its required
+ * arguments are always in `args` (the SDK checks). */
+typedef struct {
+    const char *name; /* follows a tool name's rules */
+    const char *description; /* or NULL */
+    /* Its arguments, up to the first without a name. */
+    th_prompt_arg arguments[TH_MAX_PROMPT_ARGS];
+    th_status (*get)(const th_args *args, th_output *out);
+    const char *meta; /* a JSON object (MCP `_meta`), or NULL */
+} th_prompt;
+
+/* Completions of one prompt argument, or of one template variable: set
+ * `prompt` (the prompt's name) or `template_uri` (the template's URI
+ * template), and `argument`. `complete` adds the values that fit `value`
+ * (what the user typed so far), best first, with th_add_value; `context`
+ * holds the arguments filled in already. */
+typedef struct {
+    const char *prompt;
+    const char *template_uri;
+    const char *argument;
+    th_status (*complete)(const char *value, const th_args *context, th_output *out);
+} th_completer;
+
+/* Set who says the prompt messages added after this (TH_USER at first). */
+void th_set_role(th_output *out, th_role role);
+/* Add a completion value (NUL-terminated UTF-8). */
+void th_add_value(th_output *out, const char *value);
+
+/* What the plugin offers. Each list ends with an entry that is all zero
+ * ({0}); NULL for none. */
+typedef struct {
+    const th_resource *resources;
+    const th_resource *templates;
+    const th_prompt *prompts;
+    const th_completer *completers;
+} th_offers;
+
+/* The offers; TOOLHOST_OFFERS defines it. */
+extern const th_offers toolhost_offers;
+
+/*     TOOLHOST_OFFERS(.resources = resources, .templates = templates,
+ *                     .prompts = prompts, .completers = completers) */
+#define TOOLHOST_OFFERS(...) const th_offers toolhost_offers = {__VA_ARGS__};
 
 #ifdef __cplusplus
 }

@@ -37,6 +37,7 @@ typedef struct {
     char *uri; /* resources */
     unsigned char *data; /* the text or the bytes; NULL when len == 0 */
     size_t len;
+    th_role role; /* a prompt message's speaker */
 } th_part;
 
 struct th_output {
@@ -49,6 +50,7 @@ struct th_output {
     char *message; /* error message, when a tool fails */
     th_part *parts; /* content parts, in order */
     size_t part_count, part_cap;
+    th_role role; /* the speaker of prompt messages added next */
 };
 
 /* 1 if `json` is an object whose top-level keys could be read, else 0. */

@@ -437,7 +437,7 @@ static void add_part(th_output *out, th_part_kind kind, const char *uri, const c
         out->parts = grown;
         out->part_cap = cap;
     }
-    th_part part = {kind, NULL, NULL, NULL, len};
+    th_part part = {kind, NULL, NULL, NULL, len, out->role};
     part.media_type = copy_cstring(out, media_type);
     part.uri = copy_cstring(out, uri);
     if (len > 0) {
@@ -472,6 +472,12 @@ void th_add_resource_text(th_output *out, const char *uri, const char *media_typ
 
 void th_add_resource_blob(th_output *out, const char *uri, const char *media_type, const void *data, size_t len) {
     add_part(out, TH_PART_RESOURCE_BLOB, uri ? uri : "", media_type, data, len);
+}
+
+void th_set_role(th_output *out, th_role role) { out->role = role; }
+
+void th_add_value(th_output *out, const char *value) {
+    if (value) add_part(out, TH_PART_TEXT, NULL, NULL, value, strlen(value));
 }
 
 static bool cstring_utf8(const char *s) { return !s || th_utf8_valid(s, strlen(s)); }

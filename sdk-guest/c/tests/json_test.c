@@ -118,6 +118,23 @@ static void names_what_cannot_be_sent(void) {
     th_output_free(&out);
 }
 
+/* A prompt's messages: each part is one, from the user until th_set_role
+ * says otherwise; a completion's values are text parts. */
+static void collects_prompt_messages_and_values(void) {
+    th_output out;
+    memset(&out, 0, sizeof out);
+    th_add_text(&out, "hi", 2);
+    th_set_role(&out, TH_ASSISTANT);
+    th_add_text(&out, "hello", 5);
+    th_add_value(&out, "Ada");
+    CHECK(out.part_count == 3);
+    CHECK(out.parts[0].role == TH_USER && out.parts[1].role == TH_ASSISTANT);
+    CHECK(out.parts[2].kind == TH_PART_TEXT && out.parts[2].len == 3 && memcmp(out.parts[2].data, "Ada", 3) == 0);
+    th_add_value(&out, "\xff");
+    CHECK(th_output_problem(&out) != NULL);
+    th_output_free(&out);
+}
+
 int main(void) {
     checks_utf8();
     reads_values();
@@ -125,6 +142,7 @@ int main(void) {
     writes_json();
     collects_content_parts();
     names_what_cannot_be_sent();
+    collects_prompt_messages_and_values();
     printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
