@@ -30,7 +30,10 @@
 // image, audio, text, an embedded resource); report progress with Progress
 // and ask the user a question with Ask.
 //
-// The SDK speaks toolhost:plugin@0.2.0 (wit/0.2/plugin.wit).
+// The SDK speaks toolhost:plugin@0.2.0 (wit/0.2/plugin.wit). A plugin can
+// also offer resources, templates, prompts and completions (contract 0.3,
+// wit/0.3/plugin.wit): RegisterResource, RegisterTemplate, RegisterPrompt,
+// CompletePrompt and CompleteTemplate (offers.go).
 package toolhost
 
 import (
