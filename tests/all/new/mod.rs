@@ -18,7 +18,7 @@ mod offers;
 
 /// The languages whose scaffold offers a resource, a template, a prompt
 /// and completions beside its tool ([`offers`]).
-const OFFERS_LANGS: &[&str] = &["rust", "python", "js"];
+const OFFERS_LANGS: &[&str] = &["rust", "python", "js", "c", "go"];
 
 fn toolhost(args: &[&str]) -> Output {
     Command::new(toolhost_bin())

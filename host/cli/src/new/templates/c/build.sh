@@ -6,9 +6,13 @@
 #
 # clang (wasm32-wasi, reactor) compiles every *.c here with the toolhost C
 # SDK and its committed wit-bindgen bindings (contract
-# toolhost:plugin@0.2.0) into a WASI preview1 core module; `wasm-tools
-# component new` turns it into a component, with the preview1 reactor
-# adapter mapping WASI to preview2. Needs clang-14, lld-14,
+# toolhost:plugin@0.2.0; when a source file names TOOLHOST_OFFERS, also the
+# SDK's toolhost_offers.c and the bindings of contract 0.3's `offers`
+# world: resources, prompts, completions) into a WASI preview1 core module,
+# with PLUGIN_SCHEME defined as the plugin's URI scheme (its name, `_` as
+# `-`); `wasm-tools component new` turns it into a component, with the
+# preview1 reactor adapter mapping WASI to preview2 (and 0.3's world merged
+# with 0.2's). Needs clang-14, lld-14,
 # wasi-libc, libclang-rt-14-dev-wasm32 and wasm-tools
 # (`.ci/install-guest-toolchains.sh c` in the toolhost checkout). CC=...
 # picks another compiler that takes clang's flags; WASI_SYSROOT=... another
@@ -24,6 +28,8 @@ if [ -n "${TOOLHOST_SDK:-}" ]; then sdk="$TOOLHOST_SDK"; fi
 if [ -f "$sdk/.ci/toolchains.sh" ]; then . "$sdk/.ci/toolchains.sh"; fi
 c_sdk="$sdk/sdk-guest/c"
 bindings="$c_sdk/bindings/0.2"
+# The URI scheme the host gives the plugin's resources: its name, `_` as `-`.
+scheme="${name//_/-}"
 
 if [ ! -f "$sdk/wit/0.2/plugin.wit" ] || [ ! -f "$c_sdk/toolhost.h" ] || [ ! -f "$bindings/plugin.c" ]; then
     echo "build.sh: no toolhost SDK at $sdk; set TOOLHOST_SDK to a toolhost checkout" >&2
@@ -49,6 +55,13 @@ if ! command -v wasm-tools >/dev/null 2>&1; then
 fi
 sysroot_args=()
 if [ -n "${WASI_SYSROOT:-}" ]; then sysroot_args=(--sysroot="$WASI_SYSROOT"); fi
+# Offers (contract 0.3) only when the plugin declares them: without, it
+# stays a 0.2 plugin.
+offers=()
+if grep -q TOOLHOST_OFFERS "$here"/*.c; then
+    offers=(-I "$c_sdk/bindings/0.3" "$c_sdk/toolhost_offers.c"
+        "$c_sdk/bindings/0.3/offers.c" "$c_sdk/bindings/0.3/offers_component_type.o")
+fi
 adapter="$("$c_sdk/preview1-adapter.sh")"
 
 tmp="$(mktemp -d)"
@@ -58,9 +71,9 @@ mkdir -p "$here/dist"
 # component-type object carries the WIT world into the module.
 "$cc" --target=wasm32-wasi -mexec-model=reactor "${sysroot_args[@]}" \
     -O2 -std=c11 -Wall -Wextra -Werror -fvisibility=hidden \
-    -I "$c_sdk" -I "$bindings" \
+    -I "$c_sdk" -I "$bindings" -DPLUGIN_SCHEME="\"$scheme\"" \
     "$here"/*.c "$c_sdk/toolhost.c" "$c_sdk/toolhost_json.c" \
-    "$bindings/plugin.c" "$bindings/plugin_component_type.o" \
+    "$bindings/plugin.c" "$bindings/plugin_component_type.o" "${offers[@]}" \
     -Wl,--strip-debug -o "$tmp/$name.core.wasm"
 wasm-tools component new "$tmp/$name.core.wasm" \
     --adapt "wasi_snapshot_preview1=$adapter" -o "$tmp/$name.wasm"

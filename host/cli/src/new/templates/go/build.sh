@@ -9,7 +9,13 @@
 # from the toolhost checkout's sdk-guest/go; the Go module proxy is not
 # used) are assembled into one module; `GOOS=wasip1 GOARCH=wasm go build
 # -buildmode=c-shared` makes a preview1 reactor module; wasm-tools embeds
-# the WIT world (toolhost:plugin@0.2.0) and adapts it to a component.
+# the WIT world (toolhost:plugin@0.2.0) and adapts it to a component. When
+# a Go file here calls toolhost.RegisterResource, RegisterTemplate or
+# RegisterPrompt, the module is built with the SDK's 0.3 bindings instead
+# (bindings-offers over bindings, and the export_toolhost_plugin_resources,
+# _prompts and _completions packages; the world in wit-offers: 0.2's plugin
+# and 0.3's offers), so the component also exports contract 0.3's resources, prompts
+# and completions; without, it is a 0.2 plugin.
 # Needs go and wasm-tools (`.ci/install-guest-toolchains.sh go` in the
 # toolhost checkout).
 # TOOLHOST_SDK=/path/to/toolhost overrides the checkout below.
@@ -43,6 +49,15 @@ trap 'rm -rf "$tmp"' EXIT
 mod="$tmp/module"
 mkdir -p "$mod/plugin"
 cp -R "$go_sdk/bindings/." "$mod/"
+if grep -qE 'toolhost\.Register(Resource|Template|Prompt)\(' "$here"/*.go; then
+    # The 0.3 packages, and a main package that exports 0.3's interfaces too.
+    cp -R "$go_sdk/bindings-offers/." "$mod/"
+    cp -R "$go_sdk/export_toolhost_plugin_resources" "$go_sdk/export_toolhost_plugin_prompts" \
+        "$go_sdk/export_toolhost_plugin_completions" "$mod/"
+    world=(--world plugin-offers "$go_sdk/wit-offers")
+else
+    world=(--world plugin "$sdk/wit/0.2")
+fi
 cp -R "$go_sdk/toolhost" "$go_sdk/export_toolhost_plugin_tool" "$mod/"
 cp "$here"/*.go "$mod/plugin/"
 cat >"$mod/go.mod" <<GOMOD
@@ -63,7 +78,7 @@ GO
 # -checklinkname=0: the wit runtime links to Go runtime internals.
 (cd "$mod" && GOOS=wasip1 GOARCH=wasm GOPROXY=off GOSUMDB=off GOTOOLCHAIN=local GOFLAGS=-mod=mod \
     go build -buildmode=c-shared -trimpath -ldflags="-checklinkname=0 -s -w" -o "$tmp/$name.core.wasm" .)
-wasm-tools component embed --world plugin "$sdk/wit/0.2" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
+wasm-tools component embed "${world[@]}" "$tmp/$name.core.wasm" -o "$tmp/$name.embed.wasm"
 wasm-tools component new "$tmp/$name.embed.wasm" \
     --adapt "wasi_snapshot_preview1=$adapter" -o "$tmp/$name.wasm"
 wasm-tools validate "$tmp/$name.wasm"
