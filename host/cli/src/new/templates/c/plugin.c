@@ -147,7 +147,10 @@ static th_status welcome(const th_args *args, th_output *out) {
 static const th_prompt prompts[] = {
     {.name = "{{name}}_welcome",
      .description = "Welcome someone to the team.",
-     .arguments = {{.name = "name", .description = "Who to welcome.", .required = true}},
+     /* One argument; the list ends at the first without a name. */
+     .arguments = {
+         {.name = "name", .description = "Who to welcome.", .required = true},
+     },
      .get = welcome},
     {0},
 };

@@ -89,7 +89,9 @@ func init() {
 	// the SDK refuses a call without it before Get runs).
 	toolhost.RegisterPrompt(toolhost.Prompt{
 		Name: "{{name}}_welcome", Description: "Welcome someone to the team.",
-		Arguments: []toolhost.PromptArg{{Name: "name", Description: "Who to welcome.", Required: true}},
+		Arguments: []toolhost.PromptArg{
+			{Name: "name", Description: "Who to welcome.", Required: true},
+		},
 		Get: func(args map[string]string) ([]toolhost.Message, error) {
 			text := fmt.Sprintf("Please welcome %s to the team, warmly and in one sentence.", args["name"])
 			return []toolhost.Message{toolhost.UserMessage(toolhost.Text(text))}, nil
