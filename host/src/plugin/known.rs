@@ -68,6 +68,8 @@ impl super::PluginHost {
             extras: remembered.extras,
             from_cache: true,
             offers: None,
+            // Only a plugin without `[ui]` loads this way.
+            ui: Default::default(),
             interface: remembered.interface,
         };
         let cache = crate::sandbox::CacheStatus::Hit;

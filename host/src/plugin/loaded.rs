@@ -47,6 +47,9 @@ pub struct Plugin {
     /// What it offers besides tools (contract 0.3), listed when it loaded;
     /// `None` for a plugin that exports none of 0.3's interfaces.
     pub(super) offers: Option<crate::sandbox::OfferLists>,
+    /// Its tools' MCP Apps views: tool name to `ui://` URI (the manifest's
+    /// `[ui]`, checked against its resources when it loaded).
+    pub(super) ui: std::collections::BTreeMap<String, String>,
     pub(super) interface: ComponentInterface,
     /// Whether it imports `user` (contract 0.2): its calls may ask.
     pub(super) asks_user: bool,
@@ -286,6 +289,11 @@ impl Tool for WasmTool {
 
     fn may_ask_user(&self) -> bool {
         self.plugin.asks_user
+    }
+
+    fn ui_resource(&self) -> Option<&str> {
+        let name = &self.plugin.tools[self.index].name;
+        self.plugin.ui.get(name).map(String::as_str)
     }
 
     fn output_schema(&self) -> Option<&Value> {

@@ -44,6 +44,8 @@ use crate::tools::ExecOverrides;
 /// [session]
 /// idle_ttl_secs = 300
 /// resource_schemes = ["notes"] # its resources' URI schemes (contract 0.3)
+/// [ui]                      # MCP Apps: a tool's interactive view
+/// chart_draw = "ui://chart/view.html"  # one of its own resources
 /// [task]                    # its tools as MCP tasks (crate::tasks)
 /// support = "optional"      # forbidden (default) | optional | required
 /// deadline_secs = 1800      # how long a task may run; default and max: the host's [tasks]
@@ -86,6 +88,13 @@ pub struct Manifest {
     /// "From a plugin").
     #[serde(default)]
     pub resource_schemes: Vec<String>,
+    /// MCP Apps: per tool, the `ui://` resource that shows it (tool name
+    /// to URI). Each URI must be one the plugin lists among its resources,
+    /// with the Apps MIME type, under its own authority (`ui://NAME/...`,
+    /// its name with `_` as `-`); the load fails otherwise (docs/resources.md,
+    /// "MCP Apps").
+    #[serde(default)]
+    pub ui: BTreeMap<String, String>,
 }
 
 /// How a plugin's tools run as tasks (calls that outlive a request): see

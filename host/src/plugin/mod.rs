@@ -5,6 +5,7 @@
 //! loaded on its own, and the [`LoadReport`] lists what loaded and what did
 //! not, with the file and the reason.
 
+mod apps;
 mod background;
 mod bytes;
 mod catalog;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use wasmtime::component::Component;
 
+pub use apps::{APP_MIME_TYPE, UI_SCHEME};
 pub use background::DeferredReport;
 pub use error::{LoadEvent, LoadObserver, PluginError};
 pub use inspect::Inspection;
@@ -230,8 +232,10 @@ impl PluginHost {
         // The manifest first: a refused grant costs no compile.
         let settings = self.settings(path)?;
         // A plugin with offers (contract 0.3) loads the full way: its lists
-        // come from calls into it.
-        if let Some(known) = self.remembered(path, &settings)
+        // come from calls into it; so does one whose `[ui]` must be checked
+        // against them.
+        if settings.manifest.ui.is_empty()
+            && let Some(known) = self.remembered(path, &settings)
             && !offers::exported(&known.1.interface)
         {
             return Ok(self.load_known(path, settings, known));
@@ -317,11 +321,18 @@ impl PluginHost {
         }
         let schemes = offers::schemes(&plugin_name(path), &settings.manifest.resource_schemes);
         let offers = offers::list(&guest, path, &schemes).await?;
+        let ui = apps::check(&settings.manifest.ui, &schemes[0], &tools, offers.as_ref()).map_err(
+            |message| PluginError::Describe {
+                path: path.to_owned(),
+                message,
+            },
+        )?;
         let described = Described {
             tools,
             extras,
             from_cache: tools_from_cache,
             offers,
+            ui,
             interface,
         };
         let guest = lazy::LazyGuest::ready(guest);
@@ -365,6 +376,7 @@ impl PluginHost {
             extras: described.extras,
             tools_from_cache: described.from_cache,
             offers: described.offers,
+            ui: described.ui,
             asks_user: described.interface.asks_user(),
             interface: described.interface,
             sessions: session::Sessions::new(idle_ttl, Arc::clone(&self.session_cap)),
@@ -380,6 +392,8 @@ struct Described {
     from_cache: bool,
     /// What it offers besides tools (contract 0.3).
     offers: Option<crate::sandbox::OfferLists>,
+    /// Its tools' MCP Apps views, checked (`apps::check`).
+    ui: std::collections::BTreeMap<String, String>,
     interface: ComponentInterface,
 }
 

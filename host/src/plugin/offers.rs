@@ -19,7 +19,8 @@ use crate::tools::{
 };
 
 /// The URI schemes a plugin's resources may have: its name (`_` as `-`),
-/// lower case, and those its manifest names.
+/// lower case (always first: its own scheme, also its `ui://` authority),
+/// and those its manifest names.
 pub(super) fn schemes(name: &str, declared: &[String]) -> Vec<String> {
     let own = name.replace('_', "-").to_ascii_lowercase();
     std::iter::once(own)
@@ -38,7 +39,8 @@ pub(super) fn exported(interface: &super::ComponentInterface) -> bool {
 }
 
 /// Ask the plugin for its lists (when it exports any of 0.3's interfaces),
-/// and check that every URI is under one of its `schemes`.
+/// and check that every URI is under one of its `schemes`, or `ui://`
+/// under its own authority (`schemes[0]`).
 pub(super) async fn list(
     guest: &Guest,
     path: &Path,
@@ -61,15 +63,21 @@ pub(super) async fn list(
             )));
         }
     };
-    for spec in lists.resources.iter().chain(&lists.templates) {
-        let scheme = spec
-            .uri
-            .split_once(':')
-            .map(|(s, _)| s.to_ascii_lowercase());
+    let uris = lists.resources.iter().map(|r| &r.uri);
+    for uri in uris.chain(lists.templates.iter().map(|t| &t.uri)) {
+        // `ui://` (MCP Apps) is every plugin's, each under its own
+        // authority only (`apps`), whatever `resource_schemes` say.
+        if super::apps::is_ui(uri) {
+            match super::apps::ui_uri_refused(uri, &schemes[0]) {
+                Some(why) => return Err(bad(format!("resource {why}"))),
+                None => continue,
+            }
+        }
+        let scheme = uri.split_once(':').map(|(s, _)| s.to_ascii_lowercase());
         if !scheme.is_some_and(|s| schemes.contains(&s)) {
             return Err(bad(format!(
                 "resource `{}` is not under a scheme of this plugin's ({}); use one of them, or add its scheme to `resource_schemes` in the manifest",
-                text::untrusted(&spec.uri, 256),
+                text::untrusted(uri, 256),
                 schemes.join(", ")
             )));
         }

@@ -283,6 +283,13 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// The `ui://` resource that shows the tool's result (MCP Apps, the
+    /// `io.modelcontextprotocol/ui` extension), if it has one: a plugin's
+    /// manifest names it (`[ui]`); `serve` lists it in the tool's `_meta`.
+    fn ui_resource(&self) -> Option<&str> {
+        None
+    }
+
     /// Where the tool comes from.
     fn origin(&self) -> ToolOrigin {
         ToolOrigin::Native

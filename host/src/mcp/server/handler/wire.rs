@@ -53,7 +53,24 @@ pub(super) fn mcp_tool(tool: &dyn crate::tools::Tool) -> Tool {
         annotations.open_world_hint = hints.open_world_hint;
         listed.annotations = Some(annotations);
     }
+    if let Some(uri) = tool.ui_resource() {
+        listed.meta = Some(rmcp::model::MetaObject(apps_meta(uri)));
+    }
     listed
+}
+
+/// The `_meta` key MCP Apps (`io.modelcontextprotocol/ui`) used before
+/// `ui.resourceUri`, which hosts still read (`RESOURCE_URI_META_KEY` in
+/// `@modelcontextprotocol/ext-apps`).
+pub(in crate::mcp::server) const UI_LEGACY_META_KEY: &str = "ui/resourceUri";
+
+/// A tool's `_meta` for MCP Apps: `ui.resourceUri`, and the legacy flat
+/// key beside it, as the extension's own `registerAppTool` writes both.
+fn apps_meta(uri: &str) -> JsonObject {
+    let mut meta = JsonObject::new();
+    meta.insert("ui".into(), serde_json::json!({ "resourceUri": uri }));
+    meta.insert(UI_LEGACY_META_KEY.into(), Value::String(uri.to_owned()));
+    meta
 }
 
 /// A tool's result as MCP carries it: the structured value as
