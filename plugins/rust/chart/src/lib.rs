@@ -4,9 +4,11 @@
 //! answers with the picture (an image content part, contract 0.2) and a
 //! short structured summary the model can read back (the value range, the
 //! picture's size). Pure Rust: the drawing is in [`render`], the PNG
-//! encoding is the `png` crate's.
+//! encoding is the `png` crate's. Its [`view`] is an MCP App: an HTML page
+//! that shows the same data interactively, in clients that render Apps.
 
 pub mod render;
+pub mod view;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -150,6 +152,8 @@ toolhost_guest::export_tools! {
         open_world: false,
     },
 }
+
+toolhost_guest::export_offers!(view::View);
 
 #[cfg(test)]
 mod tests;

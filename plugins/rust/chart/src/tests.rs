@@ -232,3 +232,31 @@ fn axis_steps_are_round_numbers_that_cover_the_data() {
         );
     }
 }
+
+#[test]
+fn the_view_is_one_self_contained_app_page_under_the_plugins_own_authority() {
+    use toolhost_guest::offers::{Offers, ResourceContents};
+    let listed = view::View::resources();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].uri, "ui://chart/view.html");
+    assert_eq!(
+        listed[0].mime_type.as_deref(),
+        Some("text/html;profile=mcp-app")
+    );
+    let parts = view::View::read(view::VIEW_URI, &Default::default()).unwrap();
+    assert_eq!(parts[0].mime_type.as_deref(), Some(view::APP_MIME_TYPE));
+    let ResourceContents::Text(html) = &parts[0].contents else {
+        panic!("the view is text");
+    };
+    assert!(html.starts_with("<!doctype html>") && html.contains("ui/initialize"));
+    // Nothing fetched from elsewhere: the only URL is SVG's namespace name.
+    let urls = html.matches("http").count();
+    assert_eq!(urls, html.matches("http://www.w3.org/2000/svg").count());
+    assert!(!html.contains("src=") && !html.contains("<link"));
+    assert!(
+        html.len() < 8 * 1024,
+        "keep the page small: {} bytes",
+        html.len()
+    );
+    assert!(view::View::read("ui://chart/other.html", &Default::default()).is_err());
+}
