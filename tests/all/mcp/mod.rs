@@ -18,7 +18,10 @@
 //! - `untrusted`: `[[mcp]]` servers that misbehave.
 //! - `tasks`: calls that outlive a request (MCP tasks, both revisions).
 //! - `upstream_tasks`: an `[[mcp]]` upstream's tasks, followed to their end.
+//! - `apps`: MCP Apps from a plugin and a plugin's offers, through the
+//!   official TypeScript SDK client.
 
+mod apps;
 mod client;
 mod handles;
 mod list_changed;
