@@ -84,7 +84,7 @@ pub(super) fn answered(done: Vec<Done>) -> Result<Vec<CallRecord>, Vec<Done>> {
 /// What answers one call of a round.
 pub(super) enum Slot {
     /// This record, without running anything.
-    Answered(CallRecord),
+    Answered(Box<CallRecord>),
     /// The call, run now.
     Run,
     /// The task an earlier run of the call left running, followed to its
@@ -160,7 +160,7 @@ pub(super) async fn run_round(
     let mut records = Vec::with_capacity(slots.len());
     for (slot, call) in slots.into_iter().zip(calls) {
         let done = match slot {
-            Slot::Answered(done) => done,
+            Slot::Answered(done) => *done,
             Slot::Run | Slot::Follow(_) => match executed.next().await {
                 Some(Ok((call, Ended::Report(report), duration))) => {
                     executed_record(call, report, duration, budget)

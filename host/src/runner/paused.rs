@@ -387,14 +387,14 @@ impl Driver {
             .into_iter()
             .zip(calls)
             .map(|(gate, call)| match gate {
-                Gate::Answered(record) => Slot::Answered(*record),
+                Gate::Answered(record) => Slot::Answered(record),
                 Gate::Run | Gate::Approved => searches(call).map_or(Slot::Run, |search| {
-                    Slot::Answered(super::search::record(
+                    Slot::Answered(Box::new(super::search::record(
                         search,
                         &held_back,
                         call,
                         self.config.max_media_bytes,
-                    ))
+                    )))
                 }),
                 Gate::Follow(task) => Slot::Follow(task),
                 // Not reached: a round with a call awaiting pauses first.

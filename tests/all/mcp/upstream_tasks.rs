@@ -40,6 +40,18 @@ async fn client_of(url: &str) -> (McpServer, Arc<ToolRegistry>) {
     (server, registry)
 }
 
+/// An OpenAI provider on the loopback `fake`.
+fn openai(fake: &toolhost_tests::providers::FakeOpenAi) -> Arc<dyn toolhost::llm::Provider> {
+    toolhost::llm::ProviderKind::OpenAi
+        .build(toolhost::llm::ProviderOptions {
+            base_url: Some(fake.url()),
+            model: Some("test-model".into()),
+            api_key: Some("test-key".into()),
+            ..toolhost::llm::ProviderOptions::default()
+        })
+        .unwrap()
+}
+
 /// The status of the latest `hostile_sleep` task in the upstream's store
 /// (read-only, beside the running server).
 fn latest_task_status(store: &Path) -> String {
@@ -181,7 +193,7 @@ async fn a_plain_call_is_still_held_to_the_request_timeout() {
 /// request, hearing the upstream task's status as the call's progress.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_runner_hears_an_upstream_task_s_progress_and_gets_its_result() {
-    use toolhost::llm::{Message, ProviderKind, ProviderOptions};
+    use toolhost::llm::Message;
     use toolhost::runner::{RunnerConfig, ToolRunner};
     use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
 
@@ -194,14 +206,7 @@ async fn the_runner_hears_an_upstream_task_s_progress_and_gets_its_result() {
         FakeCall::new("up_hostile_sleep", json!({"ms": 4000, "steps": 4})).with_id("call_t"),
     ]));
     fake.push(Turn::text("done"));
-    let provider = ProviderKind::OpenAi
-        .build(ProviderOptions {
-            base_url: Some(fake.url()),
-            model: Some("test-model".into()),
-            api_key: Some("test-key".into()),
-            ..ProviderOptions::default()
-        })
-        .unwrap();
+    let provider = openai(&fake);
     let heard: Arc<Mutex<Vec<String>>> = Arc::default();
     let results: Arc<Mutex<Vec<String>>> = Arc::default();
     let (on_progress, on_result) = (Arc::clone(&heard), Arc::clone(&results));
@@ -247,7 +252,7 @@ async fn the_runner_hears_an_upstream_task_s_progress_and_gets_its_result() {
 /// again; the provider sees each call answered once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_pauses_on_an_upstream_task_and_its_resume_picks_the_task_up() {
-    use toolhost::llm::{Message, ProviderKind, ProviderOptions};
+    use toolhost::llm::Message;
     use toolhost::runner::{PendingCall, RunnerConfig, StopReason, ToolRunner, Transcript};
     use toolhost_tests::providers::{FakeCall, FakeOpenAi, Turn};
 
@@ -262,14 +267,7 @@ async fn a_run_pauses_on_an_upstream_task_and_its_resume_picks_the_task_up() {
         FakeCall::new("up_calc_eval", json!({"expression": "6 * 7"})).with_id("call_calc"),
     ]));
     fake.push(Turn::text("done"));
-    let provider = ProviderKind::OpenAi
-        .build(ProviderOptions {
-            base_url: Some(fake.url()),
-            model: Some("test-model".into()),
-            api_key: Some("test-key".into()),
-            ..ProviderOptions::default()
-        })
-        .unwrap();
+    let provider = openai(&fake);
     let config = RunnerConfig {
         task_pause: Some(Duration::from_millis(800)),
         ..RunnerConfig::default()
