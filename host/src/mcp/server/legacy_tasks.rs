@@ -212,9 +212,14 @@ async fn answer(
         }
         Request::Get(id) => {
             let task = runner.get(&owner, &id).map_err(task_error)?;
+            conn.tasking.polls.polled(&id);
             Ok(legacy_task(&task, poll))
         }
         Request::Result(id) => {
+            if runner.get(&owner, &id).is_ok() {
+                // The client knows the task: its questions may go out.
+                conn.tasking.polls.polled(&id);
+            }
             let task = runner.wait(&owner, &id).await.map_err(task_error)?;
             let related = json!({ RELATED_TASK: { "taskId": task.id } });
             match task.status {

@@ -30,6 +30,10 @@ use rmcp::{Peer, RoleServer};
 use serde_json::json;
 
 use crate::tasks::{TaskControl, TaskHost};
+
+/// How long a task's question waits for the client to poll the task
+/// before it goes out anyway.
+const KNOWN_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
 use crate::tools::{Answer, Question, QuestionSink};
 
 /// The `_meta` key that ties a message to its task.
@@ -69,13 +73,20 @@ impl TaskPeer {
     /// Where task `control`'s questions go: to the client's user, each
     /// while the task is `input_required`. None when the client cannot be
     /// asked.
-    pub(in crate::mcp::server) fn questions(&self, control: TaskControl) -> Option<QuestionSink> {
+    /// The question goes out once the client has polled the task (`polls`,
+    /// at most [`KNOWN_WITHIN`] later), so that it knows the task the
+    /// question names.
+    pub(in crate::mcp::server) fn questions(
+        &self,
+        control: TaskControl,
+        polls: Arc<super::tasks::Polls>,
+    ) -> Option<QuestionSink> {
         if !self.elicits {
             return None;
         }
         let peer = self.peer.clone();
         Some(QuestionSink::new(move |question: Question| {
-            let (peer, control) = (peer.clone(), control.clone());
+            let (peer, control, polls) = (peer.clone(), control.clone(), Arc::clone(&polls));
             async move {
                 let message = question.message.clone();
                 let Some(mut params) = crate::mcp::server::question::params(question) else {
@@ -87,6 +98,7 @@ impl TaskPeer {
                     *meta = Some(tagged);
                 }
                 control.input_required(&message);
+                polls.known(control.id(), KNOWN_WITHIN).await;
                 let sent = peer.send_request(ServerRequest::ElicitRequest(Request::new(params)));
                 let answer = match sent.await {
                     Ok(ClientResult::ElicitResult(result)) => {

@@ -53,6 +53,60 @@ pub(in crate::mcp::server) struct Tasking {
     /// Told when the handshake is done ([`reach`](Self::reach)).
     reached: Notify,
     done: AtomicBool,
+    /// The tasks the client has polled.
+    pub(in crate::mcp::server) polls: Arc<Polls>,
+}
+
+/// The tasks a 2025-11-25 client has polled (`tasks/get`) on a
+/// connection: a task's question goes out only once the client knows the
+/// task, since the answer that names it and the question travel on two
+/// HTTP streams that may cross (the official Tasks client then fails to
+/// match the question to its task).
+#[derive(Debug, Default)]
+pub(in crate::mcp::server) struct Polls {
+    seen: std::sync::Mutex<std::collections::HashSet<String>>,
+    told: Notify,
+}
+
+impl Polls {
+    /// The most task ids kept; past it they are forgotten (a question
+    /// then waits its bound).
+    const MAX: usize = 10_000;
+
+    /// The client polled task `id`.
+    pub(in crate::mcp::server) fn polled(&self, id: &str) {
+        let mut seen = self
+            .seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.len() >= Self::MAX {
+            seen.clear();
+        }
+        if seen.insert(id.to_owned()) {
+            self.told.notify_waiters();
+        }
+    }
+
+    /// Wait (at most `within`) until the client has polled task `id`.
+    pub(in crate::mcp::server) async fn known(&self, id: &str, within: std::time::Duration) {
+        let wait = async {
+            loop {
+                let told = self.told.notified();
+                tokio::pin!(told);
+                told.as_mut().enable();
+                let known = self
+                    .seen
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .contains(id);
+                if known {
+                    return;
+                }
+                told.await;
+            }
+        };
+        let _ = tokio::time::timeout(within, wait).await;
+    }
 }
 
 impl Tasking {
@@ -297,12 +351,13 @@ impl Client {
         // 2025-11-25: through the session's connection, when it has one.
         let peer = (!ask).then(|| self.tasking.peer.get().cloned()).flatten();
         let asker = peer.clone();
+        let polls = Arc::clone(&self.tasking.polls);
         let task = NewTask::new(owner.clone(), name, ttl);
         let started = tasks
             .runner()
             .start(task, deadline, move |control| async move {
                 let asks = match asker {
-                    Some(peer) => peer.questions(control.clone()),
+                    Some(peer) => peer.questions(control.clone(), polls),
                     None => ask.then(|| inputs.sink(control.clone())),
                 };
                 let progress = ProgressSink::new(move |p: Progress| {
