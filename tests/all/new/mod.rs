@@ -21,7 +21,14 @@ mod offers;
 const OFFERS_LANGS: &[&str] = &["rust", "python", "js", "c", "go"];
 
 fn toolhost(args: &[&str]) -> Output {
-    Command::new(toolhost_bin())
+    command(args).output().expect("toolhost runs")
+}
+
+/// `toolhost ARGS` with the tests' compile cache and none of the user's
+/// SDK, plugins or config.
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(toolhost_bin());
+    command
         .args(args)
         .env(
             "TOOLHOST_CACHE_DIR",
@@ -29,23 +36,14 @@ fn toolhost(args: &[&str]) -> Output {
         )
         .env_remove("TOOLHOST_SDK")
         .env_remove("TOOLHOST_PLUGINS")
-        .env_remove("TOOLHOST_CONFIG")
-        .output()
-        .expect("toolhost runs")
+        .env_remove("TOOLHOST_CONFIG");
+    command
 }
 
 /// `toolhost ARGS` run from `dir`, as a user standing in a project runs it.
 fn toolhost_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(toolhost_bin())
-        .args(args)
+    command(args)
         .current_dir(dir)
-        .env(
-            "TOOLHOST_CACHE_DIR",
-            workspace_root().join("target").join("test-cache"),
-        )
-        .env_remove("TOOLHOST_SDK")
-        .env_remove("TOOLHOST_PLUGINS")
-        .env_remove("TOOLHOST_CONFIG")
         .output()
         .expect("toolhost runs")
 }
